@@ -1,0 +1,84 @@
+/**
+ * The interface every routing policy implements. A policy only *chooses*: the region router
+ * (region-router.ts) gathers the candidates, and applies the choice to the index and the load model,
+ * so warmpath's policy and the baselines are compared on exactly the same information.
+ */
+
+/**
+ * Why a node was chosen, as sent in `x-warmpath-decision`:
+ * - `prefix-hit`: the node with the longest believed cached prefix.
+ * - `hot-spill`: a node holds a longer prefix but is too loaded; sent to a less loaded node.
+ * - `cold-spread`: no node holds a useful prefix; placed by consistent hashing with bounded loads.
+ * - `session`: the session hint (`x-session-id` / `prompt_cache_key`) picked among equal choices.
+ * - `balance`: a load-balancing baseline (round-robin, random, least-loaded) chose it.
+ * - `retry`: the first node failed before the first byte; this is another node.
+ * - `failover`: the nearest region could not take the request; another region served it.
+ */
+export type Decision = "prefix-hit" | "hot-spill" | "cold-spread" | "session" | "balance" | "retry" | "failover";
+
+export const DECISIONS: readonly Decision[] = [
+  "prefix-hit",
+  "hot-spill",
+  "cold-spread",
+  "session",
+  "balance",
+  "retry",
+  "failover",
+];
+
+/** One node a request may go to, with everything the router knows about it. */
+export interface Candidate {
+  id: string;
+  /** Believed cached prefix, in blocks. */
+  matchBlocks: number;
+  /** Believed cached prefix, in tokens (capped at the prompt). */
+  matchTokens: number;
+  /** Prompt tokens the node would have to prefill. */
+  uncachedTokens: number;
+  /** Modelled uncached prefill tokens queued ahead (node-load.ts). */
+  workAheadTokens: number;
+  /** Estimated prefill throughput, tokens/s. */
+  prefillRate: number;
+  /** Requests this router has in flight on the node. */
+  inflight: number;
+  /** Prompt tokens of those requests (their KV footprint, Dynamo's "active blocks"). */
+  activeTokens: number;
+  /** Blocks the index believes the node holds (SGLang's "tree size"). */
+  indexBlocks: number;
+  /** KV capacity in tokens. */
+  kvCapacityTokens: number;
+  /** Last reported state, or zeros before the first report. */
+  running: number;
+  waiting: number;
+  kvUsage: number;
+}
+
+/** The request as policies see it. */
+export interface PolicyRequest {
+  hashes: readonly string[];
+  promptTokens: number;
+  blockTokens: number;
+  /** Session/user key (hint for warmpath, the pin for sticky sessions). */
+  sessionKey: string | undefined;
+  /** Node this session last went to, if still a candidate. */
+  sessionNode: string | undefined;
+}
+
+export interface PolicyInput {
+  /** Eligible nodes, in a stable order (by id). Never empty. */
+  candidates: readonly Candidate[];
+  request: PolicyRequest;
+  /** Uniform [0, 1) from the router's seeded generator. */
+  random: () => number;
+}
+
+export interface PolicyChoice {
+  /** Index into `candidates`. */
+  index: number;
+  decision: Decision;
+}
+
+export interface RoutingPolicy {
+  readonly name: string;
+  choose(input: PolicyInput): PolicyChoice;
+}

@@ -1,0 +1,114 @@
+/**
+ * warmpath's default policy: send a request where its first token comes soonest, counting both
+ * the prefill its cached prefix saves and the prefill work already queued on the node.
+ *
+ * For each candidate the router knows (a) the believed cached prefix, hence the uncached tokens
+ * this request would cost there, and (b) the uncached prefill tokens queued ahead of it (the load
+ * model in node-load.ts). The estimated time to first token is `(work ahead + uncached) / rate`.
+ *
+ * - When the prefix match *discriminates* between nodes, the node with the lowest estimate wins.
+ *   That is the holder of the longest prefix (`prefix-hit`) until its queue costs more than the
+ *   prefill it saves, then a less loaded node (`hot-spill`). A popular system prompt therefore
+ *   spreads over as many nodes as its traffic needs, and the spill copies it there (the index
+ *   records the dispatch), so later requests find several holders.
+ * - When no node holds a useful prefix (or all hold the same one, e.g. a fleet-wide system
+ *   prompt), the request is placed by consistent hashing with bounded loads (`cold-spread`),
+ *   keyed on the first block that no node holds: repeats of a new prefix converge on one node,
+ *   distinct prompts spread, and no node takes work above `loadFactor` times the mean.
+ * - Estimates within `tieTolerance` of the best are ties; a session hint breaks them first
+ *   (`session`), then a rendezvous hash of the request's placement key, so ties are deterministic
+ *   per prompt but spread across prompts.
+ * - A node under KV pressure (reported usage above `kvPressureThreshold`) is evicting, so its
+ *   believed prefix is discounted by half.
+ */
+import { rendezvousScore } from "../hash.ts";
+import { boundedLoadChoice, loadBound } from "./placement.ts";
+import type { Candidate, PolicyChoice, PolicyInput, RoutingPolicy } from "./types.ts";
+
+/** Parameters of {@link WarmpathPolicy}. */
+export interface WarmpathPolicyOptions {
+  /** Bounded-load factor for cold placement. Default 1.25. */
+  loadFactor: number;
+  /**
+   * Two estimates closer than this many seconds are a tie. Default 0.05 s: below the noise of a
+   * load report and of network latency, so a tie is decided by affinity rather than by noise.
+   */
+  tieToleranceSeconds: number;
+  /** Reported KV usage above which a node's believed prefix is discounted. Default 0.95. */
+  kvPressureThreshold: number;
+}
+
+export const WARMPATH_DEFAULTS: WarmpathPolicyOptions = {
+  loadFactor: 1.25,
+  tieToleranceSeconds: 0.05,
+  kvPressureThreshold: 0.95,
+};
+
+/** The key cold placement and tie-breaks hash on: the first block no candidate holds. */
+export function placementKey(candidates: readonly Candidate[], hashes: readonly string[], fallback: string): string {
+  let deepest = 0;
+  for (const c of candidates) if (c.matchBlocks > deepest) deepest = c.matchBlocks;
+  return hashes[Math.min(deepest, hashes.length - 1)] ?? fallback;
+}
+
+export class WarmpathPolicy implements RoutingPolicy {
+  readonly name = "warmpath";
+  private readonly options: WarmpathPolicyOptions;
+  constructor(options: WarmpathPolicyOptions = WARMPATH_DEFAULTS) {
+    this.options = options;
+  }
+
+  choose({ candidates, request }: PolicyInput): PolicyChoice {
+    const { loadFactor, tieToleranceSeconds, kvPressureThreshold } = this.options;
+    const key = placementKey(candidates, request.hashes, request.sessionKey ?? "");
+
+    let maxMatch = 0;
+    let minMatch = Infinity;
+    const uncached = candidates.map((c) => {
+      const discounted = c.kvUsage > kvPressureThreshold ? c.matchTokens / 2 : c.matchTokens;
+      if (c.matchBlocks > maxMatch) maxMatch = c.matchBlocks;
+      if (c.matchBlocks < minMatch) minMatch = c.matchBlocks;
+      return request.promptTokens - discounted;
+    });
+
+    if (maxMatch === minMatch) return this.coldPlacement(candidates, request.sessionNode, key, uncached[0]!);
+
+    const estimates = candidates.map((c, i) => (c.workAheadTokens + uncached[i]!) / c.prefillRate);
+    const best = Math.min(...estimates);
+    let chosen = -1;
+    for (let i = 0; i < candidates.length; i++) {
+      if (estimates[i]! > best + tieToleranceSeconds) continue;
+      if (chosen < 0 || this.prefer(candidates, i, chosen, request.sessionNode, key)) chosen = i;
+    }
+    const c = candidates[chosen]!;
+    if (c.matchBlocks < maxMatch) return { index: chosen, decision: "hot-spill" };
+    const tiedHolders = candidates.filter((o, i) => o.matchBlocks === maxMatch && estimates[i]! <= best + tieToleranceSeconds);
+    const bySession = c.id === request.sessionNode && tiedHolders.length > 1;
+    return { index: chosen, decision: bySession ? "session" : "prefix-hit" };
+  }
+
+  /** Tie-break order: longer match, then the session's node, then rendezvous on the key. */
+  private prefer(candidates: readonly Candidate[], i: number, j: number, sessionNode: string | undefined, key: string): boolean {
+    const a = candidates[i]!;
+    const b = candidates[j]!;
+    if (a.matchBlocks !== b.matchBlocks) return a.matchBlocks > b.matchBlocks;
+    if (sessionNode !== undefined && (a.id === sessionNode) !== (b.id === sessionNode)) return a.id === sessionNode;
+    return rendezvousScore(key, a.id) > rendezvousScore(key, b.id);
+  }
+
+  private coldPlacement(
+    candidates: readonly Candidate[],
+    sessionNode: string | undefined,
+    key: string,
+    cost: number,
+  ): PolicyChoice {
+    const loads = candidates.map((c) => c.workAheadTokens);
+    if (sessionNode !== undefined) {
+      // The session hint wins a cold placement when its node is within the load bound.
+      const s = candidates.findIndex((c) => c.id === sessionNode);
+      if (s >= 0 && loads[s]! <= loadBound(loads, cost, this.options.loadFactor)) return { index: s, decision: "session" };
+    }
+    const { index } = boundedLoadChoice(candidates, key, loads, cost, this.options.loadFactor);
+    return { index, decision: "cold-spread" };
+  }
+}

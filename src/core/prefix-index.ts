@@ -1,0 +1,170 @@
+/**
+ * The prefix index: which nodes the router believes hold which prefix blocks.
+ *
+ * Belief is learned from the router's own decisions (a request dispatched to a node leaves its
+ * prompt in that node's KV cache), so it must also *forget* the way the node does: each node's
+ * blocks are kept in LRU order and bounded by that node's KV capacity, measured in blocks, so
+ * the index drops a block at about the time the node itself must have evicted it. A hard cap on
+ * the whole index (node-block entries) bounds memory however many nodes report large caches;
+ * when it binds, every node's share is scaled down in proportion to its capacity.
+ *
+ * Memory: one entry costs about 150 bytes (a Map slot in the node's LRU plus a Set slot in the
+ * block's holder set and the shared 16-character key), so the default cap of 262,144 entries
+ * stays under ~40 MB, well inside a Durable Object's 128 MB.
+ */
+
+/** Default hard cap on node-block entries across the whole index. */
+export const DEFAULT_MAX_INDEX_ENTRIES = 262_144;
+
+interface NodeBlocks {
+  /** Block hashes in LRU order (first = least recently used). Map iteration order is insertion order. */
+  lru: Map<string, true>;
+  /** Capacity in blocks from the node's KV capacity. */
+  capacityBlocks: number;
+  /** Effective limit after the global cap is shared out. */
+  limit: number;
+}
+
+export class PrefixIndex {
+  private readonly holders = new Map<string, Set<string>>();
+  private readonly nodes = new Map<string, NodeBlocks>();
+  private entries = 0;
+
+  private readonly maxEntries: number;
+
+  /** @param maxEntries hard cap on node-block entries (default {@link DEFAULT_MAX_INDEX_ENTRIES}). */
+  constructor(maxEntries: number = DEFAULT_MAX_INDEX_ENTRIES) {
+    this.maxEntries = maxEntries;
+  }
+
+  /** Adds a node or updates its capacity (in blocks); shrinking evicts at once. */
+  setNode(nodeId: string, capacityBlocks: number): void {
+    const existing = this.nodes.get(nodeId);
+    const cap = Math.max(1, Math.floor(capacityBlocks));
+    if (existing) {
+      if (existing.capacityBlocks === cap) return;
+      existing.capacityBlocks = cap;
+    } else {
+      this.nodes.set(nodeId, { lru: new Map(), capacityBlocks: cap, limit: cap });
+    }
+    this.rebalanceLimits();
+  }
+
+  /** Forgets a node and every block it held. */
+  removeNode(nodeId: string): void {
+    const node = this.nodes.get(nodeId);
+    if (!node) return;
+    for (const hash of node.lru.keys()) this.dropHolder(hash, nodeId);
+    this.entries -= node.lru.size;
+    this.nodes.delete(nodeId);
+    this.rebalanceLimits();
+  }
+
+  /** Forgets a node's blocks but keeps the node (its cache was lost, e.g. a restart). */
+  clearNode(nodeId: string): void {
+    const node = this.nodes.get(nodeId);
+    if (!node) return;
+    for (const hash of node.lru.keys()) this.dropHolder(hash, nodeId);
+    this.entries -= node.lru.size;
+    node.lru.clear();
+  }
+
+  hasNode(nodeId: string): boolean {
+    return this.nodes.has(nodeId);
+  }
+
+  /**
+   * Records that `nodeId` now holds every block of `hashes` (it was just sent this prompt),
+   * marking them most recently used. Blocks are touched last-to-first so that, when the node's
+   * LRU overflows, a prompt's tail is evicted before its head, as in an engine's prefix cache.
+   */
+  insert(nodeId: string, hashes: readonly string[]): void {
+    const node = this.nodes.get(nodeId);
+    if (!node) return;
+    const { lru } = node;
+    for (let i = hashes.length - 1; i >= 0; i--) {
+      const hash = hashes[i]!;
+      if (lru.delete(hash)) {
+        lru.set(hash, true);
+        continue;
+      }
+      lru.set(hash, true);
+      this.entries++;
+      let set = this.holders.get(hash);
+      if (!set) this.holders.set(hash, (set = new Set()));
+      set.add(nodeId);
+    }
+    this.evict(nodeId, node);
+  }
+
+  /**
+   * Longest believed prefix match of `hashes` on each of `nodeIds`, in blocks.
+   * Walks the chain once; cost is O(longest match x nodes still matching).
+   */
+  matchDepths(hashes: readonly string[], nodeIds: readonly string[]): number[] {
+    const depths = new Array<number>(nodeIds.length).fill(0);
+    let alive = nodeIds.map((_, i) => i);
+    for (let b = 0; b < hashes.length && alive.length > 0; b++) {
+      const set = this.holders.get(hashes[b]!);
+      if (!set) break;
+      const next: number[] = [];
+      for (const i of alive) {
+        if (set.has(nodeIds[i]!)) {
+          depths[i] = b + 1;
+          next.push(i);
+        }
+      }
+      alive = next;
+    }
+    return depths;
+  }
+
+  /** Blocks the index believes `nodeId` holds. */
+  blocksOf(nodeId: string): number {
+    return this.nodes.get(nodeId)?.lru.size ?? 0;
+  }
+
+  /** Total node-block entries. */
+  get size(): number {
+    return this.entries;
+  }
+
+  /** Distinct block hashes. */
+  get distinctBlocks(): number {
+    return this.holders.size;
+  }
+
+  get capacity(): number {
+    return this.maxEntries;
+  }
+
+  private dropHolder(hash: string, nodeId: string): void {
+    const set = this.holders.get(hash);
+    if (!set) return;
+    set.delete(nodeId);
+    if (set.size === 0) this.holders.delete(hash);
+  }
+
+  private evict(nodeId: string, node: NodeBlocks): void {
+    const { lru } = node;
+    if (lru.size <= node.limit) return;
+    let excess = lru.size - node.limit;
+    for (const hash of lru.keys()) {
+      if (excess-- <= 0) break;
+      lru.delete(hash);
+      this.entries--;
+      this.dropHolder(hash, nodeId);
+    }
+  }
+
+  /** Shares the global cap out in proportion to capacity, when the capacities exceed it. */
+  private rebalanceLimits(): void {
+    let total = 0;
+    for (const n of this.nodes.values()) total += n.capacityBlocks;
+    const scale = total > this.maxEntries ? this.maxEntries / total : 1;
+    for (const [id, n] of this.nodes) {
+      n.limit = Math.max(1, Math.floor(n.capacityBlocks * scale));
+      this.evict(id, n);
+    }
+  }
+}
