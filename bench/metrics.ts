@@ -1,0 +1,81 @@
+/** Figures of one run (one workload, one load level, one policy). */
+import type { Fleet, Live } from "./fleet.ts";
+
+export interface RunMetrics {
+  workload: string;
+  speed: number;
+  policy: string;
+  noiseSigma: number;
+  requests: number;
+  /** Token-weighted prefix hit rate: true cached tokens / prompt tokens. */
+  hitRate: number;
+  promptTokens: number;
+  /** Prefill tokens actually computed (uncached). */
+  prefillTokens: number;
+  ttftMean: number;
+  ttftP50: number;
+  ttftP90: number;
+  ttftP99: number;
+  e2eMean: number;
+  /** max / mean over nodes of prefill tokens computed, and of requests. */
+  prefillImbalance: number;
+  requestImbalance: number;
+  slotWaits: number;
+  /** Prefill busy time / (nodes x arrival span): offered prefill load; above 1 the queues grow. */
+  prefillLoad: number;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+function maxOverMean(values: readonly number[]): number {
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  return mean > 0 ? Math.max(...values) / mean : 1;
+}
+
+export function summarise(workload: string, speed: number, policy: string, noiseSigma: number, lives: readonly Live[], fleet: Fleet): RunMetrics {
+  let prompt = 0;
+  let cached = 0;
+  let e2e = 0;
+  let ttftSum = 0;
+  let slotWaits = 0;
+  const ttfts = new Float64Array(lives.length);
+  lives.forEach((l, i) => {
+    prompt += l.req.promptTokens;
+    cached += l.cachedTokens;
+    const t = l.firstToken - l.arrival;
+    ttfts[i] = t;
+    ttftSum += t;
+    e2e += l.end - l.arrival;
+    if (l.slotWait) slotWaits++;
+  });
+  ttfts.sort();
+  const sorted = Array.from(ttfts);
+  const span = lives.length > 1 ? lives[lives.length - 1]!.arrival - lives[0]!.arrival : 1;
+  const busy = fleet.nodes.reduce((a, n) => a + n.prefillBusyMs, 0);
+  // The pooled reference is one node standing for the fleet: its work is spread over cfg.nodes
+  // "virtual" nodes in the load figure so that it is comparable; imbalance is 1 by definition.
+  const n = lives.length;
+  return {
+    workload,
+    speed,
+    policy,
+    noiseSigma,
+    requests: n,
+    hitRate: prompt > 0 ? cached / prompt : 0,
+    promptTokens: prompt,
+    prefillTokens: prompt - cached,
+    ttftMean: ttftSum / n,
+    ttftP50: percentile(sorted, 0.5),
+    ttftP90: percentile(sorted, 0.9),
+    ttftP99: percentile(sorted, 0.99),
+    e2eMean: e2e / n,
+    prefillImbalance: maxOverMean(fleet.nodes.map((x) => x.prefillTokens)),
+    requestImbalance: maxOverMean(fleet.nodes.map((x) => x.requests)),
+    slotWaits,
+    prefillLoad: busy / (fleet.nodes.length * span),
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * Drives the production RegionRouter (the class the region Durable Object wraps) from the
+ * simulation. The router learns only what it could learn in production:
+ * - its own decisions (route: the prefix index and load model are credited at dispatch);
+ * - the first byte of each answer (firstByte at the simulated end of prefill);
+ * - each answer's usage, with the node's TRUE cached tokens (complete at the end of decode);
+ * - periodic load reports (running, waiting, kvUsage), stale between reports.
+ */
+import { DEFAULT_REGION_SETTINGS, RegionRouter, type RegionSettings } from "../src/core/region-router.ts";
+import { DEFAULT_PREFIX_SETTINGS } from "../src/core/prefix.ts";
+import type { PolicySpec } from "../src/core/policies/index.ts";
+import type { Dispatcher, Fleet, Live, SimNode } from "./fleet.ts";
+
+const MODEL = "bench-model";
+
+export function benchRegionSettings(policy: PolicySpec, prefillRate: number): RegionSettings {
+  return {
+    ...DEFAULT_REGION_SETTINGS,
+    name: "bench",
+    policy,
+    blockTokens: DEFAULT_PREFIX_SETTINGS.blockChars / DEFAULT_PREFIX_SETTINGS.charsPerToken,
+    // The operator configures the nodes' nominal prefill rate; the router refines it from first bytes.
+    prefillTokensPerSecond: prefillRate,
+    // One region has nowhere to fail over to: a "saturated" answer would only hide latency, so
+    // every request is placed and past saturation its queueing shows up in TTFT.
+    maxQueueSeconds: Infinity,
+    maxInflightPerNode: Infinity,
+  };
+}
+
+export class RouterDispatcher implements Dispatcher {
+  readonly name: string;
+  private readonly router: RegionRouter;
+  private readonly indexOf = new Map<string, number>();
+  private fleet: Fleet | undefined;
+
+  constructor(label: string, policy: PolicySpec, prefillRate: number) {
+    this.name = label;
+    this.router = new RegionRouter(benchRegionSettings(policy, prefillRate));
+  }
+
+  init(fleet: Fleet): void {
+    this.fleet = fleet;
+    for (const n of fleet.nodes) {
+      this.indexOf.set(n.id, n.index);
+      this.router.upsertNode(
+        { id: n.id, url: `http://${n.id}`, models: [MODEL], kvCapacityTokens: fleet.cfg.capacityTokens, static: true, lastSeen: 0 },
+        0,
+      );
+    }
+  }
+
+  route(r: Live, now: number): number {
+    const res = this.router.route(
+      { requestId: String(r.req.id), model: MODEL, hashes: r.req.hashes, promptTokens: r.req.promptTokens, sessionKey: r.req.sessionKey },
+      now,
+    );
+    if (!res.ok) throw new Error(`router refused request ${r.req.id}: ${res.message}`);
+    r.ticket = res.ticket;
+    return this.indexOf.get(res.nodeId)!;
+  }
+
+  firstToken(r: Live, now: number): void {
+    this.router.firstByte(r.ticket, now);
+  }
+
+  complete(r: Live, now: number): void {
+    this.router.complete(
+      r.ticket,
+      {
+        status: "ok",
+        usage: { promptTokens: r.req.promptTokens, cachedTokens: r.cachedTokens, completionTokens: r.req.outputTokens },
+      },
+      now,
+    );
+  }
+
+  report(node: SimNode, now: number): void {
+    const cfg = this.fleet!.cfg;
+    this.router.report(
+      {
+        nodeId: node.id,
+        url: `http://${node.id}`,
+        models: [MODEL],
+        kvCapacityTokens: cfg.capacityTokens,
+        running: node.running,
+        waiting: node.waiting,
+        kvUsage: Math.min(1, node.activeKvTokens / cfg.capacityTokens),
+      },
+      now,
+    );
+  }
+}

@@ -1,0 +1,202 @@
+/**
+ * A seeded generator of multi-tenant chat traffic, for the reuse patterns the Mooncake trace
+ * cannot show (it has no users, tenants or sessions).
+ *
+ * Model (every knob is a field of {@link GeneratorConfig}):
+ * - Sessions start as a Poisson process (`sessionsPerSecond`). A session belongs to a tenant
+ *   (Zipf popularity `tenantZipf`) and to one of the tenant's users (uniform); the user is the
+ *   request's sessionKey, as an `x-session-id` header or `prompt_cache_key` would carry it.
+ * - Every tenant has one long system prompt (`systemPromptTokens`), shared by all its users.
+ * - With probability `documentProbability` a session opens with a document/template from its
+ *   tenant's pool of `documents` (Zipf popularity `documentZipf`), shared across users.
+ * - A session has a geometric number of turns (mean `meanTurns`), `thinkTimeSeconds` apart
+ *   (exponential, open loop). Turn k's prompt is the system prompt, the document, and every earlier
+ *   user message and answer, then the new user message: prompts grow, and each turn's prefix is
+ *   the previous turn's prompt plus its answer.
+ *
+ * Router view: the prompt is an OpenAI-style message list, canonicalised and hashed by the
+ * production `prefixKey` in the tenant's namespace. Fleet view: the engine caches the same
+ * canonical text (standing in for the chat template's rendering) in 64-token (256-character)
+ * blocks under its own chained hash, independent of the router's 512-character blocks.
+ */
+import { prefixKey, DEFAULT_PREFIX_SETTINGS } from "../../src/core/prefix.ts";
+import { canonicalText, type CanonicalMessage } from "../../src/core/canonical.ts";
+import { hashBlock, seedHash, type Hash64 } from "../../src/core/hash.ts";
+import { seededRandom } from "../../src/core/random.ts";
+import { entityText, KIND } from "../text.ts";
+import type { BenchRequest, Workload } from "./types.ts";
+
+export interface GeneratorConfig {
+  name: string;
+  description: string;
+  seed: number;
+  /** Sessions start within [0, durationSeconds); later turns past it are dropped. */
+  durationSeconds: number;
+  sessionsPerSecond: number;
+  tenants: number;
+  tenantZipf: number;
+  /** Uniform range per tenant. */
+  systemPromptTokens: [number, number];
+  usersPerTenant: number;
+  meanTurns: number;
+  thinkTimeSeconds: number;
+  userTurnTokens: [number, number];
+  answerTokens: [number, number];
+  /** Documents per tenant. */
+  documents: number;
+  documentZipf: number;
+  documentTokens: [number, number];
+  documentProbability: number;
+}
+
+/** Sessions own their reuse: short system prompts, few documents, long growing conversations. */
+export const CHAT_HEAVY: GeneratorConfig = {
+  name: "chat-heavy",
+  description: "multi-turn sessions own the reuse (20 tenants, short system prompts, 6 turns mean)",
+  seed: 11,
+  durationSeconds: 1800,
+  sessionsPerSecond: 1.1,
+  tenants: 20,
+  tenantZipf: 1.0,
+  systemPromptTokens: [500, 3000],
+  usersPerTenant: 200,
+  meanTurns: 6,
+  thinkTimeSeconds: 45,
+  userTurnTokens: [50, 600],
+  answerTokens: [100, 800],
+  documents: 50,
+  documentZipf: 1.1,
+  documentTokens: [2000, 10000],
+  documentProbability: 0.2,
+};
+
+/** Reuse is shared across users: long system prompts and popular documents, short sessions. */
+export const TEMPLATE_HEAVY: GeneratorConfig = {
+  name: "template-heavy",
+  description: "shared templates own the reuse (4 tenants, long system prompts, Zipf documents, 1.5 turns mean)",
+  seed: 12,
+  durationSeconds: 1800,
+  sessionsPerSecond: 2.6,
+  tenants: 4,
+  tenantZipf: 0.8,
+  systemPromptTokens: [2000, 6000],
+  usersPerTenant: 500,
+  meanTurns: 1.5,
+  thinkTimeSeconds: 30,
+  userTurnTokens: [50, 400],
+  answerTokens: [50, 400],
+  documents: 100,
+  documentZipf: 1.1,
+  documentTokens: [2000, 12000],
+  documentProbability: 0.9,
+};
+
+export const GENERATED = { "chat-heavy": CHAT_HEAVY, "template-heavy": TEMPLATE_HEAVY } as const;
+
+const ENGINE_BLOCK_TOKENS = 64;
+const CHARS_PER_TOKEN = DEFAULT_PREFIX_SETTINGS.charsPerToken;
+const ENGINE_SEED: Hash64 = seedHash("bench-engine");
+
+/** The engine's block ids for a text: chained 64-token blocks, folded into 53-bit numbers. */
+export function engineBlocks(text: string): number[] {
+  const blockChars = ENGINE_BLOCK_TOKENS * CHARS_PER_TOKEN;
+  const out: number[] = [];
+  let state = ENGINE_SEED;
+  for (let start = 0; start < text.length; start += blockChars) {
+    state = hashBlock(state, text, start, Math.min(start + blockChars, text.length));
+    out.push((state.hi & 0x1fffff) * 4294967296 + state.lo);
+  }
+  return out;
+}
+
+/** Zipf(s) over 0..n-1 by inverse CDF. */
+function zipfSampler(n: number, s: number, rnd: () => number): () => number {
+  const cdf: number[] = [];
+  let acc = 0;
+  for (let k = 1; k <= n; k++) cdf.push((acc += 1 / Math.pow(k, s)));
+  return () => {
+    const u = rnd() * acc;
+    let lo = 0;
+    let hi = n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cdf[mid]! < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+}
+
+export interface GenerateOptions {
+  /** Shortens the arrival window (the --quick slice). */
+  durationSeconds?: number | undefined;
+}
+
+export function generate(cfg: GeneratorConfig, opts: GenerateOptions = {}): Workload {
+  const rnd = seededRandom(cfg.seed);
+  const uniform = ([a, b]: [number, number]) => a + Math.floor(rnd() * (b - a + 1));
+  const exp = (mean: number) => -Math.log(1 - rnd()) * mean;
+  const tenantOf = zipfSampler(cfg.tenants, cfg.tenantZipf, rnd);
+  const docOf = zipfSampler(cfg.documents, cfg.documentZipf, rnd);
+  const systemTokens = Array.from({ length: cfg.tenants }, () => uniform(cfg.systemPromptTokens));
+  const docTokens = Array.from({ length: cfg.tenants * cfg.documents }, () => uniform(cfg.documentTokens));
+  const duration = (opts.durationSeconds ?? cfg.durationSeconds) * 1000;
+  // Session templates first (all randomness drawn in one fixed order), text and hashes after.
+  interface Turn {
+    at: number;
+    session: number;
+    tenant: number;
+    user: number;
+    doc: number;
+    turn: number;
+    userTokens: number[];
+    answerTokens: number[];
+  }
+  const turns: Turn[] = [];
+  let session = 0;
+  for (let t = exp(1000 / cfg.sessionsPerSecond); t < duration; t += exp(1000 / cfg.sessionsPerSecond)) {
+    const tenant = tenantOf();
+    const user = Math.floor(rnd() * cfg.usersPerTenant);
+    const doc = rnd() < cfg.documentProbability ? tenant * cfg.documents + docOf() : -1;
+    // Geometric with mean meanTurns, capped so entity ids stay distinct.
+    let n = 1;
+    while (n < 64 && rnd() > 1 / cfg.meanTurns) n++;
+    const userTokens: number[] = [];
+    const answerTokens: number[] = [];
+    let at = t;
+    for (let k = 0; k < n; k++) {
+      userTokens.push(uniform(cfg.userTurnTokens));
+      answerTokens.push(uniform(cfg.answerTokens));
+      if (at < duration) turns.push({ at, session, tenant, user, doc, turn: k, userTokens, answerTokens });
+      at += exp(cfg.thinkTimeSeconds * 1000);
+    }
+    session++;
+  }
+  turns.sort((a, b) => a.at - b.at || a.session - b.session);
+
+  const requests: BenchRequest[] = turns.map((x, id) => {
+    const messages: CanonicalMessage[] = [
+      { role: "system", content: entityText(KIND.system, x.tenant, systemTokens[x.tenant]! * CHARS_PER_TOKEN) },
+    ];
+    for (let k = 0; k <= x.turn; k++) {
+      let content = entityText(KIND.userTurn, x.session * 64 + k, x.userTokens[k]! * CHARS_PER_TOKEN);
+      if (k === 0 && x.doc >= 0) content = entityText(KIND.document, x.doc, docTokens[x.doc]! * CHARS_PER_TOKEN) + "\n\n" + content;
+      messages.push({ role: "user", content });
+      if (k < x.turn) {
+        messages.push({ role: "assistant", content: entityText(KIND.answer, x.session * 64 + k, x.answerTokens[k]! * CHARS_PER_TOKEN) });
+      }
+    }
+    const prompt = { kind: "chat" as const, messages };
+    const key = prefixKey(prompt, { model: "bench-model", namespace: `tenant-${x.tenant}` }, DEFAULT_PREFIX_SETTINGS);
+    return {
+      id,
+      arrival: x.at,
+      sessionKey: `t${x.tenant}/u${x.user}`,
+      hashes: key.hashes,
+      promptTokens: key.promptTokens,
+      trueBlocks: engineBlocks(canonicalText(prompt)),
+      outputTokens: x.answerTokens[x.turn]!,
+    };
+  });
+  return { name: cfg.name, description: cfg.description, trueBlockTokens: ENGINE_BLOCK_TOKENS, requests };
+}

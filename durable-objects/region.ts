@@ -1,0 +1,208 @@
+/**
+ * The region Durable Object: one per GPU region, addressed by region name, the single writer of
+ * that region's routing state.
+ *
+ * In memory: a {@link RegionRouter} (node table, prefix index, load model, policy). The index and
+ * the load are soft state: after an eviction or restart they are rebuilt by traffic within a few
+ * requests per prefix, which is cheaper than persisting every dispatch. The node table and the
+ * region's configuration are durable, in SQLite:
+ *
+ *     config(key TEXT PRIMARY KEY, value TEXT NOT NULL)
+ *       'init'  -> JSON RegionInit (settings, static nodes, fingerprint) last applied
+ *     nodes(id TEXT PRIMARY KEY, url TEXT, models TEXT (JSON array), kv_capacity_tokens INTEGER,
+ *           static INTEGER (0/1), last_seen INTEGER (ms epoch), boot_id TEXT NULL)
+ *
+ * An alarm expires reporting nodes whose reports stopped (and releases in-flight requests whose
+ * worker never completed them). Per request the object does only in-memory work: `route` and
+ * `complete` touch no storage.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { RegionRouter, type CompletionOutcome, type NodeSpec, type RegionSnapshot, type RouteResult } from "../src/core/region-router.ts";
+import type { RegionInit } from "../src/config/load.ts";
+import type { Env } from "../src/env.ts";
+import { completionOutcomeSchema, nodeIdSchema, nodeReportSchema, routeRequestSchema, ticketSchema } from "./rpc-schemas.ts";
+
+/**
+ * A reporting node's `last_seen` is written at most this often (as a fraction of the silence
+ * timeout): reports arrive every second or so, and a restart only needs `last_seen` to within a
+ * fraction of the timeout to expire the node correctly.
+ */
+const LAST_SEEN_WRITE_FRACTION = 1 / 3;
+
+interface NodeRow extends Record<string, SqlStorageValue> {
+  id: string;
+  url: string;
+  models: string;
+  kv_capacity_tokens: number;
+  static: number;
+  last_seen: number;
+  boot_id: string | null;
+}
+
+export class RegionDurableObject extends DurableObject<Env> {
+  private router: RegionRouter | undefined;
+  private fingerprint: string | undefined;
+  private readonly persistedSeen = new Map<string, number>();
+  private alarmAt: number | undefined;
+  private readonly sql: SqlStorage;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    ctx.blockConcurrencyWhile(async () => {
+      this.sql.exec(`CREATE TABLE IF NOT EXISTS config (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+      this.sql.exec(`CREATE TABLE IF NOT EXISTS nodes (
+        id TEXT PRIMARY KEY, url TEXT NOT NULL, models TEXT NOT NULL, kv_capacity_tokens INTEGER NOT NULL,
+        static INTEGER NOT NULL, last_seen INTEGER NOT NULL, boot_id TEXT)`);
+      const row = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'init'`).toArray()[0];
+      if (row) this.build(JSON.parse(row.value) as RegionInit);
+      this.alarmAt = (await ctx.storage.getAlarm()) ?? undefined;
+    });
+  }
+
+  /** Builds the router from a configuration and the stored node table. */
+  private build(init: RegionInit): RegionRouter {
+    const router = new RegionRouter({ ...init.settings }, crypto.randomUUID().slice(0, 8));
+    const now = Date.now();
+    for (const r of this.sql.exec<NodeRow>(`SELECT * FROM nodes`)) {
+      router.upsertNode(this.rowToSpec(r), now);
+      this.persistedSeen.set(r.id, r.last_seen);
+    }
+    this.router = router;
+    this.fingerprint = init.fingerprint;
+    this.syncStaticNodes(init, now);
+    return router;
+  }
+
+  /** Applies the worker's view of the configuration when it differs from the one in force. */
+  private ensure(init: RegionInit): RegionRouter {
+    if (this.router && this.fingerprint === init.fingerprint) return this.router;
+    this.sql.exec(
+      `INSERT INTO config (key, value) VALUES ('init', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+      JSON.stringify(init),
+    );
+    // New configuration (or first call): rebuild from it and the stored node table. The index and
+    // load are soft state and are relearned; a policy switch therefore starts from a clean slate.
+    return this.build(init);
+  }
+
+  private syncStaticNodes(init: RegionInit, now: number): void {
+    const router = this.router!;
+    const declared = new Set(init.staticNodes.map((n) => n.id));
+    for (const spec of router.nodeSpecs()) {
+      if (spec.static && !declared.has(spec.id)) {
+        router.removeNode(spec.id);
+        this.sql.exec(`DELETE FROM nodes WHERE id = ?`, spec.id);
+      }
+    }
+    for (const n of init.staticNodes) {
+      const spec: NodeSpec = { ...n, static: true, lastSeen: now };
+      router.upsertNode(spec, now);
+      this.persist(router.nodeSpecs().find((s) => s.id === n.id)!);
+    }
+  }
+
+  private rowToSpec(r: NodeRow): NodeSpec {
+    return {
+      id: r.id,
+      url: r.url,
+      models: JSON.parse(r.models) as string[],
+      kvCapacityTokens: r.kv_capacity_tokens,
+      static: r.static === 1,
+      lastSeen: r.last_seen,
+      bootId: r.boot_id ?? undefined,
+    };
+  }
+
+  private persist(spec: NodeSpec): void {
+    this.sql.exec(
+      `INSERT INTO nodes (id, url, models, kv_capacity_tokens, static, last_seen, boot_id) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(id) DO UPDATE SET url = excluded.url, models = excluded.models,
+         kv_capacity_tokens = excluded.kv_capacity_tokens, static = excluded.static,
+         last_seen = excluded.last_seen, boot_id = excluded.boot_id`,
+      spec.id,
+      spec.url,
+      JSON.stringify(spec.models),
+      spec.kvCapacityTokens,
+      spec.static ? 1 : 0,
+      spec.lastSeen,
+      spec.bootId ?? null,
+    );
+    this.persistedSeen.set(spec.id, spec.lastSeen);
+  }
+
+  /** Makes sure the alarm fires by `at`. */
+  private async scheduleAlarm(at: number | undefined): Promise<void> {
+    if (at === undefined) return;
+    if (this.alarmAt !== undefined && this.alarmAt <= at && this.alarmAt > Date.now()) return;
+    this.alarmAt = at;
+    await this.ctx.storage.setAlarm(at);
+  }
+
+  /** Chooses a node for a request (see RegionRouter.route). */
+  async route(init: RegionInit, request: unknown): Promise<RouteResult> {
+    const router = this.ensure(init);
+    const req = routeRequestSchema.parse(request);
+    const result = router.route(req, Date.now());
+    if (result.ok) await this.scheduleAlarm(Date.now() + router.settings.requestTimeoutMs);
+    return result;
+  }
+
+  /** The first byte of a dispatched request's answer arrived. */
+  firstByte(ticket: unknown): void {
+    this.router?.firstByte(ticketSchema.parse(ticket), Date.now());
+  }
+
+  /** Releases a dispatched request and records its outcome. */
+  complete(ticket: unknown, outcome: unknown): boolean {
+    const t = ticketSchema.parse(ticket);
+    const o = completionOutcomeSchema.parse(outcome) as CompletionOutcome;
+    return this.router?.complete(t, o, Date.now()) ?? false;
+  }
+
+  /** A node's load report: registers the node on its first report. */
+  async report(init: RegionInit, report: unknown): Promise<NodeSpec> {
+    const router = this.ensure(init);
+    const r = nodeReportSchema.parse(report);
+    const now = Date.now();
+    const before = router.nodeSpecs().find((s) => s.id === r.nodeId);
+    const spec = router.report(r, now);
+    const changed =
+      !before ||
+      before.url !== spec.url ||
+      before.kvCapacityTokens !== spec.kvCapacityTokens ||
+      before.bootId !== spec.bootId ||
+      JSON.stringify(before.models) !== JSON.stringify(spec.models);
+    const lastWrite = this.persistedSeen.get(spec.id) ?? 0;
+    if (changed || now - lastWrite > router.settings.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION) this.persist(spec);
+    await this.scheduleAlarm(now + router.settings.nodeSilenceMs);
+    return spec;
+  }
+
+  /** Removes a node (DELETE /v1/nodes/{region}/{node_id}). */
+  removeNode(init: RegionInit, nodeId: unknown): boolean {
+    const router = this.ensure(init);
+    const id = nodeIdSchema.parse(nodeId);
+    this.sql.exec(`DELETE FROM nodes WHERE id = ?`, id);
+    this.persistedSeen.delete(id);
+    return router.removeNode(id);
+  }
+
+  /** The region's state for operators and the dashboard. */
+  snapshot(init: RegionInit): RegionSnapshot {
+    return this.ensure(init).snapshot(Date.now());
+  }
+
+  override async alarm(): Promise<void> {
+    this.alarmAt = undefined;
+    const router = this.router;
+    if (!router) return;
+    const { expired, nextAt } = router.expire(Date.now());
+    for (const id of expired) {
+      this.sql.exec(`DELETE FROM nodes WHERE id = ?`, id);
+      this.persistedSeen.delete(id);
+      console.log(JSON.stringify({ event: "node_expired", region: router.settings.name, node: id }));
+    }
+    await this.scheduleAlarm(nextAt);
+  }
+}

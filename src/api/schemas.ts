@@ -1,0 +1,58 @@
+/**
+ * Request validation: only what routing needs. The output is used for canonicalisation; the
+ * client's original bytes are what gets forwarded, so fields not listed here (`tools` options,
+ * `response_format`, vendor extensions...) reach the node untouched.
+ */
+import { z } from "zod";
+
+const MAX_MESSAGES = 10_000;
+const MAX_PROMPTS = 1_024;
+
+const contentPart = z.looseObject({ type: z.string().min(1, "content part needs a type") });
+
+export const chatMessageSchema = z.looseObject({
+  role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
+  content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
+  name: z.string().max(256).nullish(),
+  tool_calls: z.array(z.record(z.string(), z.unknown())).nullish(),
+  tool_call_id: z.string().max(256).nullish(),
+});
+
+/** Fields shared by both endpoints that routing reads. */
+const common = {
+  model: z.string().min(1, "model must be a non-empty string").max(256),
+  stream: z.boolean().nullish(),
+  user: z.string().max(512).nullish(),
+  /** vLLM's per-request cache isolation salt: part of the cache namespace. */
+  cache_salt: z.string().max(256).nullish(),
+  /** OpenAI's cache routing hint: used as a session hint, never as a pin. */
+  prompt_cache_key: z.string().max(512).nullish(),
+};
+
+export const chatCompletionSchema = z.looseObject({
+  ...common,
+  messages: z.array(chatMessageSchema).min(1, "messages must contain at least one message").max(MAX_MESSAGES),
+  tools: z.array(z.record(z.string(), z.unknown())).nullish(),
+});
+
+const tokenIds = z.array(z.number().int().nonnegative());
+
+export const completionSchema = z.looseObject({
+  ...common,
+  prompt: z.union([
+    z.string(),
+    z.array(z.string()).min(1).max(MAX_PROMPTS),
+    tokenIds.min(1),
+    z.array(tokenIds.min(1)).min(1).max(MAX_PROMPTS),
+  ]),
+});
+
+export type ChatCompletionRequest = z.output<typeof chatCompletionSchema>;
+export type CompletionRequest = z.output<typeof completionSchema>;
+
+/** The schema error as one message naming the field, e.g. `messages.0.role: Invalid option...`. */
+export function firstIssue(error: z.ZodError): { message: string; param: string } {
+  const issue = error.issues[0]!;
+  const param = issue.path.map(String).join(".") || "(body)";
+  return { message: `Invalid request: ${param}: ${issue.message}`, param };
+}

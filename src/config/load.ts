@@ -1,0 +1,125 @@
+/**
+ * Loading the configuration: parse once per isolate, fail loudly, never half-read.
+ *
+ * The document comes from `env.WARMPATH_CONFIG`. It is validated with zod and its secrets are
+ * resolved; if anything is wrong the result is a {@link ConfigError} naming every bad field, which
+ * the app answers with a 500 on *every* request (and logs), instead of routing with part of a
+ * configuration. The parsed result is cached per isolate, keyed by the raw value, so a new
+ * deployment's configuration is picked up and an unchanged one costs nothing per request.
+ */
+import { configSchema, describeIssues, type RegionConfig, type TenantConfig, type WarmpathConfig } from "./schema.ts";
+import { DEFAULT_REGION_SETTINGS, type RegionSettings } from "../core/region-router.ts";
+import type { PrefixSettings } from "../core/prefix.ts";
+import type { Env } from "../env.ts";
+
+export class ConfigError extends Error {}
+
+/** Everything the Durable Object needs to (re)build a region's router; sent with every call. */
+export interface RegionInit {
+  /** Changes whenever any field below changes. */
+  fingerprint: string;
+  settings: RegionSettings;
+  staticNodes: Array<{ id: string; url: string; models: string[]; kvCapacityTokens: number }>;
+}
+
+export interface LoadedRegion {
+  config: RegionConfig;
+  nodeToken: string;
+  /** Bearer sent to this region's nodes, if the region names one. */
+  originToken: string | undefined;
+  init: RegionInit;
+}
+
+export interface LoadedConfig {
+  raw: WarmpathConfig;
+  regions: LoadedRegion[];
+  regionByName: Map<string, LoadedRegion>;
+  tenantByKeyHash: Map<string, TenantConfig>;
+  prefix: PrefixSettings;
+  adminToken: string | undefined;
+  models: string[];
+}
+
+let cache: { source: unknown; result: LoadedConfig | ConfigError } | undefined;
+
+/** Returns the loaded configuration, or throws the {@link ConfigError} describing what is wrong. */
+export function loadConfig(env: Env): LoadedConfig {
+  const source = env.WARMPATH_CONFIG;
+  if (!cache || cache.source !== source) cache = { source, result: build(env, source) };
+  if (cache.result instanceof ConfigError) throw cache.result;
+  return cache.result;
+}
+
+function build(env: Env, source: unknown): LoadedConfig | ConfigError {
+  if (source === undefined || source === null || source === "") {
+    return new ConfigError("WARMPATH_CONFIG is not set (see README: Configuration)");
+  }
+  let doc = source;
+  if (typeof source === "string") {
+    try {
+      doc = JSON.parse(source);
+    } catch (e) {
+      return new ConfigError(`WARMPATH_CONFIG is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  const parsed = configSchema.safeParse(doc);
+  if (!parsed.success) return new ConfigError(`WARMPATH_CONFIG is invalid: ${describeIssues(parsed.error)}`);
+  const cfg = parsed.data;
+
+  const problems: string[] = [];
+  const secret = (name: string, field: string, required: boolean): string | undefined => {
+    const value = env[name];
+    if (typeof value === "string" && value.length > 0) return value;
+    if (required) problems.push(`${field}: secret ${name} is not set`);
+    return undefined;
+  };
+
+  const prefix: PrefixSettings = {
+    blockChars: cfg.prefix.block_chars,
+    maxBlocks: cfg.prefix.max_blocks,
+    charsPerToken: cfg.prefix.chars_per_token,
+  };
+  const regions = cfg.regions.map((r, i): LoadedRegion => {
+    const nodeToken = secret(r.node_token_secret, `regions.${i}.node_token_secret`, true) ?? "";
+    const originToken = r.origin_token_secret
+      ? secret(r.origin_token_secret, `regions.${i}.origin_token_secret`, true)
+      : undefined;
+    const settings: RegionSettings = {
+      ...DEFAULT_REGION_SETTINGS,
+      name: r.name,
+      policy: r.policy,
+      nodeSilenceMs: r.node_silence_ms,
+      prefillTokensPerSecond: r.prefill_tokens_per_second,
+      maxInflightPerNode: r.max_inflight_per_node,
+      maxQueueSeconds: r.max_queue_seconds,
+      failureCooldownMs: r.failure_cooldown_ms,
+      requestTimeoutMs: r.request_timeout_ms,
+      maxIndexEntries: r.max_index_entries,
+      maxSessions: r.max_sessions,
+      blockTokens: prefix.blockChars / prefix.charsPerToken,
+    };
+    const staticNodes = r.nodes.map((n) => ({
+      id: n.id,
+      url: n.url,
+      models: n.models,
+      kvCapacityTokens: n.kv_capacity_tokens,
+    }));
+    const fingerprint = JSON.stringify([settings, staticNodes]);
+    return { config: r, nodeToken, originToken, init: { fingerprint, settings, staticNodes } };
+  });
+  const adminToken = secret(cfg.admin_token_secret, "admin_token_secret", false);
+  if (problems.length > 0) return new ConfigError(`WARMPATH_CONFIG is incomplete: ${problems.join("; ")}`);
+
+  const tenantByKeyHash = new Map<string, TenantConfig>();
+  for (const t of cfg.tenants) for (const h of t.api_key_sha256) tenantByKeyHash.set(h, t);
+  const models = [...new Set(cfg.regions.flatMap((r) => r.models))].sort();
+  return {
+    raw: cfg,
+    regions,
+    regionByName: new Map(regions.map((r) => [r.config.name, r])),
+    tenantByKeyHash,
+    prefix,
+    adminToken,
+    models,
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * Reading a request body with a hard size limit. `Content-Length` is checked first (cheap
+ * rejection); a body without one (chunked) is counted as it streams and abandoned as soon as it
+ * passes the limit, so an oversized upload never sits in memory whole.
+ */
+import { ApiError } from "./errors.ts";
+
+export async function readBodyLimited(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const tooLarge = () =>
+    new ApiError(413, `Request body exceeds the limit of ${maxBytes} bytes`, "invalid_request_error", "request_too_large");
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > maxBytes) throw tooLarge();
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.byteLength;
+  }
+  return out;
+}
+
+/** Parses a JSON body, answering 400 with the parser's reason when it is not JSON. */
+export function parseJsonBody(bytes: Uint8Array): unknown {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    throw new ApiError(400, "Request body is not valid UTF-8", "invalid_request_error", "invalid_json");
+  }
+  if (text.trim() === "") throw new ApiError(400, "Request body is empty: expected a JSON object", "invalid_request_error", "invalid_json");
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new ApiError(400, `Request body is not valid JSON: ${(e as Error).message}`, "invalid_request_error", "invalid_json");
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * Dispatch: ask the region's Durable Object for a node, call the node, retry before the first
+ * byte, fail over between regions, and relay the answer.
+ *
+ * Bounded everywhere: at most `max_region_attempts` regions, at most `1 + max_retries` nodes per
+ * region, and `first_byte_timeout_ms` per node until the first body byte. The response to the
+ * client is only started once the node has produced its first body byte, so every failure before
+ * that point (connection refused, 5xx, 429, timeout, an empty stream) can still be retried on
+ * another node without the client seeing anything. After it, the relay takes over (relay.ts).
+ */
+import type { LoadedConfig, LoadedRegion } from "../config/load.ts";
+import type { Env } from "../env.ts";
+import { ApiError } from "../http/errors.ts";
+import type { RouteResult } from "../core/region-router.ts";
+import type { Decision } from "../core/policies/types.ts";
+import { relay, type RelayEnd } from "./relay.ts";
+import type { Usage } from "./usage.ts";
+
+/** Upstream statuses worth another node: overload and server faults, not the client's own errors. */
+const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504]);
+
+/** Request headers passed to the node; everything else (notably the client's API key) stays at the edge. */
+const FORWARDED_HEADERS = ["content-type", "accept", "accept-encoding", "user-agent", "openai-beta"];
+
+/** Response headers never copied from the node. */
+const DROPPED_RESPONSE_HEADERS = ["content-length", "connection", "keep-alive", "transfer-encoding", "set-cookie", "server"];
+
+export interface DispatchInput {
+  requestId: string;
+  tenant: string;
+  model: string;
+  /** `/v1/chat/completions` or `/v1/completions`. */
+  path: string;
+  /** The client's body, forwarded byte for byte. */
+  body: Uint8Array;
+  headers: Headers;
+  hashes: string[];
+  promptTokens: number;
+  sessionKey: string | undefined;
+  stream: boolean;
+  /** Regions to try, nearest first. */
+  regions: LoadedRegion[];
+  /** When the request arrived (ms), for the log line's duration. */
+  startedAt: number;
+}
+
+/** The part of the execution context dispatch needs: work that outlives the response. */
+export interface WaitUntil {
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+interface Attempt {
+  region: string;
+  node?: string;
+  outcome: string;
+}
+
+type Ok = Extract<RouteResult, { ok: true }>;
+
+export async function dispatch(env: Env, ctx: WaitUntil, config: LoadedConfig, input: DispatchInput): Promise<Response> {
+  const { limits } = config.raw;
+  const attempts: Attempt[] = [];
+  let retryAfter = Infinity;
+  let lastMessage = "no region serves this model";
+
+  for (const [regionIndex, region] of input.regions.slice(0, limits.max_region_attempts).entries()) {
+    const stub = env.REGION.getByName(region.config.name);
+    const exclude: string[] = [];
+    for (let attempt = 0; attempt <= limits.max_retries; attempt++) {
+      const routed = await stub.route(region.init, {
+        requestId: input.requestId,
+        model: input.model,
+        hashes: input.hashes,
+        promptTokens: input.promptTokens,
+        sessionKey: input.sessionKey,
+        exclude: exclude.length ? exclude : undefined,
+      });
+      if (!routed.ok) {
+        attempts.push({ region: region.config.name, outcome: routed.reason });
+        retryAfter = Math.min(retryAfter, routed.retryAfterSeconds);
+        lastMessage = routed.message;
+        break;
+      }
+      const upstream = await callNode(routed, region, input, limits.first_byte_timeout_ms);
+      if (!upstream.ok) {
+        attempts.push({ region: region.config.name, node: routed.nodeId, outcome: upstream.reason });
+        lastMessage = `node ${routed.nodeId} in ${region.config.name} failed: ${upstream.reason}`;
+        ctx.waitUntil(stub.complete(routed.ticket, { status: "failed" }).then(() => {}));
+        exclude.push(routed.nodeId);
+        continue;
+      }
+      ctx.waitUntil(stub.firstByte(routed.ticket));
+      const decision: Decision = regionIndex > 0 ? "failover" : routed.decision;
+      attempts.push({ region: region.config.name, node: routed.nodeId, outcome: "ok" });
+      return respond(ctx, stub, region, routed, decision, upstream, input, attempts);
+    }
+  }
+
+  console.log(
+    JSON.stringify({
+      event: "request",
+      request_id: input.requestId,
+      tenant: input.tenant,
+      model: input.model,
+      status: 503,
+      attempts,
+      duration_ms: Date.now() - input.startedAt,
+    }),
+  );
+  const seconds = Number.isFinite(retryAfter) ? retryAfter : 5;
+  throw new ApiError(503, `No node can take this request now (${lastMessage}). Retry after ${seconds} s.`, "server_error", "no_capacity", {
+    headers: { "retry-after": String(seconds) },
+  });
+}
+
+type Upstream =
+  | { ok: true; response: Response; first: Uint8Array | undefined; reader: ReadableStreamDefaultReader<Uint8Array> | undefined; firstByteMs: number }
+  | { ok: false; reason: string };
+
+/** Calls the node and waits for its first body byte (or a definitive non-retryable answer). */
+async function callNode(routed: Ok, region: LoadedRegion, input: DispatchInput, timeoutMs: number): Promise<Upstream> {
+  const headers = new Headers();
+  for (const name of FORWARDED_HEADERS) {
+    const v = input.headers.get(name);
+    if (v !== null) headers.set(name, v);
+  }
+  headers.set("x-request-id", input.requestId);
+  if (region.originToken) headers.set("authorization", `Bearer ${region.originToken}`);
+
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error(`no first byte within ${timeoutMs} ms`)), timeoutMs);
+  const started = Date.now();
+  try {
+    const response = await fetch(new URL(input.path, routed.url.endsWith("/") ? routed.url : routed.url + "/").toString(), {
+      method: "POST",
+      headers,
+      body: input.body,
+      signal: controller.signal,
+    });
+    if (RETRYABLE_STATUS.has(response.status)) {
+      await response.body?.cancel().catch(() => {});
+      return { ok: false, reason: `HTTP ${response.status}` };
+    }
+    if (!response.body) return { ok: true, response, first: undefined, reader: undefined, firstByteMs: Date.now() - started };
+    const reader = response.body.getReader();
+    const { done, value } = await reader.read();
+    if (done && response.ok) {
+      return { ok: false, reason: "empty body" };
+    }
+    return { ok: true, response, first: value, reader, firstByteMs: Date.now() - started };
+  } catch (e) {
+    return { ok: false, reason: controller.signal.aborted ? "timeout before first byte" : `connection failed (${(e as Error).message})` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function respond(
+  ctx: WaitUntil,
+  stub: DurableObjectStub<import("../../durable-objects/region.ts").RegionDurableObject>,
+  region: LoadedRegion,
+  routed: Ok,
+  decision: Decision,
+  upstream: Extract<Upstream, { ok: true }>,
+  input: DispatchInput,
+  attempts: Attempt[],
+): Response {
+  const headers = new Headers(upstream.response.headers);
+  for (const h of DROPPED_RESPONSE_HEADERS) headers.delete(h);
+  headers.set("x-request-id", input.requestId);
+  headers.set("x-warmpath-region", region.config.name);
+  headers.set("x-warmpath-node", routed.nodeId);
+  headers.set("x-warmpath-decision", decision);
+  headers.set("x-warmpath-policy", routed.policy);
+  headers.set("x-warmpath-prefix-match", `${routed.matchBlocks}/${routed.totalBlocks}`);
+  headers.set("x-warmpath-attempts", String(attempts.length));
+
+  const contentType = upstream.response.headers.get("content-type") ?? "";
+  const sse = contentType.includes("text/event-stream");
+
+  let finish!: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
+  const finished = new Promise<void>((resolve) => {
+    finish = (end, usage, bytes) => {
+      const log = {
+        event: "request",
+        request_id: input.requestId,
+        tenant: input.tenant,
+        model: input.model,
+        status: upstream.response.status,
+        region: region.config.name,
+        node: routed.nodeId,
+        decision,
+        policy: routed.policy,
+        prefix_match_blocks: routed.matchBlocks,
+        prefix_total_blocks: routed.totalBlocks,
+        prompt_tokens_estimated: input.promptTokens,
+        predicted_cached_tokens: routed.predictedCachedTokens,
+        work_ahead_tokens: routed.workAheadTokens,
+        estimated_ttft_ms: routed.estimatedTtftMs,
+        candidates: routed.candidates,
+        attempts,
+        first_byte_ms: upstream.firstByteMs,
+        duration_ms: Date.now() - input.startedAt,
+        end,
+        bytes,
+        usage,
+      };
+      console.log(JSON.stringify(log));
+      resolve(stub.complete(routed.ticket, { status: end, usage }).then(() => {}, () => {}));
+    };
+  });
+  ctx.waitUntil(finished);
+
+  if (!upstream.reader) {
+    finish("ok", undefined, 0);
+    return new Response(null, { status: upstream.response.status, headers });
+  }
+  const body = relay({ first: upstream.first, reader: upstream.reader, sse, onEnd: finish });
+  return new Response(body, { status: upstream.response.status, headers });
+}

@@ -1,0 +1,79 @@
+/**
+ * The relay: streams an upstream body to the client chunk by chunk, and tells the caller how it
+ * ended.
+ *
+ * Each upstream chunk is enqueued as it is read, with a high-water mark of zero so nothing is read
+ * ahead of the client: SSE events reach the client as the node emits them, never buffered. The
+ * first chunk has already been read by the dispatcher (a retry is possible until then), so it is
+ * emitted first. When the node fails after that, an SSE stream ends with an OpenAI-shaped error
+ * event (clients see an error, not a silently truncated answer); a JSON body is errored, which the
+ * client sees as a broken connection. The tail of the text is kept to read `usage`.
+ */
+import { sseErrorEvent } from "../http/errors.ts";
+import { USAGE_TAIL_CHARS, parseUsageTail, type Usage } from "./usage.ts";
+
+export type RelayEnd = "ok" | "stream-error" | "cancelled";
+
+export interface RelayOptions {
+  /** The upstream body's first chunk, already read. */
+  first: Uint8Array | undefined;
+  reader: ReadableStreamDefaultReader<Uint8Array>;
+  /** Whether the body is an SSE stream (gets an error event on failure). */
+  sse: boolean;
+  /** Called once, when the body ends, fails or is cancelled. */
+  onEnd: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
+}
+
+export function relay({ first, reader, sse, onEnd }: RelayOptions): ReadableStream<Uint8Array> {
+  const decoder = new TextDecoder();
+  let tail = "";
+  let bytes = 0;
+  let ended = false;
+  const observe = (chunk: Uint8Array) => {
+    bytes += chunk.byteLength;
+    tail += decoder.decode(chunk, { stream: true });
+    if (tail.length > USAGE_TAIL_CHARS * 2) tail = tail.slice(-USAGE_TAIL_CHARS);
+  };
+  const end = (how: RelayEnd) => {
+    if (ended) return;
+    ended = true;
+    onEnd(how, parseUsageTail(tail), bytes);
+  };
+  if (first) observe(first);
+
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        if (first && first.byteLength > 0) controller.enqueue(first);
+      },
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) {
+            controller.close();
+            end("ok");
+            return;
+          }
+          observe(value);
+          controller.enqueue(value);
+        } catch (e) {
+          console.log(JSON.stringify({ event: "upstream_stream_error", message: String(e) }));
+          if (sse) {
+            controller.enqueue(
+              new TextEncoder().encode(sseErrorEvent("The model node failed while streaming the answer", "upstream_stream_error")),
+            );
+            controller.close();
+          } else {
+            controller.error(e);
+          }
+          end("stream-error");
+        }
+      },
+      async cancel(reason) {
+        end("cancelled");
+        await reader.cancel(reason).catch(() => {});
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}

@@ -1,0 +1,86 @@
+/** Helpers shared by the workerd tests: calling the worker, registering fake nodes, reading streams. */
+import { exports } from "cloudflare:workers";
+import { ACME_KEY, TEST_NODE_TOKEN } from "./fixtures/config.ts";
+
+export const BASE = "http://localhost";
+
+/** A `cf` object as Cloudflare's edge would attach it (offline it is a placeholder). */
+export const CF_FRANKFURT = { latitude: "50.11", longitude: "8.68", continent: "EU", country: "DE" };
+export const CF_VIRGINIA = { latitude: "38.9", longitude: "-77.0", continent: "NA", country: "US" };
+
+export function call(path: string, init: RequestInit & { cf?: Record<string, unknown> } = {}): Promise<Response> {
+  return exports.default.fetch(new Request(BASE + path, init as RequestInit));
+}
+
+export function chat(body: unknown, options: { key?: string; headers?: Record<string, string>; cf?: Record<string, unknown> } = {}) {
+  return call("/v1/chat/completions", {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      authorization: `Bearer ${options.key ?? ACME_KEY}`,
+      ...options.headers,
+    },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+    cf: options.cf ?? CF_FRANKFURT,
+  });
+}
+
+export interface FakeNode {
+  id: string;
+  region: string;
+  mode?: string;
+  models: string[];
+  kvCapacityTokens?: number;
+  running?: number;
+  waiting?: number;
+  kvUsage?: number;
+  bootId?: string;
+}
+
+export function nodeUrl(n: { id: string; mode?: string }): string {
+  return `http://${n.id}.${n.mode ?? "ok"}.node.test`;
+}
+
+export function report(n: FakeNode, token = TEST_NODE_TOKEN): Promise<Response> {
+  return call("/v1/nodes/report", {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: JSON.stringify({
+      node_id: n.id,
+      region: n.region,
+      url: nodeUrl(n),
+      models: n.models,
+      kv_capacity_tokens: n.kvCapacityTokens ?? 200_000,
+      running: n.running ?? 0,
+      waiting: n.waiting ?? 0,
+      kv_usage: n.kvUsage ?? 0,
+      ...(n.bootId ? { boot_id: n.bootId } : {}),
+    }),
+  });
+}
+
+export async function registerAll(nodes: FakeNode[]): Promise<void> {
+  for (const n of nodes) {
+    const r = await report(n);
+    if (r.status !== 200) throw new Error(`report failed: ${r.status} ${await r.text()}`);
+  }
+}
+
+/** A long system prompt (~6,000 characters, ~12 blocks). */
+export function longSystemPrompt(seed: string): string {
+  let out = `You are the assistant of ${seed}. `;
+  for (let i = 0; out.length < 6000; i++) out += `Rule ${i} of ${seed}: answer precisely, cite sources, keep a friendly tone. `;
+  return out;
+}
+
+/** Reads a body to the end, returning each chunk's text and arrival time. */
+export async function readChunks(response: Response): Promise<{ text: string; at: number }[]> {
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  const out: { text: string; at: number }[] = [];
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return out;
+    out.push({ text: decoder.decode(value, { stream: true }), at: Date.now() });
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * Tests run inside workerd through the Cloudflare vitest plugin: the real worker, the real region
+ * Durable Objects (SQLite storage, isolated per test file), and fake origin nodes behind
+ * miniflare's outbound service, so every `fetch` the worker makes to a node lands in
+ * test/fixtures/fake-node.ts.
+ */
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+import { handleFakeNode } from "./test/fixtures/fake-node.ts";
+import { TEST_ADMIN_TOKEN, TEST_CONFIG, TEST_NODE_TOKEN } from "./test/fixtures/config.ts";
+
+export default defineConfig({
+  plugins: [
+    cloudflareTest({
+      wrangler: { configPath: "./wrangler.toml" },
+      miniflare: {
+        bindings: {
+          WARMPATH_CONFIG: TEST_CONFIG,
+          NODE_TOKEN_TEST: TEST_NODE_TOKEN,
+          ADMIN_TOKEN_TEST: TEST_ADMIN_TOKEN,
+        },
+        outboundService: (request) => handleFakeNode(request as unknown as Request) as never,
+      },
+    }),
+  ],
+  test: {
+    include: ["test/**/*.test.ts"],
+  },
+});
