@@ -25,5 +25,7 @@ export default defineConfig({
   ],
   test: {
     include: ["test/**/*.test.ts"],
+    // The worker logs a JSON line per request; show it only for failing tests.
+    silent: "passed-only",
   },
 });

@@ -126,10 +126,20 @@ export class NodeLoad {
     this.activeTokens = Math.max(0, this.activeTokens - promptTokens);
   }
 
-  /** Applies a load report: the node's own queue bounds the modelled backlog from below. */
+  /**
+   * Applies a load report: queued work this router did not send bounds the modelled backlog from below.
+   *
+   * Tuned with the benchmark (bench/RESULTS.md): the floor used to price *every* reported waiting
+   * request at the moving-average request size. The router already models its own queued
+   * requests exactly (it knows each one's uncached tokens), so re-pricing them at an average
+   * only added error: on the Mooncake trace the modelled work ahead was off by ~11k tokens per
+   * decision (~1 s of prefill) and heavy-load mean TTFT rose from 2.2 s to 4.7 s. Only when the node reports more waiting requests than this router has before their first byte
+   * (another router's, or sent before a restart) does the floor apply: the router's model is
+   * missing work, and the report is then the better evidence.
+   */
   report(report: LoadReport): void {
     this.lastReport = report;
-    if (report.waiting > 0) {
+    if (report.waiting > this.prefilling) {
       const floorEnd = report.at + (report.waiting * this.meanUncached * 1000) / this.prefillRate;
       if (floorEnd > this.backlogEnd) this.backlogEnd = floorEnd;
     }

@@ -108,7 +108,8 @@ export async function dispatch(env: Env, ctx: WaitUntil, config: LoadedConfig, i
     }),
   );
   const seconds = Number.isFinite(retryAfter) ? retryAfter : 5;
-  throw new ApiError(503, `No node can take this request now (${lastMessage}). Retry after ${seconds} s.`, "server_error", "no_capacity", {
+  const tried = attempts.map((a) => (a.node ? `${a.region}/${a.node}: ${a.outcome}` : `${a.region}: ${a.outcome}`)).join("; ");
+  throw new ApiError(503, `No node can take this request now (${lastMessage}; tried ${tried || "nothing"}). Retry after ${seconds} s.`, "server_error", "no_capacity", {
     headers: { "retry-after": String(seconds) },
   });
 }

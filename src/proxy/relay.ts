@@ -7,10 +7,17 @@
  * first chunk has already been read by the dispatcher (a retry is possible until then), so it is
  * emitted first. When the node fails after that, an SSE stream ends with an OpenAI-shaped error
  * event (clients see an error, not a silently truncated answer); a JSON body is errored, which the
- * client sees as a broken connection. The tail of the text is kept to read `usage`.
+ * client sees as a broken connection. An SSE stream that simply stops without the final
+ * `data: [DONE]` (which OpenAI, vLLM, SGLang and TGI all send) was cut short too: a proxy or a
+ * transport can turn a broken connection into a clean end of body, so the relay checks the
+ * protocol's own terminator rather than trusting the transport. The tail of the text is kept to
+ * read `usage`.
  */
 import { sseErrorEvent } from "../http/errors.ts";
 import { USAGE_TAIL_CHARS, parseUsageTail, type Usage } from "./usage.ts";
+
+/** The last event of an OpenAI-style stream. */
+const SSE_DONE = "data: [DONE]";
 
 export type RelayEnd = "ok" | "stream-error" | "cancelled";
 
@@ -34,6 +41,13 @@ export function relay({ first, reader, sse, onEnd }: RelayOptions): ReadableStre
     tail += decoder.decode(chunk, { stream: true });
     if (tail.length > USAGE_TAIL_CHARS * 2) tail = tail.slice(-USAGE_TAIL_CHARS);
   };
+  const failStream = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    controller.enqueue(
+      new TextEncoder().encode(sseErrorEvent("The model node failed while streaming the answer", "upstream_stream_error")),
+    );
+    controller.close();
+    end("stream-error");
+  };
   const end = (how: RelayEnd) => {
     if (ended) return;
     ended = true;
@@ -50,6 +64,11 @@ export function relay({ first, reader, sse, onEnd }: RelayOptions): ReadableStre
         try {
           const { done, value } = await reader.read();
           if (done) {
+            if (sse && !tail.trimEnd().endsWith(SSE_DONE)) {
+              console.log(JSON.stringify({ event: "upstream_stream_truncated" }));
+              failStream(controller);
+              return;
+            }
             controller.close();
             end("ok");
             return;
@@ -59,14 +78,11 @@ export function relay({ first, reader, sse, onEnd }: RelayOptions): ReadableStre
         } catch (e) {
           console.log(JSON.stringify({ event: "upstream_stream_error", message: String(e) }));
           if (sse) {
-            controller.enqueue(
-              new TextEncoder().encode(sseErrorEvent("The model node failed while streaming the answer", "upstream_stream_error")),
-            );
-            controller.close();
+            failStream(controller);
           } else {
             controller.error(e);
+            end("stream-error");
           }
-          end("stream-error");
         }
       },
       async cancel(reason) {

@@ -71,7 +71,7 @@ export class WarmpathPolicy implements RoutingPolicy {
       return request.promptTokens - discounted;
     });
 
-    if (maxMatch === minMatch) return this.coldPlacement(candidates, request.sessionNode, key, uncached[0]!);
+    if (maxMatch === minMatch && process.env.WP_COLD === "chash") return this.coldPlacement(candidates, request.sessionNode, key, uncached[0]!);
 
     const estimates = candidates.map((c, i) => (c.workAheadTokens + uncached[i]!) / c.prefillRate);
     const best = Math.min(...estimates);
@@ -81,6 +81,7 @@ export class WarmpathPolicy implements RoutingPolicy {
       if (chosen < 0 || this.prefer(candidates, i, chosen, request.sessionNode, key)) chosen = i;
     }
     const c = candidates[chosen]!;
+    if (maxMatch === minMatch) return { index: chosen, decision: c.id === request.sessionNode ? "session" : "cold-spread" };
     if (c.matchBlocks < maxMatch) return { index: chosen, decision: "hot-spill" };
     const tiedHolders = candidates.filter((o, i) => o.matchBlocks === maxMatch && estimates[i]! <= best + tieToleranceSeconds);
     const bySession = c.id === request.sessionNode && tiedHolders.length > 1;

@@ -1,0 +1,105 @@
+/**
+ * The proxy path: SSE passes through chunk by chunk, the client's body is forwarded byte for
+ * byte, failures before the first byte are retried elsewhere, failures after it end the stream
+ * with an error event.
+ */
+import { describe, expect, it } from "vitest";
+import { FAKE_CHUNK_DELAY_MS } from "../fixtures/fake-node.ts";
+import { chat, readChunks, registerAll } from "../helpers.ts";
+
+async function sha256Hex(text: string): Promise<string> {
+  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+describe("streaming", () => {
+  it("passes SSE through with chunks arriving separately, as the node emits them", async () => {
+    await registerAll([{ id: "s1", region: "us", models: ["m-us"] }]);
+    const res = await chat({ model: "m-us", stream: true, messages: [{ role: "user", content: "stream please" }] }, { headers: { "x-warmpath-region": "us" } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const chunks = await readChunks(res);
+    // The fake node emits 8 content events, each after a pause: they must not be coalesced.
+    const contentChunks = chunks.filter((c) => c.text.includes('"content"'));
+    expect(contentChunks.length).toBeGreaterThanOrEqual(8);
+    const span = chunks.at(-1)!.at - chunks[0]!.at;
+    expect(span).toBeGreaterThanOrEqual(FAKE_CHUNK_DELAY_MS * 6);
+    const text = chunks.map((c) => c.text).join("");
+    expect(text.trim().endsWith("data: [DONE]")).toBe(true);
+    expect(text).toContain('"content":" s1"');
+  });
+
+  it("forwards the client's body byte for byte, unknown fields included, and never the client's key", async () => {
+    // Odd spacing, key order and fields the schema does not know must all survive.
+    const raw = `{ "messages":[{"role":"user","content":"hi"}],  "model":"m-us", "tools":[{"type":"function","function":{"name":"f","parameters":{}}}],
+      "response_format":{"type":"json_object"}, "cache_salt":"s1", "prompt_cache_key":"k", "x_vendor":{"a":[1,2,3]} }`;
+    const res = await chat(raw, { headers: { "x-warmpath-region": "us" } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(raw));
+    expect(res.headers.get("x-fake-authorization")).toBe("none");
+    await res.arrayBuffer();
+  });
+});
+
+describe("failures", () => {
+  it("retries a node that fails before the first byte on another node", async () => {
+    // ap has one node answering 503 and one healthy node; each failure also cools the node down.
+    await registerAll([
+      { id: "bad-a", region: "eu", mode: "fail", models: ["m-shared"] },
+      { id: "bad-b", region: "eu", mode: "refuse", models: ["m-shared"] },
+      { id: "good", region: "eu", models: ["m-shared"] },
+    ]);
+    const seen = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+      const res = await chat({ model: "m-shared", messages: [{ role: "user", content: `retry me ${i} ` + "x".repeat(600) }] }, { headers: { "x-warmpath-region": "eu" } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-warmpath-node")).toBe("good");
+      seen.add(res.headers.get("x-warmpath-decision")!);
+      await res.arrayBuffer();
+    }
+    // At least one request met a failing node first and was retried.
+    expect(seen.has("retry")).toBe(true);
+  });
+
+  it("passes a node's client error (4xx) through without retrying", async () => {
+    await registerAll([{ id: "strict", region: "us", mode: "bad", models: ["m-strict"] }]);
+    const res = await chat({ model: "m-strict", messages: [{ role: "user", content: "too long" }] }, { headers: { "x-warmpath-region": "us" } });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("x-warmpath-node")).toBe("strict");
+    expect(res.headers.get("x-warmpath-attempts")).toBe("1");
+    const body = await res.json<{ error: { code: string } }>();
+    expect(body.error.code).toBe("context_length");
+  });
+
+  it("ends a stream that breaks after the first byte with an SSE error event", async () => {
+    await registerAll([{ id: "flaky", region: "ap", mode: "midfail", models: ["m-ap"] }]);
+    const res = await chat({ model: "m-ap", stream: true, messages: [{ role: "user", content: "go" }] }, { headers: { "x-warmpath-region": "ap" } });
+    expect(res.status).toBe(200);
+    const text = (await readChunks(res)).map((c) => c.text).join("");
+    expect(text).toContain('"content":"Hello"');
+    const last = text.trim().split("\n\n").at(-1)!;
+    const event = JSON.parse(last.replace(/^data: /, "")) as { error: { type: string; code: string; message: string } };
+    expect(event.error.code).toBe("upstream_stream_error");
+    expect(event.error.type).toBe("server_error");
+    expect(text).not.toContain("[DONE]");
+  });
+
+  it("answers 503 with Retry-After when every node fails", async () => {
+    await registerAll([{ id: "down-1", region: "ap", mode: "fail", models: ["m-down"] }]);
+    const res = await chat({ model: "m-down", messages: [{ role: "user", content: "nobody home" }] });
+    expect(res.status).toBe(503);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    const body = await res.json<{ error: { type: string; code: string; message: string } }>();
+    expect(body.error.code).toBe("no_capacity");
+    expect(body.error.type).toBe("server_error");
+    expect(body.error.message).toContain("down-1");
+  });
+
+  it("answers 503 with Retry-After when no node serves a catalogued model", async () => {
+    const res = await chat({ model: "m-none", messages: [{ role: "user", content: "anyone?" }] });
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).not.toBeNull();
+    const body = await res.json<{ error: { message: string } }>();
+    expect(body.error.message).toContain("no node serving model m-none");
+  });
+});
