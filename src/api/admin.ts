@@ -16,12 +16,19 @@ import { createMiddleware } from "hono/factory";
 export const adminAuth = createMiddleware<AppEnv>(async (c, next) => {
   const config = c.get("config");
   const token = bearerToken(c.req.raw);
-  if (!token) throw new ApiError(401, "Missing admin token: send it as Authorization: Bearer <token>", "authentication_error", "missing_admin_token");
+  if (!token)
+    throw new ApiError(401, "Missing admin token: send it as Authorization: Bearer <token>", "authentication_error", "missing_admin_token");
   guardDevCredential(token, c.req.raw, config);
   if (!config.adminToken) {
-    throw new ApiError(401, `The admin API is disabled: secret ${config.raw.admin_token_secret} is not set`, "authentication_error", "admin_disabled");
+    throw new ApiError(
+      401,
+      `The admin API is disabled: secret ${config.raw.admin_token_secret} is not set`,
+      "authentication_error",
+      "admin_disabled",
+    );
   }
-  if (!timingSafeEqual(token, config.adminToken)) throw new ApiError(401, "Invalid admin token", "authentication_error", "invalid_admin_token");
+  if (!timingSafeEqual(token, config.adminToken))
+    throw new ApiError(401, "Invalid admin token", "authentication_error", "invalid_admin_token");
   await next();
 });
 

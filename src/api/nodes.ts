@@ -42,7 +42,8 @@ export const nodesApi = new Hono<AppEnv>();
 /** The region whose node token the request carries; 401 otherwise. */
 function authenticateNode(request: Request, config: LoadedConfig): LoadedRegion[] {
   const token = bearerToken(request);
-  if (!token) throw new ApiError(401, "Missing node token: send it as Authorization: Bearer <token>", "authentication_error", "missing_node_token");
+  if (!token)
+    throw new ApiError(401, "Missing node token: send it as Authorization: Bearer <token>", "authentication_error", "missing_node_token");
   guardDevCredential(token, request, config);
   const regions = config.regions.filter((r) => timingSafeEqual(token, r.nodeToken));
   if (regions.length === 0) throw new ApiError(401, "Invalid node token", "authentication_error", "invalid_node_token");
@@ -60,7 +61,14 @@ nodesApi.post("/v1/nodes/report", async (c) => {
   }
   const r = parsed.data;
   const region = config.regionByName.get(r.region);
-  if (!region) throw new ApiError(400, `Invalid report: region: unknown region '${r.region.slice(0, 64)}'`, "invalid_request_error", "unknown_region", { param: "region" });
+  if (!region)
+    throw new ApiError(
+      400,
+      `Invalid report: region: unknown region '${r.region.slice(0, 64)}'`,
+      "invalid_request_error",
+      "unknown_region",
+      { param: "region" },
+    );
   if (!allowed.includes(region)) {
     throw new ApiError(403, `This node token is not valid for region '${r.region}'`, "permission_error", "wrong_region_token");
   }
@@ -82,10 +90,13 @@ nodesApi.delete("/v1/nodes/:region/:node_id", async (c) => {
   const allowed = authenticateNode(c.req.raw, config);
   const region = config.regionByName.get(c.req.param("region"));
   if (!region) throw new ApiError(404, `Unknown region '${c.req.param("region").slice(0, 64)}'`, "not_found_error", "unknown_region");
-  if (!allowed.includes(region)) throw new ApiError(403, `This node token is not valid for region '${region.config.name}'`, "permission_error", "wrong_region_token");
+  if (!allowed.includes(region))
+    throw new ApiError(403, `This node token is not valid for region '${region.config.name}'`, "permission_error", "wrong_region_token");
   const nodeId = c.req.param("node_id");
-  if (!NODE_ID.test(nodeId)) throw new ApiError(400, "Invalid node id in path", "invalid_request_error", "invalid_node_id", { param: "node_id" });
+  if (!NODE_ID.test(nodeId))
+    throw new ApiError(400, "Invalid node id in path", "invalid_request_error", "invalid_node_id", { param: "node_id" });
   const removed = await c.env.REGION.getByName(region.config.name).removeNode(region.init, nodeId);
-  if (!removed) throw new ApiError(404, `Node '${nodeId}' is not registered in region '${region.config.name}'`, "not_found_error", "unknown_node");
+  if (!removed)
+    throw new ApiError(404, `Node '${nodeId}' is not registered in region '${region.config.name}'`, "not_found_error", "unknown_node");
   return c.json({ ok: true, node_id: nodeId, region: region.config.name, removed: true });
 });

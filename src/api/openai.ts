@@ -61,7 +61,12 @@ async function handle(
   const startedAt = Date.now();
   const contentType = request.headers.get("content-type") ?? "";
   if (contentType && !contentType.toLowerCase().includes("application/json")) {
-    throw new ApiError(415, `Content-Type must be application/json, not ${contentType.slice(0, 64)}`, "invalid_request_error", "unsupported_media_type");
+    throw new ApiError(
+      415,
+      `Content-Type must be application/json, not ${contentType.slice(0, 64)}`,
+      "invalid_request_error",
+      "unsupported_media_type",
+    );
   }
   const body = await readBodyLimited(request, config.raw.limits.max_body_bytes);
   const json = parseJsonBody(body);
@@ -71,12 +76,22 @@ async function handle(
   const parsed = validate(path, json);
 
   if (!config.models.includes(parsed.request.model)) {
-    throw new ApiError(404, `The model '${parsed.request.model.slice(0, 256)}' does not exist or is not served here`, "invalid_request_error", "model_not_found", {
-      param: "model",
-    });
+    throw new ApiError(
+      404,
+      `The model '${parsed.request.model.slice(0, 256)}' does not exist or is not served here`,
+      "invalid_request_error",
+      "model_not_found",
+      {
+        param: "model",
+      },
+    );
   }
   const namespace = resolveNamespace(request, tenant);
-  const key = prefixKey(parsed.prompt, { model: parsed.request.model, namespace, cacheSalt: parsed.request.cache_salt ?? undefined }, config.prefix);
+  const key = prefixKey(
+    parsed.prompt,
+    { model: parsed.request.model, namespace, cacheSalt: parsed.request.cache_salt ?? undefined },
+    config.prefix,
+  );
   const regions = chooseRegions(request, config, parsed.request.model);
   const hint = request.headers.get("x-session-id") ?? parsed.request.prompt_cache_key ?? parsed.request.user ?? undefined;
 
@@ -97,10 +112,7 @@ async function handle(
   });
 }
 
-function validate(
-  path: Path,
-  json: object,
-): { request: ChatCompletionRequest | CompletionRequest; prompt: CanonicalPrompt } {
+function validate(path: Path, json: object): { request: ChatCompletionRequest | CompletionRequest; prompt: CanonicalPrompt } {
   const fail = (error: z.ZodError): never => {
     const { message, param } = firstIssue(error);
     throw new ApiError(400, message, "invalid_request_error", "invalid_request", { param });
@@ -120,9 +132,15 @@ function resolveNamespace(request: Request, tenant: TenantConfig): string {
   const asked = request.headers.get("x-warmpath-namespace");
   if (asked === null || asked === tenant.id) return `tenant:${tenant.id}`;
   if (!tenant.shared_namespaces.includes(asked)) {
-    throw new ApiError(403, `This API key may not use cache namespace '${asked.slice(0, 64)}'`, "permission_error", "namespace_not_allowed", {
-      param: "x-warmpath-namespace",
-    });
+    throw new ApiError(
+      403,
+      `This API key may not use cache namespace '${asked.slice(0, 64)}'`,
+      "permission_error",
+      "namespace_not_allowed",
+      {
+        param: "x-warmpath-namespace",
+      },
+    );
   }
   return `shared:${asked}`;
 }
@@ -138,9 +156,15 @@ function chooseRegions(request: Request, config: LoadedConfig, model: string): L
       });
     }
     if (!region.config.models.includes(model)) {
-      throw new ApiError(400, `Region '${pinned}' does not serve model '${model.slice(0, 256)}'`, "invalid_request_error", "model_not_in_region", {
-        param: "x-warmpath-region",
-      });
+      throw new ApiError(
+        400,
+        `Region '${pinned}' does not serve model '${model.slice(0, 256)}'`,
+        "invalid_request_error",
+        "model_not_in_region",
+        {
+          param: "x-warmpath-region",
+        },
+      );
     }
     return [region];
   }

@@ -37,7 +37,7 @@ export function guardDevCredential(token: string, request: Request, config: Load
   if (!local) {
     throw new ApiError(
       401,
-      "Development credentials are accepted only by a local development server (mode = \"development\" on localhost)",
+      'Development credentials are accepted only by a local development server (mode = "development" on localhost)',
       "authentication_error",
       "development_credential_refused",
     );

@@ -81,9 +81,7 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
   };
   const regions = cfg.regions.map((r, i): LoadedRegion => {
     const nodeToken = secret(r.node_token_secret, `regions.${i}.node_token_secret`, true) ?? "";
-    const originToken = r.origin_token_secret
-      ? secret(r.origin_token_secret, `regions.${i}.origin_token_secret`, true)
-      : undefined;
+    const originToken = r.origin_token_secret ? secret(r.origin_token_secret, `regions.${i}.origin_token_secret`, true) : undefined;
     const settings: RegionSettings = {
       ...DEFAULT_REGION_SETTINGS,
       name: r.name,

@@ -71,7 +71,11 @@ export const tenantSchema = z.object({
 
 export const limitsSchema = z.object({
   /** Largest request body accepted. Default 4 MiB. */
-  max_body_bytes: z.number().int().positive().default(4 * 1024 * 1024),
+  max_body_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(4 * 1024 * 1024),
   /** Extra nodes tried when a node fails before the first byte. Default 2. */
   max_retries: z.number().int().min(0).max(5).default(2),
   /** Regions tried, nearest first. Default 3. */
@@ -126,7 +130,5 @@ export type TenantConfig = z.output<typeof tenantSchema>;
 
 /** Formats zod issues as `path.to.field: message; ...`, naming every bad field. */
 export function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .map((i) => `${i.path.length ? i.path.map(String).join(".") : "(root)"}: ${i.message}`)
-    .join("; ");
+  return error.issues.map((i) => `${i.path.length ? i.path.map(String).join(".") : "(root)"}: ${i.message}`).join("; ");
 }

@@ -30,8 +30,7 @@ export interface CanonicalMessage {
 
 /** The routing-relevant view of a chat or completion request. */
 export type CanonicalPrompt =
-  | { kind: "chat"; messages: readonly CanonicalMessage[]; tools?: unknown }
-  | { kind: "completion"; prompt: unknown };
+  { kind: "chat"; messages: readonly CanonicalMessage[]; tools?: unknown } | { kind: "completion"; prompt: unknown };
 
 /** The partition a prompt's cache lives in. */
 export interface CacheNamespace {

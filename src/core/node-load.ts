@@ -6,13 +6,23 @@
  * cold prompt cannot start anything for seconds. What delays a new request's first token is the
  * prefill work queued ahead of it, so the router models each node as a FIFO prefill server:
  *
- * - at dispatch, the request's *uncached* tokens (prompt minus the believed cached prefix) are
- *   appended to the node's virtual backlog, which drains at the node's prefill rate;
- * - when the first byte of the answer comes back, the request's prefill is known to be done: the
- *   backlog is corrected by the difference between predicted and observed prefill end, and the
- *   node's prefill rate is re-estimated from requests that started on an empty backlog;
- * - the node's own load reports bound the model: a node reporting queued requests has at least
- *   that much work ahead, one reporting an empty queue cannot be far behind.
+ * - at dispatch, the request's *uncached* tokens (prompt minus the believed cached prefix) join
+ *   the node's queue of requests before their first byte;
+ * - the head of that queue started its prefill when the previous first byte came back (or at its
+ *   dispatch, if later), so its progress is known; what is ahead of a new request is the rest of
+ *   the head's prefill plus every queued request's uncached tokens;
+ * - when the first byte of an answer comes back, its request leaves the queue, and its measured
+ *   prefill time re-estimates the node's prefill rate;
+ * - the node's own load reports bound the model when they show work this router did not send.
+ *
+ * Tuned with the benchmark (bench/RESULTS.md; `npm run bench`). The first version kept a single
+ * virtual "backlog end" time, corrected at each first byte by the prediction error. It was exact
+ * for exact predictions but lost information whenever a prefill overran: the backlog drained in
+ * the model while the node was still busy, new dispatches were rebased on "now", and the later
+ * correction then double-counted the overrun. Keeping the queue explicitly (requests are known
+ * to the caller anyway) costs one Map entry per request before its first byte and makes the model
+ * exact for a router that sends all of a node's traffic, and robust when prefill times are noisy.
+ * The public interface is unchanged.
  *
  * Pure state: every method takes `now` (ms), so the same code runs in the Durable Object and in
  * the benchmark's simulated time.
@@ -31,16 +41,34 @@ export interface LoadReport {
 /** Bounds on the learned prefill rate, relative to the configured one. */
 const MIN_RATE_FACTOR = 0.1;
 const MAX_RATE_FACTOR = 10;
-/** Weight of a new sample in the prefill-rate and request-size moving averages. */
+/** Weight of a new sample in the request-size moving average. */
 const EWMA_WEIGHT = 0.2;
+/**
+ * Weight of a new sample in the prefill-rate average. Smaller than the request-size weight
+ * (benchmark-tuned): a node's hardware rate changes rarely, and with per-request noise in prefill
+ * time a jumpy estimate makes identical nodes look different, which misroutes.
+ */
+const RATE_EWMA_WEIGHT = 0.02;
 /** Smallest uncached prefill (tokens) that is a trustworthy rate sample: shorter ones are dominated by network and scheduling latency. */
 const MIN_RATE_SAMPLE_TOKENS = 2_000;
+/**
+ * A prefill running past its predicted end is expected to need about this fraction of its elapsed
+ * time again (benchmark-tuned). Prefill times have heavy tails (batching, preemption, a
+ * misestimated cache hit): for lognormal noise the expected remainder of an overrunning job grows
+ * with its elapsed time, and treating an overrunning node as idle sent new requests into a queue
+ * stuck behind it (mean TTFT 2.5x the oracle's at light load with sigma-1 noise).
+ */
+const OVERRUN_RESIDUAL = 0.5;
+
+/** What the model keeps per request before its first byte. */
+interface Pending {
+  dispatchedAt: number;
+  uncachedTokens: number;
+}
 
 export class NodeLoad {
   /** Estimated prefill throughput, tokens per second. */
   prefillRate: number;
-  /** When the modelled prefill backlog drains (ms). */
-  private backlogEnd = 0;
   /** Requests dispatched by this router and not yet completed. */
   inflight = 0;
   /** Requests dispatched and still before their first byte. */
@@ -52,16 +80,41 @@ export class NodeLoad {
   lastReport: LoadReport | undefined;
 
   private readonly configuredRate: number;
+  /** The learned rate as milliseconds per uncached token (what is averaged; see firstByte). */
+  private msPerToken: number;
+  /**
+   * Requests before their first byte, in dispatch (= service) order, keyed by the object
+   * {@link dispatch} returned, which the caller hands back to firstByte / releaseBeforeFirstByte.
+   */
+  private readonly queue = new Map<object, Pending>();
+  /** Sum of the queue's uncached tokens. */
+  private queuedTokens = 0;
+  /** When the last first byte arrived: the earliest the current head could have started prefill. */
+  private lastFirstByteAt = -Infinity;
+  /** A floor on the backlog from a report that showed work this router did not send (ms). */
+  private floorEnd = 0;
 
   constructor(configuredRate: number) {
     this.configuredRate = configuredRate;
     this.prefillRate = configuredRate;
+    this.msPerToken = 1000 / configuredRate;
     this.meanUncached = configuredRate / 4;
   }
 
   /** Uncached prefill tokens ahead of a request arriving now. */
   workAhead(now: number): number {
-    return (Math.max(0, this.backlogEnd - now) * this.prefillRate) / 1000;
+    let tokens = this.queuedTokens;
+    const head = this.queue.values().next().value as Pending | undefined;
+    if (head) {
+      // The head has been prefilling since the previous first byte (FIFO); credit its progress.
+      const elapsedMs = Math.max(0, now - Math.max(head.dispatchedAt, this.lastFirstByteAt));
+      const done = (elapsedMs * this.prefillRate) / 1000;
+      // Past its predicted size, the head is expected to need OVERRUN_RESIDUAL of its elapsed time again.
+      const left = done <= head.uncachedTokens ? head.uncachedTokens - done : OVERRUN_RESIDUAL * done;
+      tokens += left - head.uncachedTokens;
+    }
+    const floorTokens = (Math.max(0, this.floorEnd - now) * this.prefillRate) / 1000;
+    return Math.max(0, tokens, floorTokens);
   }
 
   /** Seconds until a request with `uncachedTokens` of prefill would get its first token. */
@@ -71,53 +124,56 @@ export class NodeLoad {
 
   /**
    * Credits a dispatch. Returns the modelled prefill start and end, which the caller keeps with
-   * the request to correct the model when the first byte arrives.
+   * the request and hands back when the first byte arrives (the object identifies the request).
    */
   dispatch(now: number, uncachedTokens: number, promptTokens: number): { startAt: number; prefillEnd: number } {
-    const startAt = Math.max(now, this.backlogEnd);
+    const startAt = now + (this.workAhead(now) * 1000) / this.prefillRate;
     const prefillEnd = startAt + (uncachedTokens * 1000) / this.prefillRate;
-    this.backlogEnd = prefillEnd;
+    const predicted = { startAt, prefillEnd };
+    if (this.queue.size === 0 && now > this.lastFirstByteAt) this.lastFirstByteAt = now;
+    this.queue.set(predicted, { dispatchedAt: now, uncachedTokens });
+    this.queuedTokens += uncachedTokens;
     this.inflight++;
     this.prefilling++;
     this.activeTokens += promptTokens;
     this.meanUncached += EWMA_WEIGHT * (uncachedTokens - this.meanUncached);
-    return { startAt, prefillEnd };
+    return predicted;
   }
 
   /**
    * The first byte of a dispatched request arrived at `now`: its prefill is done.
-   * @param predicted the modelled start and end returned by {@link dispatch}
+   * @param predicted the object returned by {@link dispatch}
    */
-  firstByte(
-    now: number,
-    dispatchedAt: number,
-    predicted: { startAt: number; prefillEnd: number },
-    uncachedTokens: number,
-  ): void {
+  firstByte(now: number, dispatchedAt: number, predicted: { startAt: number; prefillEnd: number }, uncachedTokens: number): void {
     this.prefilling = Math.max(0, this.prefilling - 1);
-    // Everything queued behind this request shifts by the prediction error.
-    const error = predicted.prefillEnd - now;
-    if (this.backlogEnd > now) this.backlogEnd = Math.max(now, this.backlogEnd - error);
-    if (this.prefilling === 0) this.backlogEnd = Math.min(this.backlogEnd, now);
-    // A request that started on an empty backlog measures the node's prefill rate.
-    const elapsed = now - dispatchedAt;
-    if (predicted.startAt === dispatchedAt && uncachedTokens >= MIN_RATE_SAMPLE_TOKENS && elapsed > 0) {
-      const sample = (uncachedTokens * 1000) / elapsed;
-      const next = this.prefillRate + EWMA_WEIGHT * (sample - this.prefillRate);
-      this.prefillRate = Math.min(
-        this.configuredRate * MAX_RATE_FACTOR,
-        Math.max(this.configuredRate * MIN_RATE_FACTOR, next),
-      );
+    this.forget(predicted);
+    // Every request measures the node's prefill rate. Benchmark-tuned, two changes from the first
+    // version: (1) the prefill started at the previous first byte or at dispatch, whichever is
+    // later, so a request queued behind others is a sample too (before, only one the model
+    // believed started on an empty backlog was, and under noise that belief was often wrong and
+    // the wait counted as prefill); (2) the average is over milliseconds per token, not tokens per
+    // second: with per-request noise of mean 1 the mean of the *rates* is biased high (by
+    // e^(sigma^2), 2.7x at sigma 1), the mean of the times is not.
+    const serviceStart = Math.max(dispatchedAt, this.lastFirstByteAt);
+    if (now > this.lastFirstByteAt) this.lastFirstByteAt = now;
+    const elapsed = now - serviceStart;
+    if (uncachedTokens >= MIN_RATE_SAMPLE_TOKENS && elapsed > 0) {
+      const sample = elapsed / uncachedTokens;
+      const next = this.msPerToken + RATE_EWMA_WEIGHT * (sample - this.msPerToken);
+      const configuredMsPerToken = 1000 / this.configuredRate;
+      this.msPerToken = Math.min(configuredMsPerToken / MIN_RATE_FACTOR, Math.max(configuredMsPerToken / MAX_RATE_FACTOR, next));
+      this.prefillRate = 1000 / this.msPerToken;
     }
   }
 
   /** A dispatched request finished (or failed) without a first byte having been seen. */
   releaseBeforeFirstByte(now: number, predicted: { prefillEnd: number }, uncachedTokens: number): void {
+    void uncachedTokens;
     this.prefilling = Math.max(0, this.prefilling - 1);
-    // Its remaining prefill will not run: take it out of the backlog.
-    const remainingMs = Math.min((uncachedTokens * 1000) / this.prefillRate, Math.max(0, predicted.prefillEnd - now));
-    this.backlogEnd = Math.max(now, this.backlogEnd - remainingMs);
-    if (this.prefilling === 0) this.backlogEnd = Math.min(this.backlogEnd, now);
+    // Its prefill will not run (or has ended unseen): the next request in line starts now.
+    const wasHead = this.queue.keys().next().value === predicted;
+    this.forget(predicted);
+    if (wasHead && now > this.lastFirstByteAt) this.lastFirstByteAt = now;
   }
 
   /** A dispatched request of `promptTokens` completed. */
@@ -127,29 +183,38 @@ export class NodeLoad {
   }
 
   /**
-   * Applies a load report: queued work this router did not send bounds the modelled backlog from below.
+   * Applies a load report: queued work this router did not send bounds the backlog from below.
    *
-   * Tuned with the benchmark (bench/RESULTS.md): the floor used to price *every* reported waiting
-   * request at the moving-average request size. The router already models its own queued
-   * requests exactly (it knows each one's uncached tokens), so re-pricing them at an average
-   * only added error: on the Mooncake trace the modelled work ahead was off by ~11k tokens per
-   * decision (~1 s of prefill) and heavy-load mean TTFT rose from 2.2 s to 4.7 s. Only when the node reports more waiting requests than this router has before their first byte
-   * (another router's, or sent before a restart) does the floor apply: the router's model is
-   * missing work, and the report is then the better evidence.
+   * Benchmark-tuned: the floor used to price *every* reported waiting request at the moving-average
+   * request size. The router already models its own queued requests exactly, so re-pricing them
+   * at an average only added error (on the Mooncake trace the modelled work ahead was off by ~11k
+   * tokens, ~1 s of prefill, per decision, and heavy-load mean TTFT doubled). Only when the node
+   * reports more waiting requests than this router has before their first byte (another router's,
+   * or sent before a restart) does the floor apply: then the report is the better evidence.
    */
   report(report: LoadReport): void {
     this.lastReport = report;
     if (report.waiting > this.prefilling) {
-      const floorEnd = report.at + (report.waiting * this.meanUncached * 1000) / this.prefillRate;
-      if (floorEnd > this.backlogEnd) this.backlogEnd = floorEnd;
+      this.floorEnd = Math.max(this.floorEnd, report.at + (report.waiting * this.meanUncached * 1000) / this.prefillRate);
     }
   }
 
   /** Forgets queued work (node restarted or was removed). */
   reset(now: number): void {
-    this.backlogEnd = now;
+    this.queue.clear();
+    this.queuedTokens = 0;
+    this.floorEnd = now;
+    this.lastFirstByteAt = now;
     this.inflight = 0;
     this.prefilling = 0;
     this.activeTokens = 0;
+  }
+
+  private forget(predicted: object): void {
+    const p = this.queue.get(predicted);
+    if (!p) return;
+    this.queue.delete(predicted);
+    this.queuedTokens -= p.uncachedTokens;
+    if (this.queue.size === 0) this.queuedTokens = 0;
   }
 }

@@ -494,9 +494,7 @@ export class RegionRouter {
           prefilling: n.load.prefilling,
           workAheadTokens: Math.round(n.load.workAhead(now)),
           prefillTokensPerSecond: Math.round(n.load.prefillRate),
-          report: n.load.lastReport
-            ? { ...n.load.lastReport, ageMs: Math.max(0, now - n.load.lastReport.at) }
-            : undefined,
+          report: n.load.lastReport ? { ...n.load.lastReport, ageMs: Math.max(0, now - n.load.lastReport.at) } : undefined,
         },
         indexBlocks: this.index.blocksOf(n.spec.id),
         metrics: n.metrics,

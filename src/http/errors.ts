@@ -4,12 +4,7 @@
  */
 
 export type ErrorType =
-  | "invalid_request_error"
-  | "authentication_error"
-  | "permission_error"
-  | "not_found_error"
-  | "rate_limit_error"
-  | "server_error";
+  "invalid_request_error" | "authentication_error" | "permission_error" | "not_found_error" | "rate_limit_error" | "server_error";
 
 /** An error a handler throws to answer with `status`; rendered by the app's error handler. */
 export class ApiError extends Error {

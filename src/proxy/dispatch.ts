@@ -109,13 +109,25 @@ export async function dispatch(env: Env, ctx: WaitUntil, config: LoadedConfig, i
   );
   const seconds = Number.isFinite(retryAfter) ? retryAfter : 5;
   const tried = attempts.map((a) => (a.node ? `${a.region}/${a.node}: ${a.outcome}` : `${a.region}: ${a.outcome}`)).join("; ");
-  throw new ApiError(503, `No node can take this request now (${lastMessage}; tried ${tried || "nothing"}). Retry after ${seconds} s.`, "server_error", "no_capacity", {
-    headers: { "retry-after": String(seconds) },
-  });
+  throw new ApiError(
+    503,
+    `No node can take this request now (${lastMessage}; tried ${tried || "nothing"}). Retry after ${seconds} s.`,
+    "server_error",
+    "no_capacity",
+    {
+      headers: { "retry-after": String(seconds) },
+    },
+  );
 }
 
 type Upstream =
-  | { ok: true; response: Response; first: Uint8Array | undefined; reader: ReadableStreamDefaultReader<Uint8Array> | undefined; firstByteMs: number }
+  | {
+      ok: true;
+      response: Response;
+      first: Uint8Array | undefined;
+      reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+      firstByteMs: number;
+    }
   | { ok: false; reason: string };
 
 /** Calls the node and waits for its first body byte (or a definitive non-retryable answer). */
@@ -207,7 +219,12 @@ function respond(
         usage,
       };
       console.log(JSON.stringify(log));
-      resolve(stub.complete(routed.ticket, { status: end, usage }).then(() => {}, () => {}));
+      resolve(
+        stub.complete(routed.ticket, { status: end, usage }).then(
+          () => {},
+          () => {},
+        ),
+      );
     };
   });
   ctx.waitUntil(finished);

@@ -13,7 +13,13 @@ beforeAll(async () => {
 });
 
 function conversation(system: string, user: string) {
-  return { model: "m-eu", messages: [{ role: "system", content: system }, { role: "user", content: user }] };
+  return {
+    model: "m-eu",
+    messages: [
+      { role: "system", content: system },
+      { role: "user", content: user },
+    ],
+  };
 }
 
 describe("prefix affinity", () => {

@@ -15,7 +15,10 @@ async function sha256Hex(text: string): Promise<string> {
 describe("streaming", () => {
   it("passes SSE through with chunks arriving separately, as the node emits them", async () => {
     await registerAll([{ id: "s1", region: "us", models: ["m-us"] }]);
-    const res = await chat({ model: "m-us", stream: true, messages: [{ role: "user", content: "stream please" }] }, { headers: { "x-warmpath-region": "us" } });
+    const res = await chat(
+      { model: "m-us", stream: true, messages: [{ role: "user", content: "stream please" }] },
+      { headers: { "x-warmpath-region": "us" } },
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const chunks = await readChunks(res);
@@ -51,7 +54,10 @@ describe("failures", () => {
     ]);
     const seen = new Set<string>();
     for (let i = 0; i < 4; i++) {
-      const res = await chat({ model: "m-shared", messages: [{ role: "user", content: `retry me ${i} ` + "x".repeat(600) }] }, { headers: { "x-warmpath-region": "eu" } });
+      const res = await chat(
+        { model: "m-shared", messages: [{ role: "user", content: `retry me ${i} ` + "x".repeat(600) }] },
+        { headers: { "x-warmpath-region": "eu" } },
+      );
       expect(res.status).toBe(200);
       expect(res.headers.get("x-warmpath-node")).toBe("good");
       seen.add(res.headers.get("x-warmpath-decision")!);
@@ -63,7 +69,10 @@ describe("failures", () => {
 
   it("passes a node's client error (4xx) through without retrying", async () => {
     await registerAll([{ id: "strict", region: "us", mode: "bad", models: ["m-strict"] }]);
-    const res = await chat({ model: "m-strict", messages: [{ role: "user", content: "too long" }] }, { headers: { "x-warmpath-region": "us" } });
+    const res = await chat(
+      { model: "m-strict", messages: [{ role: "user", content: "too long" }] },
+      { headers: { "x-warmpath-region": "us" } },
+    );
     expect(res.status).toBe(400);
     expect(res.headers.get("x-warmpath-node")).toBe("strict");
     expect(res.headers.get("x-warmpath-attempts")).toBe("1");
@@ -73,7 +82,10 @@ describe("failures", () => {
 
   it("ends a stream that breaks after the first byte with an SSE error event", async () => {
     await registerAll([{ id: "flaky", region: "ap", mode: "midfail", models: ["m-ap"] }]);
-    const res = await chat({ model: "m-ap", stream: true, messages: [{ role: "user", content: "go" }] }, { headers: { "x-warmpath-region": "ap" } });
+    const res = await chat(
+      { model: "m-ap", stream: true, messages: [{ role: "user", content: "go" }] },
+      { headers: { "x-warmpath-region": "ap" } },
+    );
     expect(res.status).toBe(200);
     const text = (await readChunks(res)).map((c) => c.text).join("");
     expect(text).toContain('"content":"Hello"');

@@ -138,9 +138,7 @@ export class DynamoKvPolicy implements RoutingPolicy {
   }
   choose({ candidates, request }: PolicyInput): PolicyChoice {
     const bt = Math.max(1, request.blockTokens);
-    const costs = candidates.map(
-      (c) => this.overlapWeight * (c.uncachedTokens / bt) + (c.activeTokens + request.promptTokens) / bt,
-    );
+    const costs = candidates.map((c) => this.overlapWeight * (c.uncachedTokens / bt) + (c.activeTokens + request.promptTokens) / bt);
     const min = Math.min(...costs);
     const tied = costs.flatMap((c, i) => (c === min ? [i] : []));
     const index = tied[hash32(request.hashes[0] ?? "") % tied.length]!;

@@ -16,15 +16,7 @@
  */
 export type Decision = "prefix-hit" | "hot-spill" | "cold-spread" | "session" | "balance" | "retry" | "failover";
 
-export const DECISIONS: readonly Decision[] = [
-  "prefix-hit",
-  "hot-spill",
-  "cold-spread",
-  "session",
-  "balance",
-  "retry",
-  "failover",
-];
+export const DECISIONS: readonly Decision[] = ["prefix-hit", "hot-spill", "cold-spread", "session", "balance", "retry", "failover"];
 
 /** One node a request may go to, with everything the router knows about it. */
 export interface Candidate {

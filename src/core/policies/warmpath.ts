@@ -71,7 +71,8 @@ export class WarmpathPolicy implements RoutingPolicy {
       return request.promptTokens - discounted;
     });
 
-    if (maxMatch === minMatch && process.env.WP_COLD === "chash") return this.coldPlacement(candidates, request.sessionNode, key, uncached[0]!);
+    if (maxMatch === minMatch && process.env.WP_COLD === "chash")
+      return this.coldPlacement(candidates, request.sessionNode, key, uncached[0]!);
 
     const estimates = candidates.map((c, i) => (c.workAheadTokens + uncached[i]!) / c.prefillRate);
     const best = Math.min(...estimates);
@@ -97,12 +98,7 @@ export class WarmpathPolicy implements RoutingPolicy {
     return rendezvousScore(key, a.id) > rendezvousScore(key, b.id);
   }
 
-  private coldPlacement(
-    candidates: readonly Candidate[],
-    sessionNode: string | undefined,
-    key: string,
-    cost: number,
-  ): PolicyChoice {
+  private coldPlacement(candidates: readonly Candidate[], sessionNode: string | undefined, key: string, cost: number): PolicyChoice {
     const loads = candidates.map((c) => c.workAheadTokens);
     if (sessionNode !== undefined) {
       // The session hint wins a cold placement when its node is within the load bound.

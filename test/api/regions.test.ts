@@ -1,0 +1,67 @@
+/** Region choice: nearest healthy region for the model, pinning, failover, and the model list. */
+import { describe, expect, it } from "vitest";
+import { CF_FRANKFURT, CF_VIRGINIA, call, chat, registerAll } from "../helpers.ts";
+import { ACME_KEY } from "../fixtures/config.ts";
+
+const body = (model: string, text: string) => ({ model, messages: [{ role: "user", content: text }] });
+
+describe("regions", () => {
+  it("picks the nearest region serving the model, from request.cf", async () => {
+    await registerAll([
+      { id: "eu-1", region: "eu", models: ["m-shared"] },
+      { id: "us-1", region: "us", models: ["m-shared"] },
+    ]);
+    const fromEurope = await chat(body("m-shared", "near eu"), { cf: CF_FRANKFURT });
+    expect(fromEurope.headers.get("x-warmpath-region")).toBe("eu");
+    await fromEurope.arrayBuffer();
+    const fromAmerica = await chat(body("m-shared", "near us"), { cf: CF_VIRGINIA });
+    expect(fromAmerica.headers.get("x-warmpath-region")).toBe("us");
+    await fromAmerica.arrayBuffer();
+    // Continent only (no coordinates): same answer.
+    const byContinent = await chat(body("m-shared", "continent"), { cf: { continent: "NA" } });
+    expect(byContinent.headers.get("x-warmpath-region")).toBe("us");
+    await byContinent.arrayBuffer();
+  });
+
+  it("honours x-warmpath-region", async () => {
+    const res = await chat(body("m-shared", "pinned"), { cf: CF_FRANKFURT, headers: { "x-warmpath-region": "us" } });
+    expect(res.headers.get("x-warmpath-region")).toBe("us");
+    await res.arrayBuffer();
+  });
+
+  it("fails over to the next region when the nearest one cannot serve", async () => {
+    // The only eu node serving m-shared leaves; eu still lists the model, so it is tried first.
+    const del = await call("/v1/nodes/eu/eu-1", { method: "DELETE", headers: { authorization: "Bearer test-node-token" } });
+    expect(del.status).toBe(200);
+    const res = await chat(body("m-shared", "failover"), { cf: CF_FRANKFURT });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-warmpath-region")).toBe("us");
+    expect(res.headers.get("x-warmpath-decision")).toBe("failover");
+    await res.arrayBuffer();
+  });
+
+  it("lists the configured models", async () => {
+    const res = await call("/v1/models", { headers: { authorization: `Bearer ${ACME_KEY}` } });
+    expect(res.status).toBe(200);
+    const list = await res.json<{ object: string; data: { id: string; object: string; regions: string[] }[] }>();
+    expect(list.object).toBe("list");
+    const ids = list.data.map((m) => m.id);
+    expect(ids).toContain("m-eu");
+    expect(ids).toContain("m-rr");
+    expect(list.data.find((m) => m.id === "m-shared")!.regions).toEqual(["eu", "us"]);
+  });
+
+  it("routes to statically configured nodes with the region's baseline policy", async () => {
+    const nodes: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await chat(body("m-rr", `same prompt`));
+      expect(res.headers.get("x-warmpath-policy")).toBe("round-robin");
+      expect(res.headers.get("x-warmpath-decision")).toBe("balance");
+      nodes.push(res.headers.get("x-warmpath-node")!);
+      await res.arrayBuffer();
+    }
+    // Round-robin ignores the cache: the same prompt alternates between the two static nodes.
+    expect(new Set(nodes)).toEqual(new Set(["static-1", "static-2"]));
+    expect(nodes[0]).not.toBe(nodes[1]);
+  });
+});

@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import { NodeLoad } from "../../src/core/node-load.ts";
+
+describe("NodeLoad: work ahead in uncached prefill tokens", () => {
+  it("queues dispatches FIFO and drains at the prefill rate", () => {
+    const load = new NodeLoad(10_000);
+    const a = load.dispatch(0, 20_000, 20_000); // 2 s of prefill
+    const b = load.dispatch(0, 10_000, 10_000); // 1 s more, behind it
+    expect(a).toEqual({ startAt: 0, prefillEnd: 2000 });
+    expect(b).toEqual({ startAt: 2000, prefillEnd: 3000 });
+    expect(load.workAhead(0)).toBe(30_000);
+    expect(load.workAhead(1000)).toBe(20_000);
+    expect(load.workAhead(5000)).toBe(0);
+    expect(load.estimateTtftSeconds(1000, 5_000)).toBeCloseTo(2.5);
+  });
+
+  it("a big cold prompt weighs more than many decoding requests", () => {
+    const busyDecoding = new NodeLoad(10_000);
+    for (let i = 0; i < 30; i++) {
+      const p = busyDecoding.dispatch(0, 100, 100);
+      busyDecoding.firstByte(10, 0, p, 100); // prefilled; now only decoding
+    }
+    const oneColdPrompt = new NodeLoad(10_000);
+    oneColdPrompt.dispatch(0, 100_000, 100_000);
+    expect(busyDecoding.inflight).toBe(30);
+    expect(busyDecoding.workAhead(20)).toBe(0);
+    expect(oneColdPrompt.workAhead(20)).toBeGreaterThan(90_000);
+  });
+
+  it("corrects the backlog when the first byte comes earlier than modelled", () => {
+    const load = new NodeLoad(10_000);
+    const a = load.dispatch(0, 10_000, 10_000); // modelled end 1000
+    load.dispatch(0, 10_000, 10_000); // modelled end 2000
+    load.firstByte(400, 0, a, 10_000); // a finished 600 ms early: b moves up too
+    expect(load.workAhead(400)).toBeCloseTo(10_000, -2);
+  });
+
+  it("learns the prefill rate from requests that started on an empty queue", () => {
+    const load = new NodeLoad(10_000);
+    for (let i = 0; i < 20; i++) {
+      const t = i * 10_000;
+      const p = load.dispatch(t, 20_000, 20_000);
+      load.firstByte(t + 4000, t, p, 20_000); // the node really does 5,000 tokens/s
+      load.complete(20_000);
+    }
+    expect(load.prefillRate).toBeGreaterThan(5_000);
+    expect(load.prefillRate).toBeLessThan(5_500);
+  });
+
+  it("takes a reported queue as a floor, and releases failed dispatches", () => {
+    const load = new NodeLoad(10_000);
+    load.report({ running: 64, waiting: 10, kvUsage: 0.9, at: 0 });
+    expect(load.workAhead(0)).toBeGreaterThan(0);
+    const fresh = new NodeLoad(10_000);
+    const p = fresh.dispatch(0, 50_000, 50_000);
+    fresh.releaseBeforeFirstByte(100, p, 50_000);
+    fresh.complete(50_000);
+    expect(fresh.workAhead(100)).toBe(0);
+    expect(fresh.inflight).toBe(0);
+    expect(fresh.activeTokens).toBe(0);
+  });
+});

@@ -1,0 +1,167 @@
+/** Each policy's choice on hand-built candidates: the behaviour that defines it. */
+import { describe, expect, it } from "vitest";
+import { createPolicy, type Candidate, type PolicyInput } from "../../src/core/policies/index.ts";
+import { seededRandom } from "../../src/core/random.ts";
+
+const PROMPT = 10_000;
+const BLOCK = 128;
+
+function node(id: string, over: Partial<Candidate> = {}): Candidate {
+  const matchBlocks = over.matchBlocks ?? 0;
+  const matchTokens = Math.min(PROMPT, matchBlocks * BLOCK);
+  return {
+    id,
+    matchBlocks,
+    matchTokens,
+    uncachedTokens: PROMPT - matchTokens,
+    workAheadTokens: 0,
+    prefillRate: 10_000,
+    inflight: 0,
+    activeTokens: 0,
+    indexBlocks: 0,
+    kvCapacityTokens: 500_000,
+    running: 0,
+    waiting: 0,
+    kvUsage: 0,
+    ...over,
+  };
+}
+
+function input(candidates: Candidate[], over: Partial<PolicyInput["request"]> = {}, seed = 7): PolicyInput {
+  const hashes = Array.from({ length: 79 }, (_, i) => `${over.sessionKey ?? "k"}-${i}`.padEnd(16, "0"));
+  return {
+    candidates,
+    request: { hashes, promptTokens: PROMPT, blockTokens: BLOCK, sessionKey: undefined, sessionNode: undefined, ...over },
+    random: seededRandom(seed),
+  };
+}
+
+const pick = (name: Parameters<typeof createPolicy>[0]["name"], i: PolicyInput) => {
+  const c = createPolicy({ name }).choose(i);
+  return { id: i.candidates[c.index]!.id, decision: c.decision };
+};
+
+describe("warmpath", () => {
+  it("prefers the longest believed prefix on idle nodes", () => {
+    expect(pick("warmpath", input([node("a"), node("b", { matchBlocks: 40 }), node("c", { matchBlocks: 10 })]))).toEqual({
+      id: "b",
+      decision: "prefix-hit",
+    });
+  });
+
+  it("spills when the holder's queue costs more than the prefill it saves", () => {
+    // b saves 5,120 tokens of prefill but has 30,000 tokens queued.
+    const r = pick("warmpath", input([node("a", { workAheadTokens: 1_000 }), node("b", { matchBlocks: 40, workAheadTokens: 30_000 })]));
+    expect(r).toEqual({ id: "a", decision: "hot-spill" });
+  });
+
+  it("stays on the holder while its queue is shorter than the saving", () => {
+    const r = pick("warmpath", input([node("a", { workAheadTokens: 1_000 }), node("b", { matchBlocks: 40, workAheadTokens: 4_000 })]));
+    expect(r).toEqual({ id: "b", decision: "prefix-hit" });
+  });
+
+  it("measures load as work, not request count", () => {
+    // a has 50 requests decoding but nothing to prefill; b has one huge cold prompt queued.
+    const r = pick(
+      "warmpath",
+      input([node("a", { inflight: 50, activeTokens: 500_000, matchBlocks: 1 }), node("b", { inflight: 1, workAheadTokens: 100_000 })]),
+    );
+    expect(r.id).toBe("a");
+  });
+
+  it("places cold requests by consistent hashing: repeats converge, distinct prompts spread", () => {
+    const nodes = ["a", "b", "c", "d"].map((id) => node(id));
+    const first = pick("warmpath", input(nodes, { sessionKey: "p1" }));
+    expect(first.decision).toBe("cold-spread");
+    expect(pick("warmpath", input(nodes, { sessionKey: "p1" })).id).toBe(first.id);
+    const spread = new Set(Array.from({ length: 40 }, (_, i) => pick("warmpath", input(nodes, { sessionKey: `p${i}` })).id));
+    expect(spread.size).toBe(4);
+  });
+
+  it("bounds cold load: a key's first choice is skipped when above 1.25x the mean", () => {
+    const nodes = ["a", "b", "c", "d"].map((id) => node(id));
+    const first = pick("warmpath", input(nodes, { sessionKey: "hot-key" })).id;
+    const loaded = nodes.map((n) => (n.id === first ? { ...n, workAheadTokens: 200_000 } : n));
+    expect(pick("warmpath", input(loaded, { sessionKey: "hot-key" })).id).not.toBe(first);
+  });
+
+  it("uses the session hint to break a tie, not to pin", () => {
+    const tie = [node("a", { matchBlocks: 40 }), node("b", { matchBlocks: 40 }), node("c")];
+    // Equal holders only for the tie-break; a very busy session node is not chosen.
+    const hinted = pick("warmpath", input(tie, { sessionNode: "b" }));
+    expect(hinted.id).toBe("b");
+    const busy = [node("a", { matchBlocks: 40 }), node("b", { matchBlocks: 40, workAheadTokens: 50_000 }), node("c")];
+    expect(pick("warmpath", input(busy, { sessionNode: "b" })).id).toBe("a");
+  });
+
+  it("discounts a node under KV pressure", () => {
+    const r = pick("warmpath", input([node("a", { matchBlocks: 30 }), node("b", { matchBlocks: 40, kvUsage: 0.99 })]));
+    expect(r.id).toBe("a");
+  });
+});
+
+describe("baselines", () => {
+  const four = () => ["a", "b", "c", "d"].map((id) => node(id));
+
+  it("round-robin cycles", () => {
+    const policy = createPolicy({ name: "round-robin" });
+    const ids = Array.from({ length: 8 }, () => four()[policy.choose(input(four())).index]!.id);
+    expect(ids).toEqual(["a", "b", "c", "d", "a", "b", "c", "d"]);
+  });
+
+  it("random covers every node, reproducibly for a seed", () => {
+    const policy = createPolicy({ name: "random" });
+    const i = input(four());
+    const ids = new Set(Array.from({ length: 50 }, () => policy.choose(i).index));
+    expect(ids.size).toBe(4);
+  });
+
+  it("least-loaded (two choices) never picks the busier of its two samples", () => {
+    const nodes = [node("a", { inflight: 9 }), node("b", { inflight: 0 })];
+    for (let s = 0; s < 20; s++) expect(pick("least-loaded", input(nodes, {}, s)).id).toBe("b");
+  });
+
+  it("sticky pins a session whatever its load or cache", () => {
+    const nodes = four();
+    const home = pick("sticky", input(nodes, { sessionKey: "user-9" })).id;
+    const loaded = nodes.map((n) => (n.id === home ? { ...n, workAheadTokens: 1e9 } : { ...n, matchBlocks: 50 }));
+    expect(pick("sticky", input(loaded, { sessionKey: "user-9" }))).toEqual({ id: home, decision: "session" });
+  });
+
+  it("consistent-hash keys on the first block and bounds in-flight load", () => {
+    const nodes = four();
+    const first = pick("consistent-hash", input(nodes));
+    const again = pick("consistent-hash", input(nodes));
+    expect(again.id).toBe(first.id);
+    const loaded = nodes.map((n) => (n.id === first.id ? { ...n, inflight: 10 } : n));
+    const spilled = pick("consistent-hash", input(loaded));
+    expect(spilled.id).not.toBe(first.id);
+    expect(spilled.decision).toBe("hot-spill");
+  });
+
+  it("sglang follows the cache above the threshold, the smallest tree below it, the least loaded when imbalanced", () => {
+    // 40 blocks of a 10,000-token prompt = 51%: above 0.3.
+    expect(pick("sglang-cache-aware", input([node("a", { indexBlocks: 1 }), node("b", { matchBlocks: 40, indexBlocks: 900 })]))).toEqual({
+      id: "b",
+      decision: "prefix-hit",
+    });
+    // 10 blocks = 13%: below; smallest tree wins.
+    expect(pick("sglang-cache-aware", input([node("a", { indexBlocks: 5 }), node("b", { matchBlocks: 10, indexBlocks: 900 })]))).toEqual({
+      id: "a",
+      decision: "cold-spread",
+    });
+    // Imbalanced: 100 vs 10 in flight (diff > 64 and 100 > 1.5 x 10): least loaded, cache ignored.
+    expect(pick("sglang-cache-aware", input([node("a", { inflight: 10 }), node("b", { matchBlocks: 79, inflight: 100 })]))).toEqual({
+      id: "a",
+      decision: "balance",
+    });
+    // Busy but balanced by its thresholds (diff 50 <= 64): still follows the cache.
+    expect(pick("sglang-cache-aware", input([node("a", { inflight: 10 }), node("b", { matchBlocks: 79, inflight: 60 })])).id).toBe("b");
+  });
+
+  it("dynamo-kv minimises prefill blocks plus active decode blocks", () => {
+    expect(pick("dynamo-kv", input([node("a"), node("b", { matchBlocks: 40 })])).id).toBe("b");
+    // b's cached overlap (40 blocks) is outweighed by 60 more active blocks.
+    expect(pick("dynamo-kv", input([node("a"), node("b", { matchBlocks: 40, activeTokens: 60 * BLOCK })])).id).toBe("a");
+  });
+});
