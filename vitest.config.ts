@@ -15,7 +15,8 @@ export default defineConfig({
       wrangler: { configPath: "./wrangler.toml" },
       miniflare: {
         bindings: {
-          WARMPATH_CONFIG: TEST_CONFIG,
+          // A plain JSON value, exactly as wrangler passes a TOML table var.
+          WARMPATH_CONFIG: TEST_CONFIG as never,
           NODE_TOKEN_TEST: TEST_NODE_TOKEN,
           ADMIN_TOKEN_TEST: TEST_ADMIN_TOKEN,
         },
