@@ -48,7 +48,8 @@ export const NODE_DEFAULTS = {
 };
 
 const NodeSchema = z.strictObject({
-  id: z.string().regex(/^[A-Za-z0-9._-]+$/, "letters, digits, '.', '_' or '-' only"),
+  // The router's node_id rule (src/api/nodes.ts), restated: a node it would reject is a config error.
+  id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "must be lowercase letters, digits and dashes (max 63)"),
   port: z.number().int().min(0).max(65535).default(0),
   ...z.object(NodeFields).partial().shape,
 });
@@ -98,9 +99,7 @@ export class ConfigError extends Error {}
 
 function formatIssues(source: string, error: z.ZodError): string {
   const lines = error.issues.map((i) => {
-    const path = i.path
-      .map((p, k) => (typeof p === "number" ? `[${p}]` : (k === 0 ? "" : ".") + String(p)))
-      .join("");
+    const path = i.path.map((p, k) => (typeof p === "number" ? `[${p}]` : (k === 0 ? "" : ".") + String(p))).join("");
     return `  ${path || "(root)"}: ${i.message}`;
   });
   return `invalid fleet file ${source}:\n${lines.join("\n")}`;
@@ -115,12 +114,14 @@ export function parseFleet(raw: unknown, source = "(inline)"): FleetConfig {
   const regionNames = new Set<string>();
   const ports = new Map<number, string>();
   f.regions.forEach((r, ri) => {
-    if (regionNames.has(r.name)) throw new ConfigError(`invalid fleet file ${source}:\n  regions[${ri}].name: duplicate region "${r.name}"`);
+    if (regionNames.has(r.name))
+      throw new ConfigError(`invalid fleet file ${source}:\n  regions[${ri}].name: duplicate region "${r.name}"`);
     regionNames.add(r.name);
     const ids = new Set<string>();
     const nodes = r.nodes.map((n, ni): NodeConfig => {
       const where = `regions[${ri}].nodes[${ni}]`;
-      if (ids.has(n.id)) throw new ConfigError(`invalid fleet file ${source}:\n  ${where}.id: duplicate node id "${n.id}" in region ${r.name}`);
+      if (ids.has(n.id))
+        throw new ConfigError(`invalid fleet file ${source}:\n  ${where}.id: duplicate node id "${n.id}" in region ${r.name}`);
       ids.add(n.id);
       if (n.port !== 0) {
         const other = ports.get(n.port);

@@ -211,10 +211,13 @@ export class Engine {
       return;
     }
     const due = job.decodeStart + job.nextToken * interval;
-    job.timer = setTimeout(() => {
-      job.timer = undefined;
-      this.decodeTick(job);
-    }, Math.max(0, due - now));
+    job.timer = setTimeout(
+      () => {
+        job.timer = undefined;
+        this.decodeTick(job);
+      },
+      Math.max(0, due - now),
+    );
   }
 
   private finish(job: Job): void {

@@ -37,7 +37,9 @@ export async function startFleet(config: FleetConfig, options: FleetOptions = {}
     for (const r of config.regions) {
       const token = options.tokens?.[r.name] ?? process.env[tokenEnvName(r.name)] ?? r.token;
       if (!token) {
-        throw new Error(`region ${r.name} has no node token: pass --token-${r.name}, set ${tokenEnvName(r.name)}, or set "token" in the fleet file`);
+        throw new Error(
+          `region ${r.name} has no node token: pass --token-${r.name}, set ${tokenEnvName(r.name)}, or set "token" in the fleet file`,
+        );
       }
       tokens.set(r.name, token);
     }

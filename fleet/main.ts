@@ -26,7 +26,12 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { fleet: join(dirname(fileURLToPath(import.meta.url)), "fleet.default.json"), router: undefined, tokens: {}, timeFactor: undefined };
+  const args: Args = {
+    fleet: join(dirname(fileURLToPath(import.meta.url)), "fleet.default.json"),
+    router: undefined,
+    tokens: {},
+    timeFactor: undefined,
+  };
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i]!;
     if (raw === "-h" || raw === "--help") {

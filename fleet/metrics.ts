@@ -54,14 +54,30 @@ export function renderMetrics(s: MetricsSnapshot): string {
       `${name}_count{${l}} ${fmt(h.count)}`,
       `${name}_sum{${l}} ${fmt(h.sum)}`,
     ]);
-  metric("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", [`vllm:num_requests_running{${l}} ${fmt(s.running)}`]);
-  metric("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", [`vllm:num_requests_waiting{${l}} ${fmt(s.waiting)}`]);
-  metric("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", [`vllm:kv_cache_usage_perc{${l}} ${fmt(s.kvUsage)}`]);
-  metric("vllm:gpu_cache_usage_perc", "gauge", "GPU KV-cache usage. 1 means 100 percent usage.", [`vllm:gpu_cache_usage_perc{${l}} ${fmt(s.kvUsage)}`]);
-  metric("vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", [`vllm:prefix_cache_queries_total{${l}} ${fmt(s.prefixQueries)}`]);
-  metric("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", [`vllm:prefix_cache_hits_total{${l}} ${fmt(s.prefixHits)}`]);
-  metric("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", [`vllm:prompt_tokens_total{${l}} ${fmt(s.promptTokens)}`]);
-  metric("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", [`vllm:generation_tokens_total{${l}} ${fmt(s.generationTokens)}`]);
+  metric("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", [
+    `vllm:num_requests_running{${l}} ${fmt(s.running)}`,
+  ]);
+  metric("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", [
+    `vllm:num_requests_waiting{${l}} ${fmt(s.waiting)}`,
+  ]);
+  metric("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", [
+    `vllm:kv_cache_usage_perc{${l}} ${fmt(s.kvUsage)}`,
+  ]);
+  metric("vllm:gpu_cache_usage_perc", "gauge", "GPU KV-cache usage. 1 means 100 percent usage.", [
+    `vllm:gpu_cache_usage_perc{${l}} ${fmt(s.kvUsage)}`,
+  ]);
+  metric("vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", [
+    `vllm:prefix_cache_queries_total{${l}} ${fmt(s.prefixQueries)}`,
+  ]);
+  metric("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", [
+    `vllm:prefix_cache_hits_total{${l}} ${fmt(s.prefixHits)}`,
+  ]);
+  metric("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", [
+    `vllm:prompt_tokens_total{${l}} ${fmt(s.promptTokens)}`,
+  ]);
+  metric("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", [
+    `vllm:generation_tokens_total{${l}} ${fmt(s.generationTokens)}`,
+  ]);
   metric(
     "vllm:request_success_total",
     "counter",

@@ -230,7 +230,7 @@ export async function startNode(o: NodeOptions): Promise<NodeHandle> {
     const hashes = blockHashes(prompt, requested, cacheSalt);
     const stream = body.stream === true;
     const so = body.stream_options as { include_usage?: unknown } | undefined;
-    const includeUsage = o.forceIncludeUsage === true || (so?.include_usage === true);
+    const includeUsage = o.forceIncludeUsage === true || so?.include_usage === true;
     const ids: StreamIds = { kind, id: newId(kind), created: Math.floor(Date.now() / 1000), model: requested };
     const seed = promptTokens;
 
@@ -324,7 +324,15 @@ export async function startNode(o: NodeOptions): Promise<NodeHandle> {
       const created = Math.floor(Date.now() / 1000);
       return sendJson(res, 200, {
         object: "list",
-        data: o.models.map((id) => ({ id, object: "model", created, owned_by: "warmpath-fleet", root: id, parent: null, max_model_len: maxModelLen })),
+        data: o.models.map((id) => ({
+          id,
+          object: "model",
+          created,
+          owned_by: "warmpath-fleet",
+          root: id,
+          parent: null,
+          max_model_len: maxModelLen,
+        })),
       });
     }
     if (method === "GET" && path === "/metrics") {
@@ -373,7 +381,13 @@ export async function startNode(o: NodeOptions): Promise<NodeHandle> {
     port = (s.address() as AddressInfo).port;
     up = true;
     if (o.router) {
-      reporter = startReporter({ routerUrl: o.router.url, token: o.router.token, intervalMs: o.router.intervalMs ?? 1000, report, log: o.log });
+      reporter = startReporter({
+        routerUrl: o.router.url,
+        token: o.router.token,
+        intervalMs: o.router.intervalMs ?? 1000,
+        report,
+        log: o.log,
+      });
     }
     o.log?.({ event: "node_listening", region: o.region, node_id: o.id, url: url(), models: o.models, boot_id: bootId });
   };
@@ -424,6 +438,7 @@ export async function startNode(o: NodeOptions): Promise<NodeHandle> {
     async restart(downMs = 0) {
       if (autoRestart) clearTimeout(autoRestart);
       autoRestart = undefined;
+      o.log?.({ event: "node_restarting", region: o.region, node_id: o.id, old_boot_id: bootId, down_ms: downMs });
       await down(false);
       if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
       newProcess();

@@ -51,7 +51,12 @@ export interface StreamIds {
 
 /** One streamed chunk carrying text (and, on the last token, the finish reason). */
 export function chunk(ids: StreamIds, text: string, finishReason: string | null, first = false) {
-  const base = { id: ids.id, object: ids.kind === "chat" ? "chat.completion.chunk" : "text_completion", created: ids.created, model: ids.model };
+  const base = {
+    id: ids.id,
+    object: ids.kind === "chat" ? "chat.completion.chunk" : "text_completion",
+    created: ids.created,
+    model: ids.model,
+  };
   if (ids.kind === "chat") {
     const delta = first ? { role: "assistant", content: text } : { content: text };
     return { ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] };
@@ -72,9 +77,7 @@ export function fullResponse(ids: StreamIds, text: string, finishReason: string,
     return {
       ...base,
       object: "chat.completion",
-      choices: [
-        { index: 0, message: { role: "assistant", content: text, tool_calls: [] }, logprobs: null, finish_reason: finishReason },
-      ],
+      choices: [{ index: 0, message: { role: "assistant", content: text, tool_calls: [] }, logprobs: null, finish_reason: finishReason }],
       usage: u,
     };
   }

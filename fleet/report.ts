@@ -4,6 +4,9 @@
  * again on the next tick (one log line when reports start failing, one when they recover).
  */
 
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+
 export interface LoadReport {
   node_id: string;
   region: string;
@@ -31,6 +34,25 @@ export interface Reporter {
   stop(deregister: boolean): Promise<void>;
 }
 
+/**
+ * One request on a fresh connection (agent: false). fetch() would pool keep-alive sockets that
+ * outlive a shutdown by seconds; a report a second does not need connection reuse.
+ */
+function call(method: string, url: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const send = u.protocol === "https:" ? httpsRequest : httpRequest;
+    const req = send(u, { method, headers, agent: false, timeout: timeoutMs }, (res) => {
+      res.resume(); // drain the body
+      res.on("end", () => resolve(res.statusCode ?? 0));
+      res.on("error", reject);
+    });
+    req.on("timeout", () => req.destroy(new Error(`timed out after ${timeoutMs} ms`)));
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
 export function startReporter(o: ReporterOptions): Reporter {
   const base = o.routerUrl.replace(/\/+$/, "");
   const headers = { authorization: `Bearer ${o.token}`, "content-type": "application/json" };
@@ -41,15 +63,9 @@ export function startReporter(o: ReporterOptions): Reporter {
   const send = () => {
     if (stopped || inFlight) return; // one report at a time: a slow router must not pile them up
     const body = o.report();
-    inFlight = fetch(`${base}/v1/nodes/report`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(Math.max(1000, o.intervalMs)),
-    })
-      .then(async (res) => {
-        await res.body?.cancel();
-        if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    inFlight = call("POST", `${base}/v1/nodes/report`, headers, JSON.stringify(body), Math.max(1000, o.intervalMs))
+      .then((status) => {
+        if (status < 200 || status > 299) throw new Error(`HTTP ${status}`);
         if (failing) o.log?.({ event: "report_ok", node_id: body.node_id, region: body.region });
         failing = false;
       })
@@ -76,12 +92,8 @@ export function startReporter(o: ReporterOptions): Reporter {
       if (!deregister) return;
       const { region, node_id } = o.report();
       try {
-        const res = await fetch(`${base}/v1/nodes/${encodeURIComponent(region)}/${encodeURIComponent(node_id)}`, {
-          method: "DELETE",
-          headers: { authorization: headers.authorization },
-          signal: AbortSignal.timeout(2000),
-        });
-        await res.body?.cancel();
+        const path = `/v1/nodes/${encodeURIComponent(region)}/${encodeURIComponent(node_id)}`;
+        await call("DELETE", base + path, { authorization: headers.authorization }, undefined, 2000);
       } catch {
         // The router is gone too: it will expire the node by silence.
       }

@@ -1,0 +1,80 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { ConfigError, loadFleet, parseFleet } from "../config.ts";
+import { startFleet } from "../fleet.ts";
+import { blockHashes, countTokens, renderChat } from "../prompt.ts";
+
+const DEFAULT_FLEET = fileURLToPath(new URL("../fleet.default.json", import.meta.url));
+
+test("the default fleet loads: two regions of three nodes, defaults applied", () => {
+  const f = loadFleet(DEFAULT_FLEET);
+  assert.deepEqual(
+    f.regions.map((r) => [r.name, r.nodes.length]),
+    [
+      ["us-east", 3],
+      ["eu-west", 3],
+    ],
+  );
+  const n = f.regions[0]!.nodes[0]!;
+  assert.equal(n.kv_capacity_tokens, 200_000);
+  assert.equal(n.max_running, 64);
+  assert.deepEqual(n.faults, { error_rate: 0, extra_latency_ms: 0, hang: false });
+});
+
+test("invalid fleet files are rejected naming the bad field", () => {
+  const bad = (raw: unknown, re: RegExp) =>
+    assert.throws(
+      () => parseFleet(raw, "x.json"),
+      (e: Error) => e instanceof ConfigError && re.test(e.message),
+    );
+  bad({ regions: [{ name: "r", nodes: [{ id: "a", kv_capacity_tokens: "lots" }] }] }, /regions\[0\]\.nodes\[0\]\.kv_capacity_tokens/);
+  bad({ regions: [{ name: "r", nodes: [{ id: "a", prefil_tokens_per_second: 1 }] }] }, /prefil_tokens_per_second/);
+  bad({ regions: [{ name: "r", nodes: [{ id: "a" }, { id: "a" }] }] }, /regions\[0\]\.nodes\[1\]\.id: duplicate/);
+  bad({ regions: [{ name: "r", nodes: [{ id: "GPU_1" }] }] }, /regions\[0\]\.nodes\[0\]\.id: must be lowercase/);
+  bad({ regions: [] }, /regions/);
+  bad({ defaults: { faults: { error_rate: 3 } }, regions: [{ name: "r", nodes: [{ id: "a" }] }] }, /defaults\.faults\.error_rate/);
+});
+
+test("node fields override defaults, faults merge field by field", () => {
+  const f = parseFleet({
+    defaults: { time_factor: 5, faults: { extra_latency_ms: 10 } },
+    regions: [{ name: "r", nodes: [{ id: "a", time_factor: 2, faults: { error_rate: 0.5 } }, { id: "b" }] }],
+  });
+  const [a, b] = f.regions[0]!.nodes;
+  assert.equal(a!.time_factor, 2);
+  assert.equal(b!.time_factor, 5);
+  assert.deepEqual(a!.faults, { error_rate: 0.5, extra_latency_ms: 10, hang: false });
+});
+
+test("a fleet needs a token per region when it reports to a router; starts and stops every node", async () => {
+  const config = parseFleet({ regions: [{ name: "r1", nodes: [{ id: "a" }, { id: "b" }] }] });
+  await assert.rejects(startFleet(config, { routerUrl: "http://127.0.0.1:9" }), /--token-r1/);
+  const fleet = await startFleet(config);
+  assert.equal(fleet.nodes.length, 2);
+  assert.equal((await fetch(fleet.node("r1", "b")!.url + "/health")).status, 200);
+  await fleet.stop();
+  await assert.rejects(fetch(fleet.nodes[0]!.url + "/health"));
+});
+
+test("chat rendering keeps earlier turns' text, so a growing conversation keeps its blocks", () => {
+  const turn1 = [
+    { role: "system", content: "S".repeat(300) },
+    { role: "user", content: "first question" },
+  ];
+  const turn2 = [...turn1, { role: "assistant", content: "an answer" }, { role: "user", content: "second" }];
+  const a = renderChat({ messages: turn1 });
+  const b = renderChat({ messages: turn2 });
+  const ha = blockHashes(a, "m", undefined);
+  const hb = blockHashes(b, "m", undefined);
+  assert.deepEqual(hb.slice(0, ha.length), ha);
+  assert.equal(ha.length, Math.floor(a.length / 64));
+  assert.equal(countTokens(a), Math.ceil(a.length / 4));
+  // Tools come first; a different model or cache_salt shares nothing.
+  assert.ok(
+    renderChat({ messages: turn1, tools: [{ type: "function" }] }).indexOf("function") <
+      renderChat({ messages: turn1, tools: [{ type: "function" }] }).indexOf("SSS"),
+  );
+  assert.notEqual(blockHashes(a, "other", undefined)[0], ha[0]);
+  assert.notEqual(blockHashes(a, "m", "salt")[0], ha[0]);
+});
