@@ -1,6 +1,7 @@
 /**
  * The admin API: each region's live state (nodes, load, decisions, predicted and measured hit
- * rates). `Authorization: Bearer <admin token>` (the secret named by `admin_token_secret`).
+ * rates). `Authorization: Bearer <admin token>` (the secret named by `admin_token_secret`); a
+ * local development server (mode "development", loopback host) needs no token.
  *
  * - `GET /admin/state`: every region.
  * - `GET /admin/state/{region}`: one region.
@@ -10,12 +11,15 @@ import type { AppEnv } from "../app-types.ts";
 import { bearerToken, guardDevCredential, timingSafeEqual } from "../auth/bearer.ts";
 import type { LoadedRegion } from "../config/load.ts";
 import type { Env } from "../env.ts";
+import { isLoopbackHost } from "../config/dev-credentials.ts";
 import { ApiError } from "../http/errors.ts";
 import { createMiddleware } from "hono/factory";
 
 export const adminAuth = createMiddleware<AppEnv>(async (c, next) => {
   const config = c.get("config");
   const token = bearerToken(c.req.raw);
+  // A local development server shows its state without a token (the dashboard just works).
+  if (!token && config.raw.mode === "development" && isLoopbackHost(new URL(c.req.url).hostname)) return next();
   if (!token)
     throw new ApiError(401, "Missing admin token: send it as Authorization: Bearer <token>", "authentication_error", "missing_admin_token");
   guardDevCredential(token, c.req.raw, config);

@@ -2,7 +2,7 @@
  * The node API and the region Durable Object's durable state: reports, validation, leaving,
  * expiry by alarm, surviving eviction, and the admin state.
  */
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { TEST_ADMIN_TOKEN, TEST_NODE_TOKEN } from "../fixtures/config.ts";
@@ -142,8 +142,13 @@ describe("durable state", () => {
 });
 
 describe("admin state", () => {
-  it("requires the admin token", async () => {
-    expect((await call("/admin/state")).status).toBe(401);
+  it("requires the admin token, except on a local development server", async () => {
+    const remote = (headers: Record<string, string> = {}) => exports.default.fetch(new Request("https://router.example.com/admin/state", { headers }));
+    expect((await remote()).status).toBe(401);
+    expect((await remote({ authorization: "Bearer nope" })).status).toBe(401);
+    const withToken = await remote(admin);
+    expect(withToken.status).toBe(200);
+    expect((await call("/admin/state")).status).toBe(200); // localhost, development mode
     expect((await call("/admin/state", { headers: { authorization: "Bearer nope" } })).status).toBe(401);
   });
 

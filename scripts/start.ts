@@ -1,0 +1,65 @@
+/**
+ * `npm start`: the whole system on this machine. The router under `wrangler dev` on
+ * http://127.0.0.1:8787 and the simulated fleet of fleet/fleet.default.json reporting to it, then
+ * where to look. Ctrl-C stops everything.
+ *
+ *   npm start [-- --port 8787] [-- --time-factor 1] [-- --fleet fleet/fleet.default.json]
+ */
+import { parseArgs } from "node:util";
+import { DEV_ADMIN_TOKEN, DEV_API_KEY, startSystem } from "./system.ts";
+
+const { values } = parseArgs({
+  options: {
+    port: { type: "string", default: "8787" },
+    "time-factor": { type: "string", default: "1" },
+    fleet: { type: "string" },
+    verbose: { type: "boolean", default: false },
+  },
+});
+
+const started = Date.now();
+console.log("warmpath: starting the router (wrangler dev) and the simulated GPU fleet...");
+const system = await startSystem({
+  port: Number(values.port),
+  fleetFile: values.fleet,
+  timeFactorScale: Number(values["time-factor"]),
+  onRouterOutput: values.verbose ? (line) => console.log(`[router] ${line}`) : undefined,
+});
+const nodes = system.fleet.nodes.map((n) => `${n.region}/${n.id} ${n.url}`).join("\n    ");
+console.log(`
+warmpath is up (${((Date.now() - started) / 1000).toFixed(1)} s).
+
+  API         ${system.url}/v1   (OpenAI-compatible)
+  Dashboard   ${system.url}/dashboard/
+  Dev API key ${DEV_API_KEY}   (accepted on localhost only)
+  Admin token ${DEV_ADMIN_TOKEN}   (not needed on localhost)
+  Nodes       ${nodes}
+
+Try it:
+
+  curl -N ${system.url}/v1/chat/completions \\
+    -H "Authorization: Bearer ${DEV_API_KEY}" -H "Content-Type: application/json" \\
+    -d '{"model":"llama-3.1-8b-instruct","stream":true,"stream_options":{"include_usage":true},
+         "messages":[{"role":"system","content":"You are a concise assistant."},{"role":"user","content":"Hello!"}]}' -i
+
+  # OpenAI SDK (npm install openai):
+  import OpenAI from "openai";
+  const client = new OpenAI({ baseURL: "${system.url}/v1", apiKey: "${DEV_API_KEY}" });
+  const stream = await client.chat.completions.create({ model: "llama-3.1-8b-instruct", stream: true,
+    messages: [{ role: "user", content: "Hello!" }] });
+  for await (const chunk of stream) process.stdout.write(chunk.choices[0]?.delta?.content ?? "");
+
+Compare sticky sessions with warmpath: npm run demo        Stop: Ctrl-C
+`);
+
+let stopping = false;
+const shutdown = async () => {
+  if (stopping) return;
+  stopping = true;
+  console.log("\nwarmpath: stopping the fleet and the router...");
+  await system.stop();
+  console.log("warmpath: stopped.");
+  process.exit(0);
+};
+process.on("SIGINT", shutdown);
+process.on("SIGTERM", shutdown);

@@ -1,0 +1,154 @@
+/**
+ * Boots the whole system locally: the router under `wrangler dev` (local workerd, local Durable
+ * Objects) and a simulated fleet reporting to it. Used by `npm start`, `npm run demo` and the
+ * end-to-end tests, so all three run exactly the same system.
+ *
+ * Each boot gets a fresh Durable Object store (`--persist-to` a temporary folder): a node table
+ * left over from an earlier run would name nodes on ports that no longer exist. A configuration
+ * override (e.g. another routing policy) is passed to wrangler as WARMPATH_CONFIG in a temporary
+ * env file, the same way `.dev.vars` would carry it: the worker reads it as configuration, there is
+ * no separate code path.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadFleet } from "../fleet/config.ts";
+import { startFleet, type Fleet } from "../fleet/fleet.ts";
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const DEV_API_KEY = "wp-dev-key-local-only";
+export const DEV_ADMIN_TOKEN = "wp-dev-admin-token-local-only";
+const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
+
+/** How long to wait for wrangler dev to answer /healthz (first start bundles the worker). */
+const ROUTER_READY_TIMEOUT_MS = 60_000;
+/** How long to wait for every node's first report to be accepted. */
+const FLEET_READY_TIMEOUT_MS = 15_000;
+
+export interface SystemOptions {
+  /** Router port; 0 picks a free one. Default 8787. */
+  port?: number;
+  /** Fleet file. Default fleet/fleet.default.json. */
+  fleetFile?: string;
+  /** Multiplies every node's time factor (10 = ten times faster). Default 1. */
+  timeFactorScale?: number;
+  /** A full configuration document replacing wrangler.toml's WARMPATH_CONFIG. */
+  config?: unknown;
+  /** Where wrangler's output goes. Default: discarded unless it fails to start. */
+  onRouterOutput?: (line: string) => void;
+  log?: (event: Record<string, unknown>) => void;
+}
+
+export interface System {
+  url: string;
+  fleet: Fleet;
+  router: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+/** Kills a child and its process group (wrangler starts workerd as its own child). */
+async function killTree(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.pid === undefined) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  try {
+    process.kill(-child.pid, "SIGTERM");
+  } catch {
+    child.kill("SIGTERM");
+  }
+  const timeout = sleep(5000).then(() => "timeout" as const);
+  if ((await Promise.race([exited, timeout])) === "timeout") {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      child.kill("SIGKILL");
+    }
+    await exited;
+  }
+}
+
+export async function startSystem(options: SystemOptions = {}): Promise<System> {
+  const port = options.port === 0 ? await freePort() : (options.port ?? 8787);
+  const url = `http://127.0.0.1:${port}`;
+  const state = mkdtempSync(join(tmpdir(), "warmpath-"));
+  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(await freePort()), "--persist-to", state];
+  args.push("--show-interactive-dev-session=false", "--log-level", "log");
+  if (options.config !== undefined) {
+    const envFile = join(state, "config.env");
+    // Single quotes: dotenv takes the JSON literally.
+    writeFileSync(envFile, `WARMPATH_CONFIG='${JSON.stringify(options.config)}'\n`);
+    args.push("--env-file", envFile);
+  }
+  const output: string[] = [];
+  const router = spawn(WRANGLER, args, {
+    cwd: ROOT,
+    detached: true, // its own process group, so stop() also ends workerd
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+  });
+  for (const stream of [router.stdout!, router.stderr!]) {
+    stream.setEncoding("utf8");
+    stream.on("data", (chunk: string) => {
+      for (const line of chunk.split("\n")) {
+        if (!line) continue;
+        if (output.length < 500) output.push(line);
+        options.onRouterOutput?.(line);
+      }
+    });
+  }
+  let fleet: Fleet | undefined;
+  const stop = async () => {
+    await fleet?.stop();
+    await killTree(router);
+    rmSync(state, { recursive: true, force: true });
+  };
+  try {
+    const died = new Promise<never>((_, reject) =>
+      router.once("exit", (code) => reject(new Error(`wrangler dev exited (${code}):\n${output.slice(-30).join("\n")}`))),
+    );
+    await Promise.race([
+      died,
+      waitFor("the router (wrangler dev) to answer /healthz", ROUTER_READY_TIMEOUT_MS, async () => (await fetch(`${url}/healthz`)).ok),
+    ]);
+    const fleetConfig = loadFleet(options.fleetFile ?? join(ROOT, "fleet", "fleet.default.json"));
+    fleet = await startFleet(fleetConfig, { routerUrl: url, timeFactorScale: options.timeFactorScale, log: options.log });
+    const expected = fleetConfig.regions.reduce((n, r) => n + r.nodes.length, 0);
+    await waitFor(`${expected} nodes to register`, FLEET_READY_TIMEOUT_MS, async () => {
+      const res = await fetch(`${url}/admin/state`, { headers: { authorization: `Bearer ${DEV_ADMIN_TOKEN}` } });
+      const body = (await res.json()) as { regions: { nodes: unknown[] }[] };
+      return body.regions.reduce((n, r) => n + r.nodes.length, 0) >= expected;
+    });
+    return { url, fleet, router, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
