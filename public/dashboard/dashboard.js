@@ -13,9 +13,16 @@ let previous = null;
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const fmt = (/** @type {number} */ n) =>
-  n >= 1e9 ? (n / 1e9).toFixed(2) + "G" : n >= 1e6 ? (n / 1e6).toFixed(2) + "M" : n >= 1e4 ? (n / 1e3).toFixed(1) + "k" : String(Math.round(n));
+  n >= 1e9
+    ? (n / 1e9).toFixed(2) + "G"
+    : n >= 1e6
+      ? (n / 1e6).toFixed(2) + "M"
+      : n >= 1e4
+        ? (n / 1e3).toFixed(1) + "k"
+        : String(Math.round(n));
 const pct = (/** @type {number | null} */ x) => (x === null || !isFinite(x) ? "–" : (100 * x).toFixed(1) + "%");
-const esc = (/** @type {unknown} */ s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c] ?? c);
+const esc = (/** @type {unknown} */ s) =>
+  String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c] ?? c);
 
 function token() {
   return sessionStorage.getItem("warmpath-admin-token") ?? "";
@@ -73,7 +80,8 @@ function render(state) {
     sample.predicted = t.prompt > p.prompt ? (t.predicted - p.predicted) / (t.prompt - p.prompt) : null;
     const before = new Map(previous.regions.flatMap((r) => r.nodes.map((n) => [r.region + "/" + n.id, n.metrics.routed])));
     for (const r of state.regions)
-      for (const n of r.nodes) sample.rps[r.region + "/" + n.id] = (n.metrics.routed - (before.get(r.region + "/" + n.id) ?? n.metrics.routed)) / dt;
+      for (const n of r.nodes)
+        sample.rps[r.region + "/" + n.id] = (n.metrics.routed - (before.get(r.region + "/" + n.id) ?? n.metrics.routed)) / dt;
   }
   previous = state;
   history.push(sample);
@@ -91,13 +99,24 @@ function render(state) {
     .map(([label, value]) => `<div class="card"><div class="label">${label}</div><div class="value">${value}</div></div>`)
     .join("");
 
-  lineChart($("chart-hit"), [
-    { name: "measured", color: "#3fb950", values: history.map((h) => h.measured) },
-    { name: "predicted", color: "#58a6ff", values: history.map((h) => h.predicted) },
-  ], 1, pct);
+  lineChart(
+    $("chart-hit"),
+    [
+      { name: "measured", color: "#3fb950", values: history.map((h) => h.measured) },
+      { name: "predicted", color: "#58a6ff", values: history.map((h) => h.predicted) },
+    ],
+    1,
+    pct,
+  );
   const keys = [...new Set(history.flatMap((h) => Object.keys(h.rps)))].sort();
   const maxRps = Math.max(1, ...history.flatMap((h) => Object.values(h.rps)));
-  lineChart($("chart-rps"), keys.map((k, i) => ({ name: k, color: PALETTE[i % PALETTE.length], values: history.map((h) => h.rps[k] ?? null) })), maxRps, (v) => v.toFixed(1));
+  lineChart(
+    $("chart-rps"),
+    keys.map((k, i) => ({ name: k, color: PALETTE[i % PALETTE.length], values: history.map((h) => h.rps[k] ?? null) })),
+    maxRps,
+    (v) => v.toFixed(1),
+  );
+  $("legend-rps").innerHTML = keys.map((k, i) => `<span style="color:${PALETTE[i % PALETTE.length]}">● ${esc(k)}</span>`).join(" ");
 
   $("regions").innerHTML = state.regions.map(regionTable).join("");
 }
@@ -108,7 +127,9 @@ function regionTable(r) {
     .map((n) => {
       const m = n.metrics;
       const rep = n.load.report;
-      const mix = DECISIONS.map((d) => (m.decisions[d] ? `<span class="${d}" style="flex:${m.decisions[d]}" title="${d}: ${m.decisions[d]}"></span>` : "")).join("");
+      const mix = DECISIONS.map((d) =>
+        m.decisions[d] ? `<span class="${d}" style="flex:${m.decisions[d]}" title="${d}: ${m.decisions[d]}"></span>` : "",
+      ).join("");
       const kv = rep ? rep.kvUsage : 0;
       return `<tr>
         <td><b>${esc(n.id)}</b></td>
@@ -127,8 +148,9 @@ function regionTable(r) {
     .join("");
   return `<div class="region"><h2>${esc(r.region)}<small>policy ${esc(r.policy)} · ${r.nodes.length} nodes · index ${fmt(r.index.entries)} entries · ${r.inflight} in flight</small></h2>
     <table><thead><tr><th>node</th><th>state</th><th>running / waiting</th><th>KV usage</th><th>in flight</th><th>prefill queue (tokens)</th>
-    <th>routed</th><th>decisions</th><th>hit predicted</th><th>hit measured</th><th>prefill saved</th></tr></thead><tbody>${rows ||
-      '<tr><td colspan="11">no node has reported yet</td></tr>'}</tbody></table></div>`;
+    <th>routed</th><th>decisions</th><th>hit predicted</th><th>hit measured</th><th>prefill saved</th></tr></thead><tbody>${
+      rows || '<tr><td colspan="11">no node has reported yet</td></tr>'
+    }</tbody></table></div>`;
 }
 
 /**
@@ -139,7 +161,12 @@ function regionTable(r) {
  * @param {(v: number) => string} label
  */
 function lineChart(svg, series, max, label) {
-  const W = 600, H = 200, L = 44, R = 8, T = 8, B = 20;
+  const W = 600,
+    H = 200,
+    L = 44,
+    R = 8,
+    T = 8,
+    B = 20;
   const x = (/** @type {number} */ i) => L + ((W - L - R) * i) / (HISTORY - 1);
   const y = (/** @type {number} */ v) => T + (H - T - B) * (1 - Math.min(v, max) / max);
   let out = "";
@@ -156,6 +183,13 @@ function lineChart(svg, series, max, label) {
       d += (d && s.values[i - 1] !== null ? "L" : "M") + x(offset + i).toFixed(1) + "," + y(v).toFixed(1);
     });
     if (d) out += `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2"><title>${esc(s.name)}</title></path>`;
+    // The latest value as a dot, so a series is visible from its first sample.
+    for (let i = s.values.length - 1; i >= 0; i--) {
+      const v = s.values[i];
+      if (v === null || v === undefined) continue;
+      out += `<circle cx="${x(offset + i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="3.5" fill="${s.color}"><title>${esc(s.name)}: ${label(v)}</title></circle>`;
+      break;
+    }
   }
   svg.innerHTML = out;
 }

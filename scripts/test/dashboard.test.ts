@@ -1,0 +1,109 @@
+/**
+ * The dashboard in a real headless browser (Debian's chromium, driven by playwright-core) against
+ * the running system: the router under wrangler dev and the simulated fleet. Checks that the page
+ * shows the regions, nodes, decisions and hit rates after real traffic, and that its screenshot is
+ * not blank.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser } from "playwright-core";
+import { DEV_API_KEY, ROOT, startSystem, type System } from "../system.ts";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+/** Flags for a root, offline, headless chromium (no sandbox as root; no background network). */
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+let system: System;
+let browser: Browser;
+
+before(async () => {
+  assert.ok(existsSync(CHROMIUM), `chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+  system = await startSystem({ port: 0, timeFactorScale: 20 });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+});
+
+after(async () => {
+  await browser?.close();
+  await system?.stop();
+});
+
+async function send(i: number, system: System): Promise<void> {
+  const res = await fetch(`${system.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${DEV_API_KEY}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      model: "llama-3.1-8b-instruct",
+      max_tokens: 8,
+      messages: [
+        { role: "system", content: `Support agent for product ${i % 3}. ` + "Follow the policy. ".repeat(400) },
+        { role: "user", content: `question ${i}` },
+      ],
+    }),
+  });
+  assert.equal(res.status, 200);
+  await res.arrayBuffer();
+}
+
+test("the dashboard shows live routing and hit rates after traffic", async () => {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  await page.goto(`${system.url}/dashboard/`);
+  // First sample before traffic, then traffic, so the charts have a rate to draw.
+  await page.waitForSelector("#app:not([hidden])", { timeout: 15_000 });
+  // Traffic over a few seconds, so the charts (rates between one-second samples) have lines.
+  for (let i = 0; i < 16; i++) {
+    await send(i, system);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await page.waitForFunction(
+    () => {
+      const cards = [...document.querySelectorAll(".card")].map((c) => c.textContent ?? "");
+      const routed = cards.find((c) => c.startsWith("Requests routed"));
+      return (
+        routed !== undefined && /1[6-9]|[2-9]\d/.test(routed) && document.querySelectorAll("#chart-hit path, #chart-hit circle").length >= 2
+      );
+    },
+    undefined,
+    { timeout: 15_000 },
+  );
+  const text = await page.textContent("main");
+  assert.ok(text?.includes("us-east") && text.includes("eu-west"), "both regions are shown");
+  for (const node of ["use1-a", "use1-b", "use1-c", "euw1-a"]) assert.ok(text?.includes(node), `node ${node} is shown`);
+  assert.ok((await page.$$(".mix span")).length > 0, "decision mix bars are drawn");
+  const measured = await page.textContent(".card:nth-child(2) .value");
+  assert.match(measured ?? "", /^\d+(\.\d)?%$/, "a measured hit rate is shown");
+  assert.notEqual(measured, "0.0%", "repeated system prompts were measured as cache hits");
+
+  const png = await page.screenshot({ fullPage: true });
+  mkdirSync(join(ROOT, ".tmp"), { recursive: true });
+  writeFileSync(join(ROOT, ".tmp", "dashboard.png"), png);
+  // Not blank: decode the screenshot in the browser and count distinct colours.
+  const check = await browser.newPage();
+  const colours = await check.evaluate(
+    async (dataUrl) => {
+      const img = new Image();
+      img.src = dataUrl;
+      await img.decode();
+      const canvas = document.createElement("canvas");
+      canvas.width = img.width;
+      canvas.height = img.height;
+      const ctx = canvas.getContext("2d")!;
+      ctx.drawImage(img, 0, 0);
+      const data = ctx.getImageData(0, 0, img.width, img.height).data;
+      const seen = new Set<number>();
+      for (let i = 0; i < data.length; i += 4 * 7) seen.add((data[i]! << 16) | (data[i + 1]! << 8) | data[i + 2]!);
+      return seen.size;
+    },
+    `data:image/png;base64,${png.toString("base64")}`,
+  );
+  assert.ok(colours > 20, `screenshot has ${colours} distinct colours: not blank`);
+});
