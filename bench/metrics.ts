@@ -36,7 +36,14 @@ function maxOverMean(values: readonly number[]): number {
   return mean > 0 ? Math.max(...values) / mean : 1;
 }
 
-export function summarise(workload: string, speed: number, policy: string, noiseSigma: number, lives: readonly Live[], fleet: Fleet): RunMetrics {
+export function summarise(
+  workload: string,
+  speed: number,
+  policy: string,
+  noiseSigma: number,
+  lives: readonly Live[],
+  fleet: Fleet,
+): RunMetrics {
   let prompt = 0;
   let cached = 0;
   let e2e = 0;
@@ -56,8 +63,8 @@ export function summarise(workload: string, speed: number, policy: string, noise
   const sorted = Array.from(ttfts);
   const span = lives.length > 1 ? lives[lives.length - 1]!.arrival - lives[0]!.arrival : 1;
   const busy = fleet.nodes.reduce((a, n) => a + n.prefillBusyMs, 0);
-  // The pooled reference is one node standing for the fleet: its work is spread over cfg.nodes
-  // "virtual" nodes in the load figure so that it is comparable; imbalance is 1 by definition.
+  // The pooled reference is one node with nodes x the prefill rate, so its busy fraction is
+  // directly comparable; its imbalance is 1 by definition.
   const n = lives.length;
   return {
     workload,

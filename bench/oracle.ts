@@ -40,7 +40,9 @@ export class OracleDispatcher implements Dispatcher {
       const cached = this.cachedWithQueue(node, r, fleet.blockTokens);
       const est = (((r.req.promptTokens - cached) * 1000) / prefillRate) * r.noise;
       const running = node.prefilling;
-      const runningLeft = running ? Math.max(0, running.prefillStart + ((running.uncachedTokens * 1000) / prefillRate) * running.noise - now) : 0;
+      const runningLeft = running
+        ? Math.max(0, running.prefillStart + ((running.uncachedTokens * 1000) / prefillRate) * running.noise - now)
+        : 0;
       const ttft = runningLeft + node.queuedEstimateMs + est;
       if (ttft < bestTtft - 1e-9 || (Math.abs(ttft - bestTtft) <= 1e-9 && cached > bestCached)) {
         best = node.index;

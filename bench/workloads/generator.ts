@@ -54,8 +54,10 @@ export const CHAT_HEAVY: GeneratorConfig = {
   name: "chat-heavy",
   description: "multi-turn sessions own the reuse (20 tenants, short system prompts, 6 turns mean)",
   seed: 11,
-  durationSeconds: 1800,
-  sessionsPerSecond: 1.1,
+  durationSeconds: 800,
+  // Calibrated so that at x1 round-robin keeps the fleet's prefill about half busy, as the
+  // Mooncake trace does at x1; the speed sweep then covers the same load range on all workloads.
+  sessionsPerSecond: 3,
   tenants: 20,
   tenantZipf: 1.0,
   systemPromptTokens: [500, 3000],
@@ -75,8 +77,9 @@ export const TEMPLATE_HEAVY: GeneratorConfig = {
   name: "template-heavy",
   description: "shared templates own the reuse (4 tenants, long system prompts, Zipf documents, 1.5 turns mean)",
   seed: 12,
-  durationSeconds: 1800,
-  sessionsPerSecond: 2.6,
+  durationSeconds: 900,
+  // Calibrated like CHAT_HEAVY's: round-robin about half busy at x1.
+  sessionsPerSecond: 9,
   tenants: 4,
   tenantZipf: 0.8,
   systemPromptTokens: [2000, 6000],

@@ -143,7 +143,8 @@ describe("durable state", () => {
 
 describe("admin state", () => {
   it("requires the admin token, except on a local development server", async () => {
-    const remote = (headers: Record<string, string> = {}) => exports.default.fetch(new Request("https://router.example.com/admin/state", { headers }));
+    const remote = (headers: Record<string, string> = {}) =>
+      exports.default.fetch(new Request("https://router.example.com/admin/state", { headers }));
     expect((await remote()).status).toBe(401);
     expect((await remote({ authorization: "Bearer nope" })).status).toBe(401);
     const withToken = await remote(admin);

@@ -78,11 +78,30 @@ describe("warmpath", () => {
     expect(spread.size).toBe(4);
   });
 
-  it("bounds cold load: a key's first choice is skipped when above 1.25x the mean", () => {
+  it("bounds cold load: a key's first choice is skipped when it is busier than the least loaded node", () => {
     const nodes = ["a", "b", "c", "d"].map((id) => node(id));
     const first = pick("warmpath", input(nodes, { sessionKey: "hot-key" })).id;
-    const loaded = nodes.map((n) => (n.id === first ? { ...n, workAheadTokens: 200_000 } : n));
-    expect(pick("warmpath", input(loaded, { sessionKey: "hot-key" })).id).not.toBe(first);
+    const loaded = nodes.map((n) => (n.id === first ? { ...n, workAheadTokens: 5_000 } : n));
+    const next = pick("warmpath", input(loaded, { sessionKey: "hot-key" }));
+    expect(next.id).not.toBe(first);
+    expect(next.decision).toBe("cold-spread");
+  });
+
+  it("with load_factor, uses the classic bound: up to load_factor x the mean work", () => {
+    const classic = createPolicy({ name: "warmpath", load_factor: 1.25 });
+    const nodes = ["a", "b", "c", "d"].map((id) => node(id, { workAheadTokens: 10_000 }));
+    const first = nodes[classic.choose(input(nodes, { sessionKey: "k2" })).index]!.id;
+    // 20% above the mean (within 1.25x, counting the request): still the key's node.
+    const busier = nodes.map((n) => (n.id === first ? { ...n, workAheadTokens: 14_000 } : n));
+    expect(busier[classic.choose(input(busier, { sessionKey: "k2" })).index]!.id).toBe(first);
+    // Far above: skipped.
+    const hot = nodes.map((n) => (n.id === first ? { ...n, workAheadTokens: 40_000 } : n));
+    expect(hot[classic.choose(input(hot, { sessionKey: "k2" })).index]!.id).not.toBe(first);
+  });
+
+  it("labels a prefix held by every candidate as a hit", () => {
+    expect(pick("warmpath", input([node("a", { matchBlocks: 3 }), node("b", { matchBlocks: 3 })])).decision).toBe("prefix-hit");
+    expect(pick("warmpath", input([node("only", { matchBlocks: 3 })])).decision).toBe("prefix-hit");
   });
 
   it("uses the session hint to break a tie, not to pin", () => {

@@ -41,7 +41,7 @@ export function createPolicy(spec: PolicySpec): RoutingPolicy {
   switch (spec.name) {
     case "warmpath":
       return new WarmpathPolicy({
-        loadFactor: spec.load_factor ?? WARMPATH_DEFAULTS.loadFactor,
+        loadFactor: spec.load_factor,
         tieToleranceSeconds: spec.tie_tolerance_seconds ?? WARMPATH_DEFAULTS.tieToleranceSeconds,
         kvPressureThreshold: spec.kv_pressure_threshold ?? WARMPATH_DEFAULTS.kvPressureThreshold,
       });

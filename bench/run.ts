@@ -1,0 +1,142 @@
+/**
+ * The trace-replay benchmark: `node bench/run.ts [flags]` (npm run bench).
+ *
+ * Replays each workload at each speed through every policy on a fresh simulated fleet, in
+ * simulated time, and writes bench/RESULTS.md with SVG charts under bench/charts/. Deterministic:
+ * the same flags give byte-identical output. Routers go through the production RegionRouter.
+ *
+ * Flags (defaults in brackets):
+ *   --quick                 CI slice: fewer requests and load levels [off]
+ *   --workload a,b          mooncake, chat-heavy, template-heavy [all three]
+ *   --speeds 0.5,1,...      arrival-rate multipliers [0.5,1,1.5,2,2.5,3; quick: 1,2,3]
+ *   --noise S               lognormal sigma of hidden prefill-time noise, main sweep [0]
+ *   --noise-check S         extra pass at each workload's heavy level with this sigma; 0 = skip [1]
+ *   --nodes N [8] --capacity TOKENS [500000] --prefill-rate TOK/S [10000]
+ *   --decode-rate TOK/S [40] --slots N [64] --report-interval MS [1000]
+ *   --trace PATH            Mooncake trace [../shared/traces/mooncake_conversation_trace.jsonl from the repo]
+ *   --policies a,b          subset of policies (for exploration; the report expects all)
+ *   --out DIR               where RESULTS.md and charts/ go [bench]
+ */
+import { parseArgs } from "node:util";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { DEFAULT_FLEET, simulate, type Dispatcher, type FleetConfig } from "./fleet.ts";
+import { RouterDispatcher } from "./router-driver.ts";
+import { OracleDispatcher, PooledDispatcher, pooledFleet } from "./oracle.ts";
+import { summarise, type RunMetrics } from "./metrics.ts";
+import { loadMooncake } from "./workloads/mooncake.ts";
+import { generate, GENERATED } from "./workloads/generator.ts";
+import type { Workload } from "./workloads/types.ts";
+import { writeReport } from "./report.ts";
+import type { PolicyName } from "../src/core/policies/index.ts";
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** Routers compared (all in src/core/policies), then the two references. */
+export const ROUTERS: PolicyName[] = [
+  "round-robin",
+  "random",
+  "least-loaded",
+  "sticky",
+  "consistent-hash",
+  "sglang-cache-aware",
+  "dynamo-kv",
+  "warmpath",
+];
+export const REFERENCES = ["oracle", "pooled"] as const;
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    workload: { type: "string" },
+    speeds: { type: "string" },
+    noise: { type: "string", default: "0" },
+    "noise-check": { type: "string", default: "1" },
+    nodes: { type: "string" },
+    capacity: { type: "string" },
+    "prefill-rate": { type: "string" },
+    "decode-rate": { type: "string" },
+    slots: { type: "string" },
+    "report-interval": { type: "string" },
+    trace: { type: "string", default: join(REPO, "..", "shared", "traces", "mooncake_conversation_trace.jsonl") },
+    policies: { type: "string" },
+    out: { type: "string", default: join(REPO, "bench") },
+  },
+  strict: true,
+});
+
+const num = (v: string | undefined, d: number) => (v === undefined ? d : Number(v));
+const fleet: FleetConfig = {
+  nodes: num(values.nodes, DEFAULT_FLEET.nodes),
+  capacityTokens: num(values.capacity, DEFAULT_FLEET.capacityTokens),
+  prefillRate: num(values["prefill-rate"], DEFAULT_FLEET.prefillRate),
+  decodeRate: num(values["decode-rate"], DEFAULT_FLEET.decodeRate),
+  slots: num(values.slots, DEFAULT_FLEET.slots),
+  reportIntervalMs: num(values["report-interval"], DEFAULT_FLEET.reportIntervalMs),
+  noiseSigma: Number(values.noise),
+};
+const quick = values.quick!;
+const speeds = (values.speeds ?? (quick ? "1,2,3" : "0.5,1,1.5,2,2.5,3")).split(",").map(Number);
+const workloadNames = (values.workload ?? "mooncake,chat-heavy,template-heavy").split(",");
+const policies = values.policies ? values.policies.split(",") : [...ROUTERS, ...REFERENCES];
+const noiseCheck = Number(values["noise-check"]);
+
+function loadWorkload(name: string): Workload {
+  if (name === "mooncake") {
+    if (!existsSync(values.trace!)) throw new Error(`Mooncake trace not found at ${values.trace} (use --trace)`);
+    // Quick: the first 3,000 requests (~15 minutes of the trace).
+    return loadMooncake({ path: values.trace!, limit: quick ? 3000 : undefined });
+  }
+  const cfg = GENERATED[name as keyof typeof GENERATED];
+  if (!cfg) throw new Error(`unknown workload ${name}`);
+  return generate(cfg, { durationSeconds: quick ? cfg.durationSeconds / 4 : undefined });
+}
+
+function dispatcherFor(policy: string, cfg: FleetConfig): { d: Dispatcher; cfg: FleetConfig } {
+  if (policy === "oracle") return { d: new OracleDispatcher(), cfg };
+  if (policy === "pooled") return { d: new PooledDispatcher(), cfg: pooledFleet(cfg) };
+  return { d: new RouterDispatcher(policy, { name: policy as PolicyName }, cfg.prefillRate), cfg };
+}
+
+function runOne(w: Workload, speed: number, policy: string, cfg: FleetConfig): RunMetrics {
+  const { d, cfg: c } = dispatcherFor(policy, cfg);
+  const { lives, fleet: f } = simulate(w.requests, speed, c, w.trueBlockTokens, d);
+  return summarise(w.name, speed, policy, cfg.noiseSigma, lives, f);
+}
+
+const started = performance.now();
+const results: RunMetrics[] = [];
+const noiseResults: RunMetrics[] = [];
+const workloads: Array<{ name: string; description: string; requests: number }> = [];
+for (const name of workloadNames) {
+  const t0 = performance.now();
+  const w = loadWorkload(name);
+  workloads.push({ name: w.name, description: w.description, requests: w.requests.length });
+  process.stderr.write(`${w.name}: ${w.requests.length} requests, loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+  for (const speed of speeds) {
+    for (const p of policies) {
+      const m = runOne(w, speed, p, fleet);
+      results.push(m);
+      process.stderr.write(
+        `  x${speed} ${p.padEnd(19)} hit ${(m.hitRate * 100).toFixed(1).padStart(5)}%  ttft mean ${(m.ttftMean / 1000).toFixed(2).padStart(7)} s  p99 ${(m.ttftP99 / 1000).toFixed(2).padStart(7)} s  load ${m.prefillLoad.toFixed(2)}\n`,
+      );
+    }
+  }
+  if (noiseCheck > 0 && fleet.noiseSigma !== noiseCheck) {
+    // The heavy level: the lowest speed at which round-robin keeps the prefill >= 90% busy.
+    const rr = results.filter((r) => r.workload === w.name && r.policy === "round-robin" && r.prefillLoad >= 0.9);
+    const heavy = rr.length > 0 ? Math.min(...rr.map((r) => r.speed)) : Math.max(...speeds);
+    for (const p of policies) {
+      const m = runOne(w, heavy, p, { ...fleet, noiseSigma: noiseCheck });
+      noiseResults.push(m);
+      process.stderr.write(`  noise ${noiseCheck} x${heavy} ${p.padEnd(19)} ttft mean ${(m.ttftMean / 1000).toFixed(2)} s\n`);
+    }
+  }
+}
+
+const command = ["node bench/run.ts", ...process.argv.slice(2)].join(" ");
+writeReport({ outDir: values.out!, command, fleet, workloads, speeds, results, noiseResults, noiseCheck, quick });
+process.stderr.write(`done in ${((performance.now() - started) / 1000).toFixed(0)} s; wrote ${join(values.out!, "RESULTS.md")}\n`);
+mkdirSync(values.out!, { recursive: true });
+writeFileSync(join(values.out!, "results.json"), JSON.stringify({ command, fleet, results, noiseResults }, null, 1) + "\n");
