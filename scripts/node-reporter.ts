@@ -39,7 +39,12 @@ export function metricValue(text: string, names: readonly string[]): number | un
       if (!line.startsWith(name)) continue;
       const rest = line.slice(name.length);
       if (rest[0] !== " " && rest[0] !== "{") continue;
-      const value = Number(rest.slice(rest.lastIndexOf(rest.includes("}") ? "}" : " ") + 1).trim().split(/\s+/)[0]);
+      const value = Number(
+        rest
+          .slice(rest.lastIndexOf(rest.includes("}") ? "}" : " ") + 1)
+          .trim()
+          .split(/\s+/)[0],
+      );
       if (Number.isFinite(value)) total = (total ?? 0) + value;
     }
     if (total !== undefined) return total;
