@@ -16,6 +16,10 @@ import type { Decision } from "../core/policies/types.ts";
 import { relay, type RelayEnd } from "./relay.ts";
 import type { Usage } from "./usage.ts";
 
+const ignore = () => {};
+/** A lost firstByte/complete only delays the load model's correction (the ticket expires); log it. */
+const logBookkeepingError = (e: unknown) => console.error(JSON.stringify({ event: "region_bookkeeping_error", message: String(e) }));
+
 /** Upstream statuses worth another node: overload and server faults, not the client's own errors. */
 const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504]);
 
@@ -67,14 +71,23 @@ export async function dispatch(env: Env, ctx: WaitUntil, config: LoadedConfig, i
     const stub = env.REGION.getByName(region.config.name);
     const exclude: string[] = [];
     for (let attempt = 0; attempt <= limits.max_retries; attempt++) {
-      const routed = await stub.route(region.init, {
-        requestId: input.requestId,
-        model: input.model,
-        hashes: input.hashes,
-        promptTokens: input.promptTokens,
-        sessionKey: input.sessionKey,
-        exclude: exclude.length ? exclude : undefined,
-      });
+      let routed: RouteResult;
+      try {
+        routed = await stub.route(region.init, {
+          requestId: input.requestId,
+          model: input.model,
+          hashes: input.hashes,
+          promptTokens: input.promptTokens,
+          sessionKey: input.sessionKey,
+          exclude: exclude.length ? exclude : undefined,
+        });
+      } catch (e) {
+        // The region's Durable Object is unreachable or overloaded: treat the region as down.
+        console.error(
+          JSON.stringify({ event: "region_error", request_id: input.requestId, region: region.config.name, message: String(e) }),
+        );
+        routed = { ok: false, reason: "saturated", message: `region ${region.config.name} is unavailable`, retryAfterSeconds: 1 };
+      }
       if (!routed.ok) {
         attempts.push({ region: region.config.name, outcome: routed.reason });
         retryAfter = Math.min(retryAfter, routed.retryAfterSeconds);
@@ -85,11 +98,11 @@ export async function dispatch(env: Env, ctx: WaitUntil, config: LoadedConfig, i
       if (!upstream.ok) {
         attempts.push({ region: region.config.name, node: routed.nodeId, outcome: upstream.reason });
         lastMessage = `node ${routed.nodeId} in ${region.config.name} failed: ${upstream.reason}`;
-        ctx.waitUntil(stub.complete(routed.ticket, { status: "failed" }).then(() => {}));
+        ctx.waitUntil(stub.complete(routed.ticket, { status: "failed" }).then(ignore, logBookkeepingError));
         exclude.push(routed.nodeId);
         continue;
       }
-      ctx.waitUntil(stub.firstByte(routed.ticket));
+      ctx.waitUntil(stub.firstByte(routed.ticket).then(ignore, logBookkeepingError));
       const decision: Decision = regionIndex > 0 ? "failover" : routed.decision;
       attempts.push({ region: region.config.name, node: routed.nodeId, outcome: "ok" });
       return respond(ctx, stub, region, routed, decision, upstream, input, attempts);
@@ -219,12 +232,7 @@ function respond(
         usage,
       };
       console.log(JSON.stringify(log));
-      resolve(
-        stub.complete(routed.ticket, { status: end, usage }).then(
-          () => {},
-          () => {},
-        ),
-      );
+      resolve(stub.complete(routed.ticket, { status: end, usage }).then(ignore, logBookkeepingError));
     };
   });
   ctx.waitUntil(finished);
