@@ -3,8 +3,14 @@
  *
  * Belief is learned from the router's own decisions (a request dispatched to a node leaves its
  * prompt in that node's KV cache), so it must also *forget* the way the node does: each node's
- * blocks are kept in LRU order and bounded by that node's KV capacity, measured in blocks, so
- * the index drops a block at about the time the node itself must have evicted it. A hard cap on
+ * blocks are kept in (approximate) LRU order and bounded by that node's KV capacity, measured in
+ * blocks, so the index drops a block at about the time the node itself must have evicted it.
+ *
+ * The order is kept with CLOCK (second chance) rather than exact LRU: touching a block already
+ * held only sets its reference bit in place, and the reordering is paid at eviction time, once per
+ * lap. Exact LRU (delete + re-insert on every touch) cost twice as much per request on long
+ * prompts and left tombstones for the garbage collector (bench/ROUTE_COST.md); a node's own
+ * eviction order is an approximation of LRU too, and the index is a belief either way. A hard cap on
  * the whole index (node-block entries) bounds memory however many nodes report large caches;
  * when it binds, every node's share is scaled down in proportion to its capacity.
  *
@@ -17,8 +23,11 @@
 export const DEFAULT_MAX_INDEX_ENTRIES = 262_144;
 
 interface NodeBlocks {
-  /** Block hashes in LRU order (first = least recently used). Map iteration order is insertion order. */
-  lru: Map<string, true>;
+  /**
+   * Block hashes in CLOCK order (first = next eviction candidate; Map iteration order is insertion
+   * order), each with its reference bit: 1 when touched since it was last queued.
+   */
+  lru: Map<string, 0 | 1>;
   /** Capacity in blocks from the node's KV capacity. */
   capacityBlocks: number;
   /** Effective limit after the global cap is shared out. */
@@ -75,8 +84,8 @@ export class PrefixIndex {
 
   /**
    * Records that `nodeId` now holds every block of `hashes` (it was just sent this prompt),
-   * marking them most recently used. Blocks are touched last-to-first so that, when the node's
-   * LRU overflows, a prompt's tail is evicted before its head, as in an engine's prefix cache.
+   * marking them recently used. New blocks are queued last-to-first so that, when the node's
+   * share overflows, a prompt's tail is evicted before its head, as in an engine's prefix cache.
    */
   insert(nodeId: string, hashes: readonly string[]): void {
     const node = this.nodes.get(nodeId);
@@ -84,11 +93,11 @@ export class PrefixIndex {
     const { lru } = node;
     for (let i = hashes.length - 1; i >= 0; i--) {
       const hash = hashes[i]!;
-      if (lru.delete(hash)) {
-        lru.set(hash, true);
+      if (lru.has(hash)) {
+        lru.set(hash, 1); // in place: no reordering until it reaches the head
         continue;
       }
-      lru.set(hash, true);
+      lru.set(hash, 0);
       this.entries++;
       let set = this.holders.get(hash);
       if (!set) this.holders.set(hash, (set = new Set()));
@@ -149,9 +158,16 @@ export class PrefixIndex {
     const { lru } = node;
     if (lru.size <= node.limit) return;
     let excess = lru.size - node.limit;
-    for (const hash of lru.keys()) {
-      if (excess-- <= 0) break;
+    // Second chance: a referenced block at the head goes to the back with its bit cleared; an
+    // unreferenced one is evicted. Each block is requeued at most once per lap, so this ends.
+    for (const [hash, referenced] of lru) {
+      if (excess <= 0) break;
       lru.delete(hash);
+      if (referenced === 1) {
+        lru.set(hash, 0);
+        continue;
+      }
+      excess--;
       this.entries--;
       this.dropHolder(hash, nodeId);
     }
