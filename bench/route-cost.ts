@@ -5,7 +5,7 @@
  * serves roughly 500-1,000 requests/s in production, so this cost (plus RPC overhead) is the
  * region's ceiling. Writes bench/ROUTE_COST.md.
  *
- *   node bench/route-cost.ts [--requests N] [--out FILE]
+ *   node --expose-gc bench/route-cost.ts [--requests N] [--out FILE]
  */
 import { parseArgs } from "node:util";
 import { writeFileSync } from "node:fs";
@@ -14,6 +14,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_REGION_SETTINGS, RegionRouter } from "../src/core/region-router.ts";
 import { DEFAULT_PREFIX_SETTINGS, hashCanonicalText } from "../src/core/prefix.ts";
+import { PrefixIndex } from "../src/core/prefix-index.ts";
 import { entityText, KIND } from "./text.ts";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -75,6 +76,26 @@ function measure(nodes: number, chars: number): { median: number; p99: number; p
   return { median, p99: times[Math.floor(times.length * 0.99)]!, perSecond: 1e6 / mean, entries: router.snapshot(now).index.entries };
 }
 
+/** Heap bytes per index entry: fill a PrefixIndex to its cap and compare the heap (needs --expose-gc). */
+function bytesPerEntry(): number | undefined {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) return undefined;
+  const cap = 262_144;
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const index = new PrefixIndex(cap);
+  for (let n = 0; n < 8; n++) index.setNode(`node-${n}`, cap);
+  let i = 0;
+  while (index.size < cap) {
+    const hashes = Array.from({ length: 100 }, (_, b) => (i * 100 + b).toString(16).padStart(16, "0"));
+    index.insert(`node-${i % 8}`, hashes);
+    i++;
+  }
+  gc();
+  const bytes = (process.memoryUsage().heapUsed - before) / index.size;
+  return index.size > 0 ? bytes : undefined;
+}
+
 const rows = [];
 for (const nodes of [8, 32]) for (const chars of [10_000, 100_000]) rows.push({ nodes, chars, ...measure(nodes, chars) });
 const md = [
@@ -87,6 +108,13 @@ const md = [
     (r) =>
       `| ${r.nodes} | ${r.chars.toLocaleString("en-US")} | ${Math.ceil(r.chars / DEFAULT_PREFIX_SETTINGS.blockChars)} | ${r.median.toFixed(1)} | ${r.p99.toFixed(1)} | ${Math.round(r.perSecond).toLocaleString("en-US")} | ${r.entries.toLocaleString("en-US")} |`,
   ),
+  "",
+  (() => {
+    const b = bytesPerEntry();
+    return b === undefined
+      ? "Index memory: run with `node --expose-gc` to measure."
+      : `Index memory: ${b.toFixed(0)} bytes per node-block entry (heap delta of an index filled to the default cap of 262,144 entries: ${((b * 262_144) / 2 ** 20).toFixed(0)} MiB), inside a Durable Object's 128 MB.`;
+  })(),
   "",
   "Reading: a Durable Object handles roughly 500-1,000 requests/s in production, mostly bounded by RPC and scheduling; the routing work itself must stay a small fraction of the 1-2 ms that allows per request.",
   "",

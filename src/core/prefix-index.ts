@@ -14,9 +14,9 @@
  * the whole index (node-block entries) bounds memory however many nodes report large caches;
  * when it binds, every node's share is scaled down in proportion to its capacity.
  *
- * Memory: one entry costs about 150 bytes (a Map slot in the node's LRU plus a Set slot in the
- * block's holder set and the shared 16-character key), so the default cap of 262,144 entries
- * stays under ~40 MB, well inside a Durable Object's 128 MB.
+ * Memory, measured (bench/ROUTE_COST.md): about 200 bytes per entry (a slot in the node's CLOCK
+ * map, a slot in the holder map, and the 16-character key), so the default cap of 262,144 entries
+ * is about 50 MiB, inside a Durable Object's 128 MB.
  */
 
 /** Default hard cap on node-block entries across the whole index. */
@@ -35,7 +35,11 @@ interface NodeBlocks {
 }
 
 export class PrefixIndex {
-  private readonly holders = new Map<string, Set<string>>();
+  /**
+   * Block hash -> the node(s) believed to hold it: a node id when one node does (most blocks),
+   * an array when several do. A Set per block cost ~200 bytes more per entry (bench/ROUTE_COST.md).
+   */
+  private readonly holders = new Map<string, string | string[]>();
   private readonly nodes = new Map<string, NodeBlocks>();
   private entries = 0;
 
@@ -99,9 +103,10 @@ export class PrefixIndex {
       }
       lru.set(hash, 0);
       this.entries++;
-      let set = this.holders.get(hash);
-      if (!set) this.holders.set(hash, (set = new Set()));
-      set.add(nodeId);
+      const held = this.holders.get(hash);
+      if (held === undefined) this.holders.set(hash, nodeId);
+      else if (typeof held === "string") this.holders.set(hash, [held, nodeId]);
+      else held.push(nodeId);
     }
     this.evict(nodeId, node);
   }
@@ -114,11 +119,11 @@ export class PrefixIndex {
     const depths = new Array<number>(nodeIds.length).fill(0);
     let alive = nodeIds.map((_, i) => i);
     for (let b = 0; b < hashes.length && alive.length > 0; b++) {
-      const set = this.holders.get(hashes[b]!);
-      if (!set) break;
+      const held = this.holders.get(hashes[b]!);
+      if (held === undefined) break;
       const next: number[] = [];
       for (const i of alive) {
-        if (set.has(nodeIds[i]!)) {
+        if (typeof held === "string" ? held === nodeIds[i] : held.includes(nodeIds[i]!)) {
           depths[i] = b + 1;
           next.push(i);
         }
@@ -148,10 +153,14 @@ export class PrefixIndex {
   }
 
   private dropHolder(hash: string, nodeId: string): void {
-    const set = this.holders.get(hash);
-    if (!set) return;
-    set.delete(nodeId);
-    if (set.size === 0) this.holders.delete(hash);
+    const held = this.holders.get(hash);
+    if (held === undefined) return;
+    if (typeof held === "string") {
+      if (held === nodeId) this.holders.delete(hash);
+      return;
+    }
+    const rest = held.filter((id) => id !== nodeId);
+    this.holders.set(hash, rest.length === 1 ? rest[0]! : rest);
   }
 
   private evict(nodeId: string, node: NodeBlocks): void {

@@ -33,7 +33,7 @@ export interface RegionSettings {
   failureCooldownMs: number;
   /** An in-flight request not completed after this long is released (its worker was lost). Default 600,000 ms. */
   requestTimeoutMs: number;
-  /** Hard cap on prefix index entries. Default 262,144. */
+  /** Hard cap on prefix index entries (about 200 bytes each). Default 262,144. */
   maxIndexEntries: number;
   /** Session hints remembered. Default 100,000. */
   maxSessions: number;
