@@ -7,8 +7,9 @@
  * therefore give shared text, and the router's 512-character blocks line up inside them.
  *
  * Fleet view: the engine's cache works at the trace's own 512-token granularity on the trace's
- * hash ids, so the true hit rate is exactly the trace's (a cached block counts min(blocks x 512,
- * input_length) tokens) and does not depend on our text synthesis or on the router's hashing.
+ * hash ids, so the true hit rate follows the trace's (a cached prefix counts min(blocks x 512,
+ * input_length - 1) tokens: an engine always computes the last prompt token, see
+ * Fleet.cachedTokensOn) and does not depend on our text synthesis or on the router's hashing.
  *
  * The trace has no user or session ids, so requests carry no sessionKey: sticky sessions fall back
  * to the first block, which every request shares (that is the honest outcome for such a router).
