@@ -3,31 +3,28 @@
  *
  * Belief is learned from the router's own decisions (a request dispatched to a node leaves its
  * prompt in that node's KV cache), so it must also *forget* the way the node does: each node's
- * blocks are kept in (approximate) LRU order and bounded by that node's KV capacity, measured in
- * blocks, so the index drops a block at about the time the node itself must have evicted it.
- *
- * The order is kept with CLOCK (second chance) rather than exact LRU: touching a block already
- * held only sets its reference bit in place, and the reordering is paid at eviction time, once per
- * lap. Exact LRU (delete + re-insert on every touch) cost twice as much per request on long
- * prompts and left tombstones for the garbage collector (bench/ROUTE_COST.md); a node's own
- * eviction order is an approximation of LRU too, and the index is a belief either way. A hard cap on
+ * blocks are kept in LRU order and bounded by that node's KV capacity, measured in blocks, so
+ * the index drops a block at about the time the node itself must have evicted it. A hard cap on
  * the whole index (node-block entries) bounds memory however many nodes report large caches;
  * when it binds, every node's share is scaled down in proportion to its capacity.
  *
- * Memory, measured (bench/ROUTE_COST.md): about 200 bytes per entry (a slot in the node's CLOCK
- * map, a slot in the holder map, and the 16-character key), so the default cap of 262,144 entries
- * is about 50 MiB, inside a Durable Object's 128 MB.
+ * Exact LRU, not an approximation such as CLOCK: CLOCK makes a touch cheaper (an in-place bit
+ * instead of delete + re-insert), but its eviction order drifts from the engines' LRU, and the
+ * benchmark measured the drift: warmpath's hit rate on the Mooncake trace fell from 81% to 79% of
+ * the pooled bound and chat-heavy mean TTFT at heavy load rose 6%. The index's accuracy is worth
+ * the microseconds (bench/ROUTE_COST.md).
+ *
+ * Memory, measured (bench/ROUTE_COST.md): about 200 bytes per entry (a slot in the node's LRU map,
+ * a slot in the holder map, and the 16-character key), so the default cap of 262,144 entries is
+ * about 50 MiB, inside a Durable Object's 128 MB.
  */
 
 /** Default hard cap on node-block entries across the whole index. */
 export const DEFAULT_MAX_INDEX_ENTRIES = 262_144;
 
 interface NodeBlocks {
-  /**
-   * Block hashes in CLOCK order (first = next eviction candidate; Map iteration order is insertion
-   * order), each with its reference bit: 1 when touched since it was last queued.
-   */
-  lru: Map<string, 0 | 1>;
+  /** Block hashes in LRU order (first = least recently used). Map iteration order is insertion order. */
+  lru: Map<string, true>;
   /** Capacity in blocks from the node's KV capacity. */
   capacityBlocks: number;
   /** Effective limit after the global cap is shared out. */
@@ -88,8 +85,8 @@ export class PrefixIndex {
 
   /**
    * Records that `nodeId` now holds every block of `hashes` (it was just sent this prompt),
-   * marking them recently used. New blocks are queued last-to-first so that, when the node's
-   * share overflows, a prompt's tail is evicted before its head, as in an engine's prefix cache.
+   * marking them most recently used. Blocks are touched last-to-first so that, when the node's
+   * LRU overflows, a prompt's tail is evicted before its head, as in an engine's prefix cache.
    */
   insert(nodeId: string, hashes: readonly string[]): void {
     const node = this.nodes.get(nodeId);
@@ -97,11 +94,11 @@ export class PrefixIndex {
     const { lru } = node;
     for (let i = hashes.length - 1; i >= 0; i--) {
       const hash = hashes[i]!;
-      if (lru.has(hash)) {
-        lru.set(hash, 1); // in place: no reordering until it reaches the head
+      if (lru.delete(hash)) {
+        lru.set(hash, true);
         continue;
       }
-      lru.set(hash, 0);
+      lru.set(hash, true);
       this.entries++;
       const held = this.holders.get(hash);
       if (held === undefined) this.holders.set(hash, nodeId);
@@ -167,16 +164,9 @@ export class PrefixIndex {
     const { lru } = node;
     if (lru.size <= node.limit) return;
     let excess = lru.size - node.limit;
-    // Second chance: a referenced block at the head goes to the back with its bit cleared; an
-    // unreferenced one is evicted. Each block is requeued at most once per lap, so this ends.
-    for (const [hash, referenced] of lru) {
-      if (excess <= 0) break;
+    for (const hash of lru.keys()) {
+      if (excess-- <= 0) break;
       lru.delete(hash);
-      if (referenced === 1) {
-        lru.set(hash, 0);
-        continue;
-      }
-      excess--;
       this.entries--;
       this.dropHolder(hash, nodeId);
     }
