@@ -60,6 +60,12 @@ const MIN_RATE_SAMPLE_TOKENS = 2_000;
  */
 const OVERRUN_RESIDUAL = 0.5;
 
+/**
+ * Time constant of the node's recent prefill work (ms): long enough to see who has been given the
+ * long sessions and cold prompts lately, short enough to forget a burst within minutes.
+ */
+const RECENT_WORK_TAU_MS = 60_000;
+
 /** What the model keeps per request before its first byte. */
 interface Pending {
   dispatchedAt: number;
@@ -93,6 +99,9 @@ export class NodeLoad {
   private lastFirstByteAt = -Infinity;
   /** A floor on the backlog from a report that showed work this router did not send (ms). */
   private floorEnd = 0;
+  /** Uncached tokens dispatched lately, decaying with RECENT_WORK_TAU_MS, and when it was last updated. */
+  private recentWork = 0;
+  private recentAt = 0;
 
   constructor(configuredRate: number) {
     this.configuredRate = configuredRate;
@@ -117,6 +126,14 @@ export class NodeLoad {
     return Math.max(0, tokens, floorTokens);
   }
 
+  /**
+   * Prefill tokens dispatched to the node lately (exponentially decayed, time constant 60 s): what
+   * spreads work between nodes that are equally good for a request right now.
+   */
+  recentPrefill(now: number): number {
+    return this.recentWork * Math.exp(-Math.max(0, now - this.recentAt) / RECENT_WORK_TAU_MS);
+  }
+
   /** Seconds until a request with `uncachedTokens` of prefill would get its first token. */
   estimateTtftSeconds(now: number, uncachedTokens: number): number {
     return (this.workAhead(now) + uncachedTokens) / this.prefillRate;
@@ -137,6 +154,8 @@ export class NodeLoad {
     this.prefilling++;
     this.activeTokens += promptTokens;
     this.meanUncached += EWMA_WEIGHT * (uncachedTokens - this.meanUncached);
+    this.recentWork = this.recentPrefill(now) + uncachedTokens;
+    this.recentAt = now;
     return predicted;
   }
 
@@ -208,6 +227,7 @@ export class NodeLoad {
     this.inflight = 0;
     this.prefilling = 0;
     this.activeTokens = 0;
+    this.recentWork = 0;
   }
 
   private forget(predicted: object): void {

@@ -333,6 +333,7 @@ export class RegionRouter {
         matchTokens,
         uncachedTokens: req.promptTokens - matchTokens,
         workAheadTokens: n.load.workAhead(now),
+        recentPrefillTokens: n.load.recentPrefill(now),
         prefillRate: n.load.prefillRate,
         inflight: n.load.inflight,
         activeTokens: n.load.activeTokens,

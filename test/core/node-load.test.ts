@@ -57,6 +57,15 @@ describe("NodeLoad: work ahead in uncached prefill tokens", () => {
     expect(load.prefillRate).toBeLessThan(5_200);
   });
 
+  it("keeps a decaying sum of recent prefill work", () => {
+    const load = new NodeLoad(10_000);
+    load.dispatch(0, 6_000, 6_000);
+    load.dispatch(0, 4_000, 4_000);
+    expect(load.recentPrefill(0)).toBe(10_000);
+    expect(load.recentPrefill(60_000)).toBeCloseTo(10_000 / Math.E);
+    expect(load.recentPrefill(600_000)).toBeLessThan(1);
+  });
+
   it("takes a reported queue this router did not send as a floor, and releases failed dispatches", () => {
     const load = new NodeLoad(10_000);
     load.report({ running: 64, waiting: 10, kvUsage: 0.9, at: 0 });

@@ -15,6 +15,7 @@ function node(id: string, over: Partial<Candidate> = {}): Candidate {
     matchTokens,
     uncachedTokens: PROMPT - matchTokens,
     workAheadTokens: 0,
+    recentPrefillTokens: 0,
     prefillRate: 10_000,
     inflight: 0,
     activeTokens: 0,
@@ -97,6 +98,18 @@ describe("warmpath", () => {
     // Far above: skipped.
     const hot = nodes.map((n) => (n.id === first ? { ...n, workAheadTokens: 40_000 } : n));
     expect(hot[classic.choose(input(hot, { sessionKey: "k2" })).index]!.id).not.toBe(first);
+  });
+
+  it("breaks a tie toward the node given less prefill work lately", () => {
+    const nodes = ["a", "b", "c", "d"].map((id) => node(id, { recentPrefillTokens: 50_000 }));
+    const first = pick("warmpath", input(nodes, { sessionKey: "tie" })).id;
+    // Equal estimates now (idle nodes, no match), but another node has done far less work lately.
+    const other = nodes.find((n) => n.id !== first)!.id;
+    const lighter = nodes.map((n) => (n.id === other ? { ...n, recentPrefillTokens: 1_000 } : n));
+    expect(pick("warmpath", input(lighter, { sessionKey: "tie" })).id).toBe(other);
+    // A longer match still wins over lighter recent work.
+    const holder = lighter.map((n) => (n.id === first ? { ...n, matchBlocks: 2 } : n));
+    expect(pick("warmpath", input(holder, { sessionKey: "tie" })).id).toBe(first);
   });
 
   it("labels a prefix held by every candidate as a hit", () => {

@@ -29,6 +29,8 @@ export interface Candidate {
   uncachedTokens: number;
   /** Modelled uncached prefill tokens queued ahead (node-load.ts). */
   workAheadTokens: number;
+  /** Uncached prefill tokens dispatched to the node lately (decayed over about a minute). */
+  recentPrefillTokens: number;
   /** Estimated prefill throughput, tokens/s. */
   prefillRate: number;
   /** Requests this router has in flight on the node. */

@@ -52,6 +52,9 @@ export const WARMPATH_DEFAULTS: WarmpathPolicyOptions = {
   kvPressureThreshold: 0.95,
 };
 
+/** Recent prefill work differing by less than this (tokens) is equal, so rendezvous hashing decides. */
+const RECENT_WORK_TIE_TOKENS = 1_000;
+
 /** The key cold placement and tie-breaks hash on: the first block no candidate holds. */
 export function placementKey(candidates: readonly Candidate[], hashes: readonly string[], fallback: string): string {
   let deepest = 0;
@@ -112,12 +115,19 @@ export class WarmpathPolicy implements RoutingPolicy {
     return { index: chosen, decision: bySession ? "session" : "prefix-hit" };
   }
 
-  /** Tie-break order: longer match, then the session's node, then rendezvous on the key. */
+  /**
+   * Tie-break order: longer match, then the session's node, then the node given less prefill work
+   * lately, then rendezvous on the key. The recent-work step spreads what ties at light load (new
+   * sessions, cold prompts) by work rather than by hash, so nodes that happened to draw long
+   * sessions are not also handed the next ones.
+   */
   private prefer(candidates: readonly Candidate[], i: number, j: number, sessionNode: string | undefined, key: string): boolean {
     const a = candidates[i]!;
     const b = candidates[j]!;
     if (a.matchBlocks !== b.matchBlocks) return a.matchBlocks > b.matchBlocks;
     if (sessionNode !== undefined && (a.id === sessionNode) !== (b.id === sessionNode)) return a.id === sessionNode;
+    if (Math.abs(a.recentPrefillTokens - b.recentPrefillTokens) > RECENT_WORK_TIE_TOKENS)
+      return a.recentPrefillTokens < b.recentPrefillTokens;
     return rendezvousScore(key, a.id) > rendezvousScore(key, b.id);
   }
 }
