@@ -46,6 +46,9 @@ export const ROUTERS: PolicyName[] = [
 ];
 export const REFERENCES = ["oracle", "pooled"] as const;
 
+/** The Mooncake trace's place beside the repository (../shared/traces), never a copy in it. */
+const DEFAULT_TRACE = join(REPO, "..", "shared", "traces", "mooncake_conversation_trace.jsonl");
+
 const { values } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
@@ -59,7 +62,7 @@ const { values } = parseArgs({
     "decode-rate": { type: "string" },
     slots: { type: "string" },
     "report-interval": { type: "string" },
-    trace: { type: "string", default: join(REPO, "..", "shared", "traces", "mooncake_conversation_trace.jsonl") },
+    trace: { type: "string", default: DEFAULT_TRACE },
     policies: { type: "string" },
     out: { type: "string", default: join(REPO, "bench") },
   },
@@ -78,7 +81,13 @@ const fleet: FleetConfig = {
 };
 const quick = values.quick!;
 const speeds = (values.speeds ?? (quick ? "1,2,3" : "0.5,1,1.5,2,2.5,3")).split(",").map(Number);
-const workloadNames = (values.workload ?? "mooncake,chat-heavy,template-heavy").split(",");
+let workloadNames = (values.workload ?? "mooncake,chat-heavy,template-heavy").split(",");
+// The trace lives beside the repository (../shared/traces), not in it. A clone without it can
+// still run the generated workloads; a trace asked for explicitly must exist.
+if (workloadNames.includes("mooncake") && values.workload === undefined && values.trace === DEFAULT_TRACE && !existsSync(DEFAULT_TRACE)) {
+  process.stderr.write(`WARNING: Mooncake trace not found at ${DEFAULT_TRACE}: skipping the mooncake workload (pass --trace PATH)\n`);
+  workloadNames = workloadNames.filter((n) => n !== "mooncake");
+}
 const policies = values.policies ? values.policies.split(",") : [...ROUTERS, ...REFERENCES];
 const noiseCheck = Number(values["noise-check"]);
 
