@@ -29,21 +29,12 @@ import { loadMooncake } from "./workloads/mooncake.ts";
 import { generate, GENERATED } from "./workloads/generator.ts";
 import type { Workload } from "./workloads/types.ts";
 import { writeReport } from "./report.ts";
-import type { PolicyName } from "../src/core/policies/index.ts";
+import { POLICY_NAMES, type PolicyName } from "../src/core/policies/index.ts";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 /** Routers compared (all in src/core/policies), then the two references. */
-export const ROUTERS: PolicyName[] = [
-  "round-robin",
-  "random",
-  "least-loaded",
-  "sticky",
-  "consistent-hash",
-  "sglang-cache-aware",
-  "dynamo-kv",
-  "warmpath",
-];
+export const ROUTERS: PolicyName[] = [...POLICY_NAMES.filter((p) => p !== "warmpath"), "warmpath"];
 export const REFERENCES = ["oracle", "pooled"] as const;
 
 /** The Mooncake trace's place beside the repository (../shared/traces), never a copy in it. */

@@ -21,6 +21,8 @@
  * Times are model time (the fleet at time factor 1); the demo divides them by its time factor.
  * Text is generated English-like prose (4 characters are about one token for the fleet).
  */
+import { seededRandom } from "../src/core/random.ts";
+import { zipfSampler } from "../bench/workloads/generator.ts";
 
 /** The workload's knobs. Lengths are characters (the fleet counts 4 characters a token). */
 export interface WorkloadOptions {
@@ -125,17 +127,8 @@ export interface Workload {
 // ---------------------------------------------------------------------------------------------
 // Randomness and text
 
-/** mulberry32. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The routing core's seeded generator (mulberry32), so a seed means the same everywhere. */
+export const rng = seededRandom;
 
 /** FNV-1a over a string: seeds a per-entity generator, so an entity's text never depends on draw order. */
 function hashSeed(s: string): number {
@@ -205,24 +198,6 @@ function documentText(seed: number, tenant: number, doc: number, chars: number):
 // ---------------------------------------------------------------------------------------------
 // Sampling helpers
 
-/** Zipf(s) over 0..n-1 by inverse CDF (s = 0: uniform). */
-function zipf(n: number, s: number, rnd: () => number): () => number {
-  const cdf: number[] = [];
-  let acc = 0;
-  for (let k = 1; k <= n; k++) cdf.push((acc += 1 / Math.pow(k, s)));
-  return () => {
-    const u = rnd() * acc;
-    let lo = 0;
-    let hi = n - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (cdf[mid]! < u) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-}
-
 /** Mean of a geometric(1/mean) distribution capped at `cap`. */
 function cappedGeometricMean(mean: number, cap: number): number {
   const p = 1 / Math.max(1, mean);
@@ -277,8 +252,8 @@ export function generateWorkload(overrides: Partial<WorkloadOptions> = {}): Work
   const rnd = rng(o.seed);
   const uniform = ([a, b]: [number, number]) => a + Math.floor(rnd() * (b - a + 1));
   const exp = (mean: number) => -Math.log(1 - rnd()) * mean;
-  const tenantOf = zipf(o.tenants, o.tenantZipf, rnd);
-  const documentOf = zipf(o.documentsPerTenant, o.documentZipf, rnd);
+  const tenantOf = zipfSampler(o.tenants, o.tenantZipf, rnd);
+  const documentOf = zipfSampler(o.documentsPerTenant, o.documentZipf, rnd);
   const systemChars = Array.from({ length: o.tenants }, () => uniform(o.systemPromptChars));
   const documentChars = Array.from({ length: o.tenants * o.documentsPerTenant }, () => uniform(o.documentChars));
 

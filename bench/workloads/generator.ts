@@ -112,8 +112,8 @@ export function engineBlocks(text: string): number[] {
   return out;
 }
 
-/** Zipf(s) over 0..n-1 by inverse CDF. */
-function zipfSampler(n: number, s: number, rnd: () => number): () => number {
+/** Zipf(s) over 0..n-1 by inverse CDF (s = 0: uniform). Also used by the demo's workload (scripts/workload.ts). */
+export function zipfSampler(n: number, s: number, rnd: () => number): () => number {
   const cdf: number[] = [];
   let acc = 0;
   for (let k = 1; k <= n; k++) cdf.push((acc += 1 / Math.pow(k, s)));
