@@ -106,7 +106,6 @@ async function handle(
     promptTokens: key.promptTokens,
     // Namespaced by tenant: two tenants' session ids never collide.
     sessionKey: hint ? `${tenant.id}:${hint.slice(0, 512)}` : undefined,
-    stream: parsed.request.stream === true,
     regions,
     startedAt,
   });

@@ -186,8 +186,7 @@ export class NodeLoad {
   }
 
   /** A dispatched request finished (or failed) without a first byte having been seen. */
-  releaseBeforeFirstByte(now: number, predicted: { prefillEnd: number }, uncachedTokens: number): void {
-    void uncachedTokens;
+  releaseBeforeFirstByte(now: number, predicted: { prefillEnd: number }): void {
     this.prefilling = Math.max(0, this.prefilling - 1);
     // Its prefill will not run (or has ended unseen): the next request in line starts now.
     const wasHead = this.queue.keys().next().value === predicted;

@@ -457,7 +457,7 @@ export class RegionRouter {
     this.tickets.delete(ticketId);
     const n = this.nodes.get(t.nodeId);
     if (!n) return;
-    if (t.firstByteAt === undefined) n.load.releaseBeforeFirstByte(now, t.predicted, t.uncachedTokens);
+    if (t.firstByteAt === undefined) n.load.releaseBeforeFirstByte(now, t.predicted);
     n.load.complete(t.promptTokens);
   }
 

@@ -41,7 +41,6 @@ export interface DispatchInput {
   hashes: string[];
   promptTokens: number;
   sessionKey: string | undefined;
-  stream: boolean;
   /** Regions to try, nearest first. */
   regions: LoadedRegion[];
   /** When the request arrived (ms), for the log line's duration. */

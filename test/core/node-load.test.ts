@@ -77,7 +77,7 @@ describe("NodeLoad: work ahead in uncached prefill tokens", () => {
     expect(own.workAhead(0)).toBe(10_000);
     const fresh = new NodeLoad(10_000);
     const p = fresh.dispatch(0, 50_000, 50_000);
-    fresh.releaseBeforeFirstByte(100, p, 50_000);
+    fresh.releaseBeforeFirstByte(100, p);
     fresh.complete(50_000);
     expect(fresh.workAhead(100)).toBe(0);
     expect(fresh.inflight).toBe(0);
