@@ -205,9 +205,15 @@ export function writeReport(input: ReportInput): void {
 
   md.push("## Targets (warmpath's default policy)\n");
   md.push("| workload | target | figure | bound | verdict |\n|---|---|---|---|---|");
-  for (const v of verdicts(input))
+  const all = verdicts(input);
+  for (const v of all)
     md.push(`| ${v.workload} | ${v.target} | ${v.figure} | ${v.bound} | ${v.met === undefined ? "n/a" : v.met ? "met" : "**missed**"} |`);
   md.push("");
+  const decided = all.filter((v) => v.met !== undefined);
+  const met = decided.filter((v) => v.met).length;
+  md.push(
+    `${met} of ${decided.length} met. Why each missed target is missed, and what the numbers taught the code: [bench/README.md](README.md).\n`,
+  );
 
   for (const w of input.workloads) {
     const L = levels(rs, w.name, speeds);
