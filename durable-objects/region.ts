@@ -98,7 +98,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     for (const n of init.staticNodes) {
       const spec: NodeSpec = { ...n, static: true, lastSeen: now };
       router.upsertNode(spec, now);
-      this.persist(router.nodeSpecs().find((s) => s.id === n.id)!);
+      this.persist(router.nodeSpec(n.id)!);
     }
   }
 
@@ -165,7 +165,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     const router = this.ensure(init);
     const r = nodeReportSchema.parse(report);
     const now = Date.now();
-    const before = router.nodeSpecs().find((s) => s.id === r.nodeId);
+    const before = router.nodeSpec(r.nodeId);
     const spec = router.report(r, now);
     const changed =
       !before ||

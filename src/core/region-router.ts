@@ -472,8 +472,10 @@ export class RegionRouter {
     return [...this.nodes.values()].map((n) => ({ ...n.spec }));
   }
 
-  hasNode(nodeId: string): boolean {
-    return this.nodes.has(nodeId);
+  /** One node's durable spec (a copy), or undefined. */
+  nodeSpec(nodeId: string): NodeSpec | undefined {
+    const n = this.nodes.get(nodeId);
+    return n ? { ...n.spec } : undefined;
   }
 
   /** Everything an operator needs to see why requests went where they did. */

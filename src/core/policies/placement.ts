@@ -41,7 +41,7 @@ export function boundedLoadChoice(
 }
 
 /** The bounded-load limit: `loadFactor` times the mean load, counting the new request's `cost`. */
-export function loadBound(loads: readonly number[], cost: number, loadFactor: number): number {
+function loadBound(loads: readonly number[], cost: number, loadFactor: number): number {
   let total = cost;
   for (const l of loads) total += l;
   return (loadFactor * total) / loads.length;
