@@ -1,4 +1,5 @@
 /** Figures of one run (one workload, one load level, one policy). */
+import { percentile } from "../src/core/stats.ts";
 import type { Fleet, Live } from "./fleet.ts";
 
 export interface RunMetrics {
@@ -23,12 +24,6 @@ export interface RunMetrics {
   slotWaits: number;
   /** Prefill busy time / (nodes x arrival span): offered prefill load; above 1 the queues grow. */
   prefillLoad: number;
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1));
-  return sorted[i]!;
 }
 
 function maxOverMean(values: readonly number[]): number {

@@ -12,7 +12,7 @@ import { writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_REGION_SETTINGS, RegionRouter } from "../src/core/region-router.ts";
+import { DEFAULT_REGION_SETTINGS, RegionRouter } from "../src/core/region/index.ts";
 import { DEFAULT_PREFIX_SETTINGS, hashCanonicalText } from "../src/core/prefix.ts";
 import { PrefixIndex } from "../src/core/prefix-index.ts";
 import { entityText, KIND } from "./text.ts";

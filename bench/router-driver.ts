@@ -6,9 +6,9 @@
  * - each answer's usage, with the node's TRUE cached tokens (complete at the end of decode);
  * - periodic load reports (running, waiting, kvUsage), stale between reports.
  */
-import { DEFAULT_REGION_SETTINGS, RegionRouter, type RegionSettings } from "../src/core/region-router.ts";
+import { DEFAULT_REGION_SETTINGS, RegionRouter, type RegionSettings } from "../src/core/region/index.ts";
 import { DEFAULT_PREFIX_SETTINGS } from "../src/core/prefix.ts";
-import type { PolicySpec } from "../src/core/policies/index.ts";
+import { parsePolicySpec, type PolicySpec, type PolicySpecInput } from "../src/core/policies/index.ts";
 import type { Dispatcher, Fleet, Live, SimNode } from "./fleet.ts";
 
 const MODEL = "bench-model";
@@ -34,9 +34,10 @@ export class RouterDispatcher implements Dispatcher {
   private readonly indexOf = new Map<string, number>();
   private fleet: Fleet | undefined;
 
-  constructor(label: string, policy: PolicySpec, prefillRate: number) {
+  /** @param policy a policy spec as configured; unset options take the policy's defaults */
+  constructor(label: string, policy: PolicySpecInput, prefillRate: number) {
     this.name = label;
-    this.router = new RegionRouter(benchRegionSettings(policy, prefillRate));
+    this.router = new RegionRouter(benchRegionSettings(parsePolicySpec(policy), prefillRate));
   }
 
   init(fleet: Fleet): void {
@@ -79,13 +80,14 @@ export class RouterDispatcher implements Dispatcher {
     const cfg = this.fleet!.cfg;
     this.router.report(
       {
-        nodeId: node.id,
+        node_id: node.id,
+        region: "bench",
         url: `http://${node.id}`,
         models: [MODEL],
-        kvCapacityTokens: cfg.capacityTokens,
+        kv_capacity_tokens: cfg.capacityTokens,
         running: node.running,
         waiting: node.waiting,
-        kvUsage: Math.min(1, node.activeKvTokens / cfg.capacityTokens),
+        kv_usage: Math.min(1, node.activeKvTokens / cfg.capacityTokens),
       },
       now,
     );

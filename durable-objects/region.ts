@@ -17,10 +17,10 @@
  * `complete` touch no storage.
  */
 import { DurableObject } from "cloudflare:workers";
-import { RegionRouter, type CompletionOutcome, type NodeSpec, type RegionSnapshot, type RouteResult } from "../src/core/region-router.ts";
-import type { RegionInit } from "../src/config/load.ts";
-import type { Env } from "../src/env.ts";
-import { completionOutcomeSchema, nodeIdSchema, nodeReportSchema, routeRequestSchema, ticketSchema } from "./rpc-schemas.ts";
+import { nodeIdSchema, nodeReportSchema } from "../src/contracts/node.ts";
+import { completionOutcomeSchema, routeRequestSchema, ticketSchema, type RouteResult } from "../src/contracts/routing.ts";
+import { RegionRouter, type NodeSpec, type RegionSnapshot } from "../src/core/region/index.ts";
+import { regionInitSchema, type RegionInit } from "./region-init.ts";
 
 /**
  * A reporting node's `last_seen` is written at most this often (as a fraction of the silence
@@ -55,7 +55,10 @@ export class RegionDurableObject extends DurableObject<Env> {
         id TEXT PRIMARY KEY, url TEXT NOT NULL, models TEXT NOT NULL, kv_capacity_tokens INTEGER NOT NULL,
         static INTEGER NOT NULL, last_seen INTEGER NOT NULL, boot_id TEXT)`);
       const row = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'init'`).toArray()[0];
-      if (row) this.build(JSON.parse(row.value) as RegionInit);
+      // Validated before it was stored; a stored init this version no longer accepts is dropped, and
+      // the router is built from the worker's init on the next call.
+      const stored = row ? regionInitSchema.safeParse(JSON.parse(row.value)) : undefined;
+      if (stored?.success) this.build(stored.data);
       this.alarmAt = (await ctx.storage.getAlarm()) ?? undefined;
     });
   }
@@ -74,9 +77,13 @@ export class RegionDurableObject extends DurableObject<Env> {
     return router;
   }
 
-  /** Applies the worker's view of the configuration when it differs from the one in force. */
-  private ensure(init: RegionInit): RegionRouter {
-    if (this.router && this.fingerprint === init.fingerprint) return this.router;
+  /**
+   * Applies the worker's view of the configuration when it differs from the one in force. It is
+   * validated only then: `route` runs per request, and an unchanged fingerprint was valid before.
+   */
+  private ensure(input: RegionInit): RegionRouter {
+    if (this.router && this.fingerprint === input.fingerprint) return this.router;
+    const init = regionInitSchema.parse(input);
     this.sql.exec(
       `INSERT INTO config (key, value) VALUES ('init', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
       JSON.stringify(init),
@@ -156,7 +163,7 @@ export class RegionDurableObject extends DurableObject<Env> {
   /** Releases a dispatched request and records its outcome. */
   complete(ticket: unknown, outcome: unknown): boolean {
     const t = ticketSchema.parse(ticket);
-    const o = completionOutcomeSchema.parse(outcome) as CompletionOutcome;
+    const o = completionOutcomeSchema.parse(outcome);
     return this.router?.complete(t, o, Date.now()) ?? false;
   }
 
@@ -165,7 +172,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     const router = this.ensure(init);
     const r = nodeReportSchema.parse(report);
     const now = Date.now();
-    const before = router.nodeSpec(r.nodeId);
+    const before = router.nodeSpec(r.node_id);
     const spec = router.report(r, now);
     const changed =
       !before ||

@@ -5,7 +5,8 @@
  * anywhere. Run this next to each GPU node (a sidecar): every interval it scrapes the server's
  * metrics and posts a load report to the router's node API. The first report registers the node;
  * when the reporter stops (SIGINT/SIGTERM) it deregisters it, and if it dies the router expires
- * the node after the region's silence timeout.
+ * the node after the region's silence timeout. The loop (scripts/agent/report-loop.ts) sends one
+ * report at a time and logs to stderr once when reports start failing and once when they recover.
  *
  *   npx node scripts/node-reporter.ts --router https://warmpath.example.com --region us-east \
  *     --node-id gpu-1 --url http://10.0.0.5:8000 --models llama-3.1-8b-instruct \
@@ -16,6 +17,7 @@
  */
 import { parseArgs } from "node:util";
 import { randomUUID } from "node:crypto";
+import { startReportLoop } from "./agent/report-loop.ts";
 
 /** Metric names per engine: running requests, waiting requests, KV cache usage (0..1). */
 const ENGINE_METRICS = {
@@ -91,41 +93,35 @@ async function main(): Promise<void> {
   if (missing.length) throw new Error(`missing --${missing.join(", --")}`);
   const token = process.env.WARMPATH_NODE_TOKEN;
   if (!token) throw new Error("set WARMPATH_NODE_TOKEN to the region's node token");
-  const router = values.router!.replace(/\/$/, "");
   const metricsUrl = values["metrics-url"] ?? values.url!.replace(/\/$/, "") + "/metrics";
   const intervalMs = Number(values["interval-ms"]);
   const bootId = randomUUID();
-  const headers = { "content-type": "application/json", authorization: `Bearer ${token}` };
 
-  const tick = async () => {
-    try {
+  const loop = startReportLoop({
+    routerUrl: values.router!,
+    token,
+    node: { region: values.region!, node_id: values["node-id"]! },
+    intervalMs,
+    timeoutMs: 5000,
+    // Scrape, then report: if the scrape fails, this tick reports nothing (logged as a failing report).
+    report: async () => {
       const load = parseLoad(await (await fetch(metricsUrl, { signal: AbortSignal.timeout(intervalMs) })).text());
-      const res = await fetch(`${router}/v1/nodes/report`, {
-        method: "POST",
-        headers,
-        signal: AbortSignal.timeout(5000),
-        body: JSON.stringify({
-          node_id: values["node-id"],
-          region: values.region,
-          url: values.url,
-          models: values.models!.split(","),
-          kv_capacity_tokens: Number(values["kv-capacity-tokens"]),
-          running: load.running,
-          waiting: load.waiting,
-          kv_usage: load.kvUsage,
-          boot_id: bootId,
-        }),
-      });
-      if (!res.ok) console.error(`report refused: ${res.status} ${await res.text()}`);
-    } catch (e) {
-      console.error(`report failed: ${(e as Error).message}`);
-    }
-  };
-  const timer = setInterval(tick, intervalMs);
-  await tick();
+      return {
+        node_id: values["node-id"],
+        region: values.region,
+        url: values.url,
+        models: values.models!.split(","),
+        kv_capacity_tokens: Number(values["kv-capacity-tokens"]),
+        running: load.running,
+        waiting: load.waiting,
+        kv_usage: load.kvUsage,
+        boot_id: bootId,
+      };
+    },
+    log: (e) => console.error(e.event === "report_failing" ? `reports failing: ${e.error}` : "reports ok"),
+  });
   const stop = async () => {
-    clearInterval(timer);
-    await fetch(`${router}/v1/nodes/${values.region}/${values["node-id"]}`, { method: "DELETE", headers }).catch(() => {});
+    await loop.stop(true);
     process.exit(0);
   };
   process.on("SIGINT", stop);

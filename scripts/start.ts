@@ -6,7 +6,8 @@
  *   npm start [-- --port 8787] [-- --time-factor 1] [-- --fleet fleet/fleet.default.json]
  */
 import { parseArgs } from "node:util";
-import { DEV_ADMIN_TOKEN, DEV_API_KEY, startSystem } from "./system.ts";
+import { DEV_ADMIN_TOKEN, DEV_API_KEY } from "../src/config/dev-credentials.ts";
+import { startSystem } from "./system.ts";
 
 const { values } = parseArgs({
   options: {

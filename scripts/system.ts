@@ -17,10 +17,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadFleet } from "../fleet/config.ts";
 import { startFleet, type Fleet } from "../fleet/fleet.ts";
+import { DEV_ADMIN_TOKEN } from "../src/config/dev-credentials.ts";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-export const DEV_API_KEY = "wp-dev-key-local-only";
-export const DEV_ADMIN_TOKEN = "wp-dev-admin-token-local-only";
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
 
 /** How long to wait for wrangler dev to answer /healthz (first start bundles the worker). */

@@ -1,7 +1,8 @@
 /**
  * `npm test`: everything CI runs, in order, with one summary line at the end.
  *
- *  1. format (Prettier) and strict typecheck of every part (worker, fleet, bench, scripts);
+ *  1. format (Prettier), generated files up to date (README configuration table, `wrangler types`),
+ *     and strict typecheck of every part (worker, fleet, bench, scripts);
  *  2. the worker's tests in workerd (vitest + the Cloudflare plugin);
  *  3. the Node-side tests: fleet, bench, scripts (node reporter, `npm start`, the demo end to end,
  *     the dashboard in headless chromium);
@@ -57,6 +58,13 @@ function tests(title: string, command: string, args: string[], counts: () => { p
 }
 
 check("format (prettier --check)", bin("prettier"), ["--check", "."]);
+check("README configuration table up to date (config:docs --check)", process.execPath, ["scripts/config-docs.ts", "--check"]);
+check("worker-configuration.d.ts up to date (wrangler types --check)", bin("wrangler"), [
+  "types",
+  "--include-runtime=false",
+  "--strict-vars=false",
+  "--check",
+]);
 for (const project of ["tsconfig.json", "fleet/tsconfig.json", "bench/tsconfig.json", "scripts/tsconfig.json"]) {
   check(`typecheck ${project}`, bin("tsc"), ["--noEmit", "-p", project]);
 }

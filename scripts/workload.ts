@@ -21,8 +21,7 @@
  * Times are model time (the fleet at time factor 1); the demo divides them by its time factor.
  * Text is generated English-like prose (4 characters are about one token for the fleet).
  */
-import { seededRandom } from "../src/core/random.ts";
-import { zipfSampler } from "../bench/workloads/generator.ts";
+import { seededRandom, zipfSampler } from "../src/core/random.ts";
 
 /** The workload's knobs. Lengths are characters (the fleet counts 4 characters a token). */
 export interface WorkloadOptions {

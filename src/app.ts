@@ -8,7 +8,7 @@ import { adminApi } from "./api/admin.ts";
 import { nodesApi } from "./api/nodes.ts";
 import { openaiApi } from "./api/openai.ts";
 import { ConfigError, loadConfig } from "./config/load.ts";
-import { ApiError, apiErrorResponse, errorResponse } from "./http/errors.ts";
+import { ApiError } from "./http/errors.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -34,20 +34,21 @@ export function createApp(): Hono<AppEnv> {
   app.route("/", adminApi);
 
   app.notFound((c) =>
-    errorResponse(404, `No route for ${c.req.method} ${new URL(c.req.url).pathname}`, "not_found_error", "route_not_found", {
-      headers: { "x-request-id": c.get("requestId") ?? "" },
+    ApiError.notFound("route_not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`).toResponse({
+      "x-request-id": c.get("requestId") ?? "",
     }),
   );
 
   app.onError((err, c) => {
     const requestId = c.get("requestId") ?? "";
-    if (err instanceof ApiError) return apiErrorResponse(err, { "x-request-id": requestId });
+    const headers = { "x-request-id": requestId };
+    if (err instanceof ApiError) return err.toResponse(headers);
     if (err instanceof ConfigError) {
       console.error(JSON.stringify({ event: "config_error", message: err.message }));
-      return errorResponse(500, err.message, "server_error", "invalid_configuration", { headers: { "x-request-id": requestId } });
+      return ApiError.server("invalid_configuration", err.message).toResponse(headers);
     }
     console.error(JSON.stringify({ event: "internal_error", request_id: requestId, message: String(err), stack: (err as Error).stack }));
-    return errorResponse(500, "Internal error in the router", "server_error", "internal_error", { headers: { "x-request-id": requestId } });
+    return ApiError.server("internal_error", "Internal error in the router").toResponse(headers);
   });
 
   return app;

@@ -3,7 +3,6 @@
  * This file only composes: the Hono app, and the region Durable Object class.
  */
 import { createApp } from "./app.ts";
-import type { Env } from "./env.ts";
 
 const app = createApp();
 

@@ -22,7 +22,7 @@
 import { prefixKey, DEFAULT_PREFIX_SETTINGS } from "../../src/core/prefix.ts";
 import { canonicalText, type CanonicalMessage } from "../../src/core/canonical.ts";
 import { hashBlock, seedHash, type Hash64 } from "../../src/core/hash.ts";
-import { seededRandom } from "../../src/core/random.ts";
+import { seededRandom, zipfSampler } from "../../src/core/random.ts";
 import { entityText, KIND } from "../text.ts";
 import type { BenchRequest, Workload } from "./types.ts";
 
@@ -110,24 +110,6 @@ export function engineBlocks(text: string): number[] {
     out.push((state.hi & 0x1fffff) * 4294967296 + state.lo);
   }
   return out;
-}
-
-/** Zipf(s) over 0..n-1 by inverse CDF (s = 0: uniform). Also used by the demo's workload (scripts/workload.ts). */
-export function zipfSampler(n: number, s: number, rnd: () => number): () => number {
-  const cdf: number[] = [];
-  let acc = 0;
-  for (let k = 1; k <= n; k++) cdf.push((acc += 1 / Math.pow(k, s)));
-  return () => {
-    const u = rnd() * acc;
-    let lo = 0;
-    let hi = n - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (cdf[mid]! < u) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
 }
 
 export interface GenerateOptions {

@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
-import { DEV_API_KEY, ROOT, startSystem, type System } from "../system.ts";
+import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
+import { ROOT, startSystem, type System } from "../system.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 /** Flags for a root, offline, headless chromium (no sandbox as root; no background network). */

@@ -5,7 +5,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { QUICK_WORKLOAD, runDemo, formatResult } from "../demo.ts";
+import { QUICK_WORKLOAD } from "../demo/args.ts";
+import { formatResult } from "../demo/format.ts";
+import { runDemo } from "../demo/run.ts";
 
 /**
  * Margin required, in hit-rate points. Observed on this workload: +8 to +10 points (sticky ~68%,

@@ -8,7 +8,8 @@ import { spawn } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { DEV_API_KEY, ROOT, freePort } from "../system.ts";
+import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
+import { ROOT, freePort } from "../system.ts";
 
 interface Proc {
   pid: number;

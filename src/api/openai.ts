@@ -16,8 +16,9 @@ import { prefixKey } from "../core/prefix.ts";
 import { orderRegions, type ClientLocation } from "../core/region-select.ts";
 import { parseJsonBody, readBodyLimited } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
-import { tenantAuth } from "../middleware/tenant-auth.ts";
-import { dispatch, type WaitUntil } from "../proxy/dispatch.ts";
+import { tenantAuth } from "../middleware/bearer-guard/guards.ts";
+import { dispatch } from "../proxy/dispatch.ts";
+import { requestContext, type RequestContext } from "./request-context.ts";
 import { chatCompletionSchema, completionSchema, firstIssue, type ChatCompletionRequest, type CompletionRequest } from "./schemas.ts";
 
 export const openaiApi = new Hono<AppEnv>();
@@ -40,50 +41,30 @@ openaiApi.get("/v1/models", (c) => {
   });
 });
 
-openaiApi.post("/v1/chat/completions", (c) =>
-  handle(c.req.raw, c.env, c.executionCtx, c.get("config"), c.get("tenant"), c.get("requestId"), "/v1/chat/completions"),
-);
-openaiApi.post("/v1/completions", (c) =>
-  handle(c.req.raw, c.env, c.executionCtx, c.get("config"), c.get("tenant"), c.get("requestId"), "/v1/completions"),
-);
+openaiApi.post("/v1/chat/completions", (c) => handle(requestContext(c), "/v1/chat/completions"));
+openaiApi.post("/v1/completions", (c) => handle(requestContext(c), "/v1/completions"));
 
 type Path = "/v1/chat/completions" | "/v1/completions";
 
-async function handle(
-  request: Request,
-  env: AppEnv["Bindings"],
-  ctx: WaitUntil,
-  config: LoadedConfig,
-  tenant: TenantConfig,
-  requestId: string,
-  path: Path,
-): Promise<Response> {
-  const startedAt = Date.now();
+async function handle(rc: RequestContext, path: Path): Promise<Response> {
+  const { request, config, tenant } = rc;
   const contentType = request.headers.get("content-type") ?? "";
   if (contentType && !contentType.toLowerCase().includes("application/json")) {
-    throw new ApiError(
-      415,
-      `Content-Type must be application/json, not ${contentType.slice(0, 64)}`,
-      "invalid_request_error",
-      "unsupported_media_type",
-    );
+    throw ApiError.unsupportedMediaType(`Content-Type must be application/json, not ${contentType.slice(0, 64)}`);
   }
   const body = await readBodyLimited(request, config.raw.limits.max_body_bytes);
   const json = parseJsonBody(body);
   if (json === null || typeof json !== "object" || Array.isArray(json)) {
-    throw new ApiError(400, "Request body must be a JSON object", "invalid_request_error", "invalid_request");
+    throw ApiError.invalidRequest("Request body must be a JSON object");
   }
   const parsed = validate(path, json);
 
   if (!config.models.includes(parsed.request.model)) {
-    throw new ApiError(
-      404,
-      `The model '${parsed.request.model.slice(0, 256)}' does not exist or is not served here`,
-      "invalid_request_error",
+    throw ApiError.notFound(
       "model_not_found",
-      {
-        param: "model",
-      },
+      `The model '${parsed.request.model.slice(0, 256)}' does not exist or is not served here`,
+      "model",
+      "invalid_request_error",
     );
   }
   const namespace = resolveNamespace(request, tenant);
@@ -95,26 +76,22 @@ async function handle(
   const regions = chooseRegions(request, config, parsed.request.model);
   const hint = request.headers.get("x-session-id") ?? parsed.request.prompt_cache_key ?? parsed.request.user ?? undefined;
 
-  return dispatch(env, ctx, config, {
-    requestId,
-    tenant: tenant.id,
+  return dispatch(rc, {
     model: parsed.request.model,
     path,
     body,
-    headers: request.headers,
     hashes: key.hashes,
     promptTokens: key.promptTokens,
     // Namespaced by tenant: two tenants' session ids never collide.
     sessionKey: hint ? `${tenant.id}:${hint.slice(0, 512)}` : undefined,
     regions,
-    startedAt,
   });
 }
 
 function validate(path: Path, json: object): { request: ChatCompletionRequest | CompletionRequest; prompt: CanonicalPrompt } {
   const fail = (error: z.ZodError): never => {
     const { message, param } = firstIssue(error);
-    throw new ApiError(400, message, "invalid_request_error", "invalid_request", { param });
+    throw ApiError.invalidRequest(message, param);
   };
   if (path === "/v1/chat/completions") {
     const r = chatCompletionSchema.safeParse(json);
@@ -131,14 +108,10 @@ function resolveNamespace(request: Request, tenant: TenantConfig): string {
   const asked = request.headers.get("x-warmpath-namespace");
   if (asked === null || asked === tenant.id) return `tenant:${tenant.id}`;
   if (!tenant.shared_namespaces.includes(asked)) {
-    throw new ApiError(
-      403,
-      `This API key may not use cache namespace '${asked.slice(0, 64)}'`,
-      "permission_error",
+    throw ApiError.permission(
       "namespace_not_allowed",
-      {
-        param: "x-warmpath-namespace",
-      },
+      `This API key may not use cache namespace '${asked.slice(0, 64)}'`,
+      "x-warmpath-namespace",
     );
   }
   return `shared:${asked}`;
@@ -150,19 +123,13 @@ function chooseRegions(request: Request, config: LoadedConfig, model: string): L
   if (pinned !== null) {
     const region = config.regionByName.get(pinned);
     if (!region) {
-      throw new ApiError(400, `Unknown region '${pinned.slice(0, 64)}' in x-warmpath-region`, "invalid_request_error", "unknown_region", {
-        param: "x-warmpath-region",
-      });
+      throw ApiError.invalidRequest(`Unknown region '${pinned.slice(0, 64)}' in x-warmpath-region`, "x-warmpath-region", "unknown_region");
     }
     if (!region.config.models.includes(model)) {
-      throw new ApiError(
-        400,
+      throw ApiError.invalidRequest(
         `Region '${pinned}' does not serve model '${model.slice(0, 256)}'`,
-        "invalid_request_error",
+        "x-warmpath-region",
         "model_not_in_region",
-        {
-          param: "x-warmpath-region",
-        },
       );
     }
     return [region];

@@ -8,19 +8,11 @@
  * deployment's configuration is picked up and an unchanged one costs nothing per request.
  */
 import { configSchema, describeIssues, type RegionConfig, type TenantConfig, type WarmpathConfig } from "./schema.ts";
-import { DEFAULT_REGION_SETTINGS, type RegionSettings } from "../core/region-router.ts";
+import type { RegionInit } from "../../durable-objects/region-init.ts";
+import { DEFAULT_REGION_SETTINGS, type RegionSettings } from "../core/region/index.ts";
 import type { PrefixSettings } from "../core/prefix.ts";
-import type { Env } from "../env.ts";
 
 export class ConfigError extends Error {}
-
-/** Everything the Durable Object needs to (re)build a region's router; sent with every call. */
-export interface RegionInit {
-  /** Changes whenever any field below changes. */
-  fingerprint: string;
-  settings: RegionSettings;
-  staticNodes: Array<{ id: string; url: string; models: string[]; kvCapacityTokens: number }>;
-}
 
 export interface LoadedRegion {
   config: RegionConfig;
@@ -41,6 +33,14 @@ export interface LoadedConfig {
 }
 
 let cache: { source: unknown; result: LoadedConfig | ConfigError } | undefined;
+
+/**
+ * Secrets are bindings the configuration names (`node_token_secret = "NODE_TOKEN_US_EAST"`); the
+ * production ones are set with `wrangler secret put` and so are not in the generated `Env`.
+ */
+function binding(env: Env, name: string): unknown {
+  return (env as unknown as Record<string, unknown>)[name];
+}
 
 /** Returns the loaded configuration, or throws the {@link ConfigError} describing what is wrong. */
 export function loadConfig(env: Env): LoadedConfig {
@@ -68,7 +68,7 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
 
   const problems: string[] = [];
   const secret = (name: string, field: string, required: boolean): string | undefined => {
-    const value = env[name];
+    const value = binding(env, name);
     if (typeof value === "string" && value.length > 0) return value;
     if (required) problems.push(`${field}: secret ${name} is not set`);
     return undefined;

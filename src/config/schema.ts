@@ -1,105 +1,171 @@
 /**
  * The configuration document: one zod schema, validated at the boundary (first request of an
- * isolate). Field names are snake_case, as written in wrangler.toml. Every default is stated here
- * and in README's configuration reference.
+ * isolate). Field names are snake_case, as written in wrangler.toml. Every object is strict: an
+ * unknown key (a typo such as `load_facter`) is an error naming the key and where it is, never a
+ * silent no-op. Each field's default and meaning are stated here once; README's configuration
+ * table is generated from this file (`npm run config:docs`, checked by `npm test`).
+ *
+ * Policy options belong to their policy: each policy module declares its own options schema with
+ * its defaults, and the registry (src/core/policies/index.ts) unites them on `name`, so an option
+ * of another policy is an unknown key too.
  */
 import { z } from "zod";
-import { POLICY_NAMES } from "../core/policies/index.ts";
+import { nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "../contracts/node.ts";
+import { policySpecSchema } from "../core/policies/index.ts";
 import { DEFAULT_PREFIX_SETTINGS } from "../core/prefix.ts";
-import { DEFAULT_REGION_SETTINGS } from "../core/region-router.ts";
+import { DEFAULT_REGION_SETTINGS } from "../core/region/index.ts";
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const SECRET_NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+const name = () => z.string().regex(NAME, "must be lowercase letters, digits and dashes");
+const secretName = () => z.string().regex(SECRET_NAME, "must be an UPPER_SNAKE_CASE binding name");
 
-export const policySchema = z.object({
-  name: z.enum(POLICY_NAMES).default("warmpath"),
-  load_factor: z.number().min(1).max(10).optional(),
-  tie_tolerance_seconds: z.number().min(0).max(10).optional(),
-  kv_pressure_threshold: z.number().min(0).max(1).optional(),
-  cache_threshold: z.number().min(0).max(1).optional(),
-  balance_abs_threshold: z.number().int().min(0).optional(),
-  balance_rel_threshold: z.number().min(1).optional(),
-  overlap_weight: z.number().min(0).optional(),
+/** A policy table without `name` is warmpath's (`policy = { tie_tolerance_seconds = 0.1 }`). */
+const regionPolicySchema = z.preprocess(
+  (v) => (v !== null && typeof v === "object" && !Array.isArray(v) && !("name" in v) ? { ...v, name: "warmpath" } : v),
+  policySpecSchema,
+);
+
+export const staticNodeSchema = z.strictObject({
+  id: nodeIdSchema.describe("Node id, unique in the region."),
+  url: nodeUrlSchema.describe("Where the router sends the node's requests."),
+  models: nodeModelsSchema.describe("Models (and LoRA adapters) the node serves."),
+  kv_capacity_tokens: z.number().int().positive().describe("KV cache size in tokens."),
 });
 
-export const staticNodeSchema = z.object({
-  id: z.string().regex(NAME, "must be lowercase letters, digits and dashes"),
-  url: z.url({ protocol: /^https?$/ }),
-  models: z.array(z.string().min(1)).min(1),
-  kv_capacity_tokens: z.number().int().positive(),
+export const locationSchema = z.strictObject({
+  lat: z.number().min(-90).max(90).describe("Latitude of the GPUs."),
+  lon: z.number().min(-180).max(180).describe("Longitude of the GPUs."),
+  continent: z
+    .enum(["AF", "AN", "AS", "EU", "NA", "OC", "SA"])
+    .optional()
+    .describe("Cloudflare continent code: the fallback when a request has no coordinates."),
 });
 
-export const regionSchema = z.object({
-  name: z.string().regex(NAME, "must be lowercase letters, digits and dashes"),
-  /** Where the GPUs are, for nearest-region choice. */
-  location: z.object({
-    lat: z.number().min(-90).max(90),
-    lon: z.number().min(-180).max(180),
-    /** Cloudflare continent code (AF, AN, AS, EU, NA, OC, SA): the fallback when a request has no coordinates. */
-    continent: z.enum(["AF", "AN", "AS", "EU", "NA", "OC", "SA"]).optional(),
-  }),
-  /** The model catalogue this region serves (GET /v1/models; unknown models are 404). */
-  models: z.array(z.string().min(1)).min(1),
-  /** Name of the secret (wrangler secret / .dev.vars / var) holding this region's node token. */
-  node_token_secret: z.string().regex(SECRET_NAME, "must be an UPPER_SNAKE_CASE binding name"),
-  /** Optional secret holding a bearer token the worker sends to this region's nodes (e.g. vLLM's --api-key). */
-  origin_token_secret: z.string().regex(SECRET_NAME, "must be an UPPER_SNAKE_CASE binding name").optional(),
-  policy: policySchema.default({ name: "warmpath" }),
-  /** Nodes declared here need no reports; they never expire by silence. */
-  nodes: z.array(staticNodeSchema).default([]),
-  node_silence_ms: z.number().int().min(100).default(DEFAULT_REGION_SETTINGS.nodeSilenceMs),
-  prefill_tokens_per_second: z.number().positive().default(DEFAULT_REGION_SETTINGS.prefillTokensPerSecond),
-  max_inflight_per_node: z.number().int().positive().default(DEFAULT_REGION_SETTINGS.maxInflightPerNode),
-  max_queue_seconds: z.number().positive().default(DEFAULT_REGION_SETTINGS.maxQueueSeconds),
-  failure_cooldown_ms: z.number().int().min(0).default(DEFAULT_REGION_SETTINGS.failureCooldownMs),
-  request_timeout_ms: z.number().int().min(1000).default(DEFAULT_REGION_SETTINGS.requestTimeoutMs),
-  max_index_entries: z.number().int().min(1024).max(4_000_000).default(DEFAULT_REGION_SETTINGS.maxIndexEntries),
-  max_sessions: z.number().int().min(0).default(DEFAULT_REGION_SETTINGS.maxSessions),
+export const regionSchema = z.strictObject({
+  name: name().describe("Region name, also the Durable Object's name."),
+  location: locationSchema.describe("Where the GPUs are, for nearest-region choice."),
+  models: z.array(z.string().min(1)).min(1).describe("Model catalogue of the region (others get 404)."),
+  node_token_secret: secretName().describe("Secret holding the region's node token."),
+  origin_token_secret: secretName()
+    .optional()
+    .describe("Secret holding a bearer token sent to the region's nodes (e.g. vLLM's `--api-key`)."),
+  policy: regionPolicySchema
+    .prefault({ name: "warmpath" })
+    .describe("The routing policy and its options (below); options of another policy are refused."),
+  nodes: z.array(staticNodeSchema).default([]).describe("Static nodes `{ id, url, models, kv_capacity_tokens }`; they never expire."),
+  node_silence_ms: z
+    .number()
+    .int()
+    .min(100)
+    .default(DEFAULT_REGION_SETTINGS.nodeSilenceMs)
+    .describe("A reporting node silent this long leaves."),
+  prefill_tokens_per_second: z
+    .number()
+    .positive()
+    .default(DEFAULT_REGION_SETTINGS.prefillTokensPerSecond)
+    .describe("Prefill rate assumed for a node until measured."),
+  max_inflight_per_node: z
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_REGION_SETTINGS.maxInflightPerNode)
+    .describe("A node with this many requests in flight takes no more."),
+  max_queue_seconds: z
+    .number()
+    .positive()
+    .default(DEFAULT_REGION_SETTINGS.maxQueueSeconds)
+    .describe("Past this modelled wait on every node, the region is saturated (failover/503)."),
+  failure_cooldown_ms: z
+    .number()
+    .int()
+    .min(0)
+    .default(DEFAULT_REGION_SETTINGS.failureCooldownMs)
+    .describe("First cool-down after a node fails; doubles per failure, at most 60 s."),
+  request_timeout_ms: z
+    .number()
+    .int()
+    .min(1000)
+    .default(DEFAULT_REGION_SETTINGS.requestTimeoutMs)
+    .describe("An in-flight request never completed is released after this."),
+  max_index_entries: z
+    .number()
+    .int()
+    .min(1024)
+    .max(4_000_000)
+    .default(DEFAULT_REGION_SETTINGS.maxIndexEntries)
+    .describe("Hard bound on prefix index entries (about 200 bytes each)."),
+  max_sessions: z.number().int().min(0).default(DEFAULT_REGION_SETTINGS.maxSessions).describe("Session hints remembered."),
 });
 
-export const tenantSchema = z.object({
-  id: z.string().regex(NAME, "must be lowercase letters, digits and dashes"),
-  /** SHA-256 (hex) of each API key; the keys themselves are never stored. */
-  api_key_sha256: z.array(z.string().regex(SHA256_HEX, "must be 64 lowercase hex characters")).min(1),
-  /**
-   * Extra cache namespaces this tenant may use (chosen per request with `x-warmpath-namespace`).
-   * Tenants that list the same namespace share prefixes; by default a tenant's cache is its own.
-   */
-  shared_namespaces: z.array(z.string().regex(NAME, "must be lowercase letters, digits and dashes")).default([]),
+export const tenantSchema = z.strictObject({
+  id: name().describe("Tenant id; its own cache namespace."),
+  api_key_sha256: z
+    .array(z.string().regex(SHA256_HEX, "must be 64 lowercase hex characters"))
+    .min(1)
+    .describe('SHA-256 (hex) of each API key: `printf %s "$KEY" | sha256sum`. The keys themselves are never stored.'),
+  shared_namespaces: z
+    .array(name())
+    .default([])
+    .describe(
+      "Namespaces it may share with other tenants (`x-warmpath-namespace`). Shared caches leak timing between tenants: share only within one organisation.",
+    ),
 });
 
-export const limitsSchema = z.object({
-  /** Largest request body accepted. Default 4 MiB. */
+export const limitsSchema = z.strictObject({
   max_body_bytes: z
     .number()
     .int()
     .positive()
-    .default(4 * 1024 * 1024),
-  /** Extra nodes tried when a node fails before the first byte. Default 2. */
-  max_retries: z.number().int().min(0).max(5).default(2),
-  /** Regions tried, nearest first. Default 3. */
-  max_region_attempts: z.number().int().min(1).max(10).default(3),
-  /** Time allowed for a node to send response headers and the first body byte. Default 120 s (a long prefill behind a queue). */
-  first_byte_timeout_ms: z.number().int().positive().default(120_000),
+    .default(4 * 1024 * 1024)
+    .describe("Largest request body."),
+  max_retries: z.number().int().min(0).max(5).default(2).describe("Extra nodes tried per region before the first byte."),
+  max_region_attempts: z.number().int().min(1).max(10).default(3).describe("Regions tried, nearest first."),
+  first_byte_timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .default(120_000)
+    .describe("Time for a node to send its first body byte (a long prefill behind a queue)."),
 });
 
-export const prefixSchema = z.object({
-  block_chars: z.number().int().min(16).max(65_536).default(DEFAULT_PREFIX_SETTINGS.blockChars),
-  max_blocks: z.number().int().min(1).max(4096).default(DEFAULT_PREFIX_SETTINGS.maxBlocks),
-  chars_per_token: z.number().positive().max(16).default(DEFAULT_PREFIX_SETTINGS.charsPerToken),
+export const prefixSchema = z.strictObject({
+  block_chars: z
+    .number()
+    .int()
+    .min(16)
+    .max(65_536)
+    .default(DEFAULT_PREFIX_SETTINGS.blockChars)
+    .describe(
+      "Characters per block (~128 tokens): fine enough to match a shared prompt to within a few percent, coarse enough that a 100k-character prompt is ~200 hashes.",
+    ),
+  max_blocks: z
+    .number()
+    .int()
+    .min(1)
+    .max(4096)
+    .default(DEFAULT_PREFIX_SETTINGS.maxBlocks)
+    .describe("Blocks hashed per request (262,144 characters): bounds hashing and index work."),
+  chars_per_token: z
+    .number()
+    .positive()
+    .max(16)
+    .default(DEFAULT_PREFIX_SETTINGS.charsPerToken)
+    .describe("For token estimates without a tokenizer."),
 });
 
 export const configSchema = z
-  .object({
-    /** `development` accepts the documented development credentials, on a loopback host only. */
-    mode: z.enum(["development", "production"]).default("production"),
+  .strictObject({
+    mode: z
+      .enum(["development", "production"])
+      .default("production")
+      .describe('`"development"` accepts the development credentials, on a loopback host only.'),
     regions: z.array(regionSchema).min(1),
     tenants: z.array(tenantSchema).min(1),
-    limits: limitsSchema.default(limitsSchema.parse({})),
-    prefix: prefixSchema.default(prefixSchema.parse({})),
-    /** Name of the secret holding the admin token (state API and dashboard). */
-    admin_token_secret: z.string().regex(SECRET_NAME).default("ADMIN_TOKEN"),
+    limits: limitsSchema.prefault({}),
+    prefix: prefixSchema.prefault({}),
+    admin_token_secret: secretName().default("ADMIN_TOKEN").describe("Secret holding the admin token (state API and dashboard)."),
   })
   .superRefine((cfg, ctx) => {
     const seen = new Set<string>();

@@ -6,8 +6,7 @@
 import { ApiError } from "./errors.ts";
 
 export async function readBodyLimited(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const tooLarge = () =>
-    new ApiError(413, `Request body exceeds the limit of ${maxBytes} bytes`, "invalid_request_error", "request_too_large");
+  const tooLarge = () => ApiError.tooLarge(maxBytes);
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge();
   if (!request.body) return new Uint8Array(0);
@@ -40,12 +39,12 @@ export function parseJsonBody(bytes: Uint8Array): unknown {
   try {
     text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
   } catch {
-    throw new ApiError(400, "Request body is not valid UTF-8", "invalid_request_error", "invalid_json");
+    throw ApiError.invalidJson("Request body is not valid UTF-8");
   }
-  if (text.trim() === "") throw new ApiError(400, "Request body is empty: expected a JSON object", "invalid_request_error", "invalid_json");
+  if (text.trim() === "") throw ApiError.invalidJson("Request body is empty: expected a JSON object");
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new ApiError(400, `Request body is not valid JSON: ${(e as Error).message}`, "invalid_request_error", "invalid_json");
+    throw ApiError.invalidJson(`Request body is not valid JSON: ${(e as Error).message}`);
   }
 }

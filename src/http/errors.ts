@@ -1,10 +1,19 @@
 /**
- * Errors in OpenAI's shape: `{"error":{"message","type","code"}}`, so that OpenAI SDKs surface
- * them as typed API errors. Messages name the bad field or header and never echo a credential.
+ * Errors in OpenAI's shape: `{"error":{"message","type","code","param"}}`, so that OpenAI SDKs
+ * surface them as typed API errors. Messages name the bad field or header and never echo a
+ * credential. Handlers throw an {@link ApiError} from one of its named constructors; the app's
+ * error handler renders it.
  */
 
 export type ErrorType =
   "invalid_request_error" | "authentication_error" | "permission_error" | "not_found_error" | "rate_limit_error" | "server_error";
+
+export interface ErrorOptions {
+  /** The request field or header at fault (`param` in the body). */
+  param?: string | null | undefined;
+  /** Extra response headers, e.g. `retry-after`. */
+  headers?: Record<string, string> | undefined;
+}
 
 /** An error a handler throws to answer with `status`; rendered by the app's error handler. */
 export class ApiError extends Error {
@@ -14,13 +23,7 @@ export class ApiError extends Error {
   readonly param: string | null;
   readonly headers: Record<string, string>;
 
-  constructor(
-    status: number,
-    message: string,
-    type: ErrorType,
-    code: string,
-    options: { param?: string | null; headers?: Record<string, string> } = {},
-  ) {
+  private constructor(status: number, type: ErrorType, code: string, message: string, options: ErrorOptions = {}) {
     super(message);
     this.status = status;
     this.type = type;
@@ -28,25 +31,60 @@ export class ApiError extends Error {
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};
   }
-}
 
-/** Renders an OpenAI-shaped error response. */
-export function errorResponse(
-  status: number,
-  message: string,
-  type: ErrorType,
-  code: string,
-  options: { param?: string | null; headers?: Record<string, string> } = {},
-): Response {
-  const body = JSON.stringify({ error: { message, type, code, param: options.param ?? null } });
-  return new Response(body, {
-    status,
-    headers: { "content-type": "application/json", ...options.headers },
-  });
-}
+  /** 400: the request is malformed (`code` defaults to `invalid_request`). */
+  static invalidRequest(message: string, param?: string | null, code = "invalid_request"): ApiError {
+    return new ApiError(400, "invalid_request_error", code, message, { param });
+  }
 
-export function apiErrorResponse(e: ApiError, extraHeaders: Record<string, string> = {}): Response {
-  return errorResponse(e.status, e.message, e.type, e.code, { param: e.param, headers: { ...e.headers, ...extraHeaders } });
+  /** 400: the body is not JSON (never quotes the body). */
+  static invalidJson(message: string): ApiError {
+    return new ApiError(400, "invalid_request_error", "invalid_json", message);
+  }
+
+  /** 401: a credential is missing or wrong. */
+  static authentication(code: string, message: string): ApiError {
+    return new ApiError(401, "authentication_error", code, message);
+  }
+
+  /** 403: the credential is valid but not for this. */
+  static permission(code: string, message: string, param?: string | null): ApiError {
+    return new ApiError(403, "permission_error", code, message, { param });
+  }
+
+  /** 404: no such model, region, node or route. */
+  static notFound(code: string, message: string, param?: string | null, type: ErrorType = "not_found_error"): ApiError {
+    return new ApiError(404, type, code, message, { param });
+  }
+
+  /** 413: the body is over the limit. */
+  static tooLarge(maxBytes: number): ApiError {
+    return new ApiError(413, "invalid_request_error", "request_too_large", `Request body exceeds the limit of ${maxBytes} bytes`);
+  }
+
+  /** 415: not a JSON body. */
+  static unsupportedMediaType(message: string): ApiError {
+    return new ApiError(415, "invalid_request_error", "unsupported_media_type", message);
+  }
+
+  /** 503 with `Retry-After`: no node can take the request now. */
+  static noCapacity(message: string, retryAfterSeconds: number): ApiError {
+    return new ApiError(503, "server_error", "no_capacity", message, { headers: { "retry-after": String(retryAfterSeconds) } });
+  }
+
+  /** 500: something the operator must fix (`invalid_configuration`) or a bug (`internal_error`). */
+  static server(code: string, message: string): ApiError {
+    return new ApiError(500, "server_error", code, message);
+  }
+
+  /** This error as an OpenAI-shaped response. */
+  toResponse(extraHeaders: Record<string, string> = {}): Response {
+    const body = JSON.stringify({ error: { message: this.message, type: this.type, code: this.code, param: this.param } });
+    return new Response(body, {
+      status: this.status,
+      headers: { "content-type": "application/json", ...this.headers, ...extraHeaders },
+    });
+  }
 }
 
 /** The SSE event that ends a stream whose node failed after the first byte. */

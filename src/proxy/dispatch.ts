@@ -8,13 +8,13 @@
  * that point (connection refused, 5xx, 429, timeout, an empty stream) can still be retried on
  * another node without the client seeing anything. After it, the relay takes over (relay.ts).
  */
-import type { LoadedConfig, LoadedRegion } from "../config/load.ts";
-import type { Env } from "../env.ts";
+import type { RequestContext } from "../api/request-context.ts";
+import type { LoadedRegion } from "../config/load.ts";
 import { ApiError } from "../http/errors.ts";
-import type { RouteResult } from "../core/region-router.ts";
-import type { Decision } from "../core/policies/types.ts";
+import type { RegionDurableObject } from "../../durable-objects/region.ts";
+import type { RouteResult, Usage } from "../contracts/routing.ts";
+import type { Decision } from "../contracts/routing.ts";
 import { relay, type RelayEnd } from "./relay.ts";
-import type { Usage } from "./usage.ts";
 
 const ignore = () => {};
 /** A lost firstByte/complete only delays the load model's correction (the ticket expires); log it. */
@@ -29,27 +29,18 @@ const FORWARDED_HEADERS = ["content-type", "accept", "accept-encoding", "user-ag
 /** Response headers never copied from the node. */
 const DROPPED_RESPONSE_HEADERS = ["content-length", "connection", "keep-alive", "transfer-encoding", "set-cookie", "server"];
 
+/** What routing learned about the request: the rest comes from the {@link RequestContext}. */
 export interface DispatchInput {
-  requestId: string;
-  tenant: string;
   model: string;
   /** `/v1/chat/completions` or `/v1/completions`. */
   path: string;
   /** The client's body, forwarded byte for byte. */
   body: Uint8Array;
-  headers: Headers;
   hashes: string[];
   promptTokens: number;
   sessionKey: string | undefined;
   /** Regions to try, nearest first. */
   regions: LoadedRegion[];
-  /** When the request arrived (ms), for the log line's duration. */
-  startedAt: number;
-}
-
-/** The part of the execution context dispatch needs: work that outlives the response. */
-export interface WaitUntil {
-  waitUntil(promise: Promise<unknown>): void;
 }
 
 interface Attempt {
@@ -60,8 +51,9 @@ interface Attempt {
 
 type Ok = Extract<RouteResult, { ok: true }>;
 
-export async function dispatch(env: Env, ctx: WaitUntil, config: LoadedConfig, input: DispatchInput): Promise<Response> {
-  const { limits } = config.raw;
+export async function dispatch(rc: RequestContext, input: DispatchInput): Promise<Response> {
+  const { env, ctx } = rc;
+  const { limits } = rc.config.raw;
   const attempts: Attempt[] = [];
   let retryAfter = Infinity;
   let lastMessage = "no region serves this model";
@@ -73,7 +65,7 @@ export async function dispatch(env: Env, ctx: WaitUntil, config: LoadedConfig, i
       let routed: RouteResult;
       try {
         routed = await stub.route(region.init, {
-          requestId: input.requestId,
+          requestId: rc.requestId,
           model: input.model,
           hashes: input.hashes,
           promptTokens: input.promptTokens,
@@ -82,9 +74,7 @@ export async function dispatch(env: Env, ctx: WaitUntil, config: LoadedConfig, i
         });
       } catch (e) {
         // The region's Durable Object is unreachable or overloaded: treat the region as down.
-        console.error(
-          JSON.stringify({ event: "region_error", request_id: input.requestId, region: region.config.name, message: String(e) }),
-        );
+        console.error(JSON.stringify({ event: "region_error", request_id: rc.requestId, region: region.config.name, message: String(e) }));
         routed = { ok: false, reason: "saturated", message: `region ${region.config.name} is unavailable`, retryAfterSeconds: 1 };
       }
       if (!routed.ok) {
@@ -93,7 +83,7 @@ export async function dispatch(env: Env, ctx: WaitUntil, config: LoadedConfig, i
         lastMessage = routed.message;
         break;
       }
-      const upstream = await callNode(routed, region, input, limits.first_byte_timeout_ms);
+      const upstream = await callNode(rc, routed, region, input);
       if (!upstream.ok) {
         attempts.push({ region: region.config.name, node: routed.nodeId, outcome: upstream.reason });
         lastMessage = `node ${routed.nodeId} in ${region.config.name} failed: ${upstream.reason}`;
@@ -104,31 +94,26 @@ export async function dispatch(env: Env, ctx: WaitUntil, config: LoadedConfig, i
       ctx.waitUntil(stub.firstByte(routed.ticket).then(ignore, logBookkeepingError));
       const decision: Decision = regionIndex > 0 ? "failover" : routed.decision;
       attempts.push({ region: region.config.name, node: routed.nodeId, outcome: "ok" });
-      return respond(ctx, stub, region, routed, decision, upstream, input, attempts);
+      return respond({ rc, input, stub, region, routed, decision, upstream, attempts });
     }
   }
 
   console.log(
     JSON.stringify({
       event: "request",
-      request_id: input.requestId,
-      tenant: input.tenant,
+      request_id: rc.requestId,
+      tenant: rc.tenant.id,
       model: input.model,
       status: 503,
       attempts,
-      duration_ms: Date.now() - input.startedAt,
+      duration_ms: Date.now() - rc.startedAt,
     }),
   );
   const seconds = Number.isFinite(retryAfter) ? retryAfter : 5;
   const tried = attempts.map((a) => (a.node ? `${a.region}/${a.node}: ${a.outcome}` : `${a.region}: ${a.outcome}`)).join("; ");
-  throw new ApiError(
-    503,
+  throw ApiError.noCapacity(
     `No node can take this request now (${lastMessage}; tried ${tried || "nothing"}). Retry after ${seconds} s.`,
-    "server_error",
-    "no_capacity",
-    {
-      headers: { "retry-after": String(seconds) },
-    },
+    seconds,
   );
 }
 
@@ -143,13 +128,14 @@ type Upstream =
   | { ok: false; reason: string };
 
 /** Calls the node and waits for its first body byte (or a definitive non-retryable answer). */
-async function callNode(routed: Ok, region: LoadedRegion, input: DispatchInput, timeoutMs: number): Promise<Upstream> {
+async function callNode(rc: RequestContext, routed: Ok, region: LoadedRegion, input: DispatchInput): Promise<Upstream> {
+  const timeoutMs = rc.config.raw.limits.first_byte_timeout_ms;
   const headers = new Headers();
   for (const name of FORWARDED_HEADERS) {
-    const v = input.headers.get(name);
+    const v = rc.request.headers.get(name);
     if (v !== null) headers.set(name, v);
   }
-  headers.set("x-request-id", input.requestId);
+  headers.set("x-request-id", rc.requestId);
   if (region.originToken) headers.set("authorization", `Bearer ${region.originToken}`);
 
   const controller = new AbortController();
@@ -180,19 +166,23 @@ async function callNode(routed: Ok, region: LoadedRegion, input: DispatchInput, 
   }
 }
 
-function respond(
-  ctx: WaitUntil,
-  stub: DurableObjectStub<import("../../durable-objects/region.ts").RegionDurableObject>,
-  region: LoadedRegion,
-  routed: Ok,
-  decision: Decision,
-  upstream: Extract<Upstream, { ok: true }>,
-  input: DispatchInput,
-  attempts: Attempt[],
-): Response {
+/** A node answered: everything needed to relay its answer and account for it. */
+interface Answer {
+  rc: RequestContext;
+  input: DispatchInput;
+  stub: DurableObjectStub<RegionDurableObject>;
+  region: LoadedRegion;
+  routed: Ok;
+  decision: Decision;
+  upstream: Extract<Upstream, { ok: true }>;
+  attempts: Attempt[];
+}
+
+function respond({ rc, input, stub, region, routed, decision, upstream, attempts }: Answer): Response {
+  const { ctx, requestId } = rc;
   const headers = new Headers(upstream.response.headers);
   for (const h of DROPPED_RESPONSE_HEADERS) headers.delete(h);
-  headers.set("x-request-id", input.requestId);
+  headers.set("x-request-id", requestId);
   headers.set("x-warmpath-region", region.config.name);
   headers.set("x-warmpath-node", routed.nodeId);
   headers.set("x-warmpath-decision", decision);
@@ -208,8 +198,8 @@ function respond(
     finish = (end, usage, bytes) => {
       const log = {
         event: "request",
-        request_id: input.requestId,
-        tenant: input.tenant,
+        request_id: requestId,
+        tenant: rc.tenant.id,
         model: input.model,
         status: upstream.response.status,
         region: region.config.name,
@@ -225,7 +215,7 @@ function respond(
         candidates: routed.candidates,
         attempts,
         first_byte_ms: upstream.firstByteMs,
-        duration_ms: Date.now() - input.startedAt,
+        duration_ms: Date.now() - rc.startedAt,
         end,
         bytes,
         usage,
@@ -240,6 +230,6 @@ function respond(
     finish("ok", undefined, 0);
     return new Response(null, { status: upstream.response.status, headers });
   }
-  const body = relay({ first: upstream.first, reader: upstream.reader, sse, onEnd: finish });
+  const body = relay({ first: upstream.first, reader: upstream.reader, sse, requestId, onEnd: finish });
   return new Response(body, { status: upstream.response.status, headers });
 }

@@ -27,11 +27,13 @@ export interface RelayOptions {
   reader: ReadableStreamDefaultReader<Uint8Array>;
   /** Whether the body is an SSE stream (gets an error event on failure). */
   sse: boolean;
+  /** For the relay's own log lines. */
+  requestId: string;
   /** Called once, when the body ends, fails or is cancelled. */
   onEnd: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
 }
 
-export function relay({ first, reader, sse, onEnd }: RelayOptions): ReadableStream<Uint8Array> {
+export function relay({ first, reader, sse, requestId, onEnd }: RelayOptions): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   let tail = "";
   let bytes = 0;
@@ -65,7 +67,7 @@ export function relay({ first, reader, sse, onEnd }: RelayOptions): ReadableStre
           const { done, value } = await reader.read();
           if (done) {
             if (sse && !tail.trimEnd().endsWith(SSE_DONE)) {
-              console.log(JSON.stringify({ event: "upstream_stream_truncated" }));
+              console.log(JSON.stringify({ event: "upstream_stream_truncated", request_id: requestId }));
               failStream(controller);
               return;
             }
@@ -76,7 +78,7 @@ export function relay({ first, reader, sse, onEnd }: RelayOptions): ReadableStre
           observe(value);
           controller.enqueue(value);
         } catch (e) {
-          console.log(JSON.stringify({ event: "upstream_stream_error", message: String(e) }));
+          console.log(JSON.stringify({ event: "upstream_stream_error", request_id: requestId, message: String(e) }));
           if (sse) {
             failStream(controller);
           } else {

@@ -5,11 +5,9 @@
  * function finds the last usage object in it.
  */
 
-export interface Usage {
-  promptTokens: number;
-  cachedTokens: number;
-  completionTokens: number;
-}
+import type { Usage } from "../contracts/routing.ts";
+
+export type { Usage };
 
 /** Characters of the answer's tail kept for usage parsing. */
 export const USAGE_TAIL_CHARS = 8192;

@@ -1,12 +1,8 @@
 /** Configuration: validated at the boundary, loud and specific when wrong, never half-read. */
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
-import { guardDevCredential } from "../../src/auth/bearer.ts";
-import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
-import { ConfigError, loadConfig, type LoadedConfig } from "../../src/config/load.ts";
-import { ApiError } from "../../src/http/errors.ts";
+import { ConfigError, loadConfig } from "../../src/config/load.ts";
 import { TEST_CONFIG } from "../fixtures/config.ts";
-import type { Env } from "../../src/env.ts";
 
 const secrets = { NODE_TOKEN_TEST: "t", ADMIN_TOKEN_TEST: "a" };
 const envWith = (config: unknown, extra: Record<string, unknown> = secrets) => ({ WARMPATH_CONFIG: config, ...extra }) as unknown as Env;
@@ -45,6 +41,41 @@ describe("loadConfig", () => {
     expect(configError(envWith(badKey))).toContain("tenants.0.api_key_sha256.0");
   });
 
+  it("refuses an unknown key anywhere, naming the key and where it is", () => {
+    const top = clone();
+    top.limts = { max_retries: 1 };
+    expect(configError(envWith(top))).toMatch(/\(root\): Unrecognized key: "limts"/);
+    const region = clone();
+    (region.regions[1] as Record<string, unknown>).node_silense_ms = 100;
+    expect(configError(envWith(region))).toMatch(/regions\.1: Unrecognized key: "node_silense_ms"/);
+    const typo = clone();
+    (typo.regions[0] as Record<string, unknown>).policy = { name: "warmpath", load_facter: 2 };
+    expect(configError(envWith(typo))).toMatch(/regions\.0\.policy: Unrecognized key: "load_facter"/);
+    const wrongPolicy = clone();
+    (wrongPolicy.regions[0] as Record<string, unknown>).policy = { name: "warmpath", cache_threshold: 0.5 };
+    expect(configError(envWith(wrongPolicy))).toMatch(/regions\.0\.policy: Unrecognized key: "cache_threshold"/);
+    const tenant = clone();
+    (tenant.tenants[1] as Record<string, unknown>).shared_namespace = ["commons"];
+    expect(configError(envWith(tenant))).toMatch(/tenants\.1: Unrecognized key: "shared_namespace"/);
+    const nested = clone();
+    (nested.regions[3]!.nodes![0] as Record<string, unknown>).kv_capacity = 5;
+    expect(configError(envWith(nested))).toMatch(/regions\.3\.nodes\.0: Unrecognized key: "kv_capacity"/);
+  });
+
+  it("fills each policy's own defaults, and reads a policy table without a name as warmpath's", () => {
+    const cfg = clone();
+    (cfg.regions[0] as Record<string, unknown>).policy = { tie_tolerance_seconds: 0.1 };
+    (cfg.regions[1] as Record<string, unknown>).policy = { name: "sglang-cache-aware" };
+    const loaded = loadConfig(envWith(cfg));
+    expect(loaded.regions[0]!.init.settings.policy).toEqual({ name: "warmpath", tie_tolerance_seconds: 0.1, kv_pressure_threshold: 0.95 });
+    expect(loaded.regions[1]!.init.settings.policy).toEqual({
+      name: "sglang-cache-aware",
+      cache_threshold: 0.3,
+      balance_abs_threshold: 64,
+      balance_rel_threshold: 1.5,
+    });
+  });
+
   it("rejects duplicates and missing secrets by name", () => {
     const dup = clone();
     dup.regions[1]!.name = "eu";
@@ -77,21 +108,5 @@ describe("an invalid configuration", () => {
       expect(body.error.code).toBe("invalid_configuration");
       expect(body.error.message).toContain("tenants");
     }
-  });
-});
-
-describe("development credentials", () => {
-  const request = (host: string) => new Request(`http://${host}/v1/models`);
-  const config = (mode: "development" | "production") => ({ raw: { mode } }) as unknown as LoadedConfig;
-
-  it("are accepted only in development mode on a loopback host", () => {
-    expect(() => guardDevCredential(DEV_API_KEY, request("localhost:8787"), config("development"))).not.toThrow();
-    expect(() => guardDevCredential(DEV_API_KEY, request("127.0.0.1:8787"), config("development"))).not.toThrow();
-    expect(() => guardDevCredential(DEV_API_KEY, request("localhost:8787"), config("production"))).toThrow(ApiError);
-    expect(() => guardDevCredential(DEV_API_KEY, request("warmpath.example.workers.dev"), config("development"))).toThrow(ApiError);
-  });
-
-  it("do not affect other credentials", () => {
-    expect(() => guardDevCredential("sk-real", request("api.example.com"), config("production"))).not.toThrow();
   });
 });

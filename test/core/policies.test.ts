@@ -1,6 +1,6 @@
 /** Each policy's choice on hand-built candidates: the behaviour that defines it. */
 import { describe, expect, it } from "vitest";
-import { createPolicy, type Candidate, type PolicyInput } from "../../src/core/policies/index.ts";
+import { createPolicy, parsePolicySpec, type Candidate, type PolicyInput, type PolicyName } from "../../src/core/policies/index.ts";
 import { seededRandom } from "../../src/core/random.ts";
 
 const PROMPT = 10_000;
@@ -37,8 +37,10 @@ function input(candidates: Candidate[], over: Partial<PolicyInput["request"]> = 
   };
 }
 
-const pick = (name: Parameters<typeof createPolicy>[0]["name"], i: PolicyInput) => {
-  const c = createPolicy({ name }).choose(i);
+const makePolicy = (spec: object) => createPolicy(parsePolicySpec(spec));
+
+const pick = (name: PolicyName, i: PolicyInput) => {
+  const c = makePolicy({ name }).choose(i);
   return { id: i.candidates[c.index]!.id, decision: c.decision };
 };
 
@@ -89,7 +91,7 @@ describe("warmpath", () => {
   });
 
   it("with load_factor, uses the classic bound: up to load_factor x the mean work", () => {
-    const classic = createPolicy({ name: "warmpath", load_factor: 1.25 });
+    const classic = makePolicy({ name: "warmpath", load_factor: 1.25 });
     const nodes = ["a", "b", "c", "d"].map((id) => node(id, { workAheadTokens: 10_000 }));
     const first = nodes[classic.choose(input(nodes, { sessionKey: "k2" })).index]!.id;
     // 20% above the mean (within 1.25x, counting the request): still the key's node.
@@ -136,15 +138,15 @@ describe("baselines", () => {
   const four = () => ["a", "b", "c", "d"].map((id) => node(id));
 
   it("round-robin cycles", () => {
-    const policy = createPolicy({ name: "round-robin" });
-    const ids = Array.from({ length: 8 }, () => four()[policy.choose(input(four())).index]!.id);
+    const rr = makePolicy({ name: "round-robin" });
+    const ids = Array.from({ length: 8 }, () => four()[rr.choose(input(four())).index]!.id);
     expect(ids).toEqual(["a", "b", "c", "d", "a", "b", "c", "d"]);
   });
 
   it("random covers every node, reproducibly for a seed", () => {
-    const policy = createPolicy({ name: "random" });
+    const rnd = makePolicy({ name: "random" });
     const i = input(four());
-    const ids = new Set(Array.from({ length: 50 }, () => policy.choose(i).index));
+    const ids = new Set(Array.from({ length: 50 }, () => rnd.choose(i).index));
     expect(ids.size).toBe(4);
   });
 

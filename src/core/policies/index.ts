@@ -1,69 +1,66 @@
-/** The policy registry: names as used in configuration, and a factory. */
-import {
-  ConsistentHashPolicy,
-  DynamoKvPolicy,
-  LeastLoadedPolicy,
-  RandomPolicy,
-  RoundRobinPolicy,
-  SGLANG_DEFAULTS,
-  SglangCacheAwarePolicy,
-  StickySessionPolicy,
-} from "./baselines.ts";
-import { WARMPATH_DEFAULTS, WarmpathPolicy } from "./warmpath.ts";
-import type { RoutingPolicy } from "./types.ts";
+/**
+ * The policy registry: every policy by its configuration name, the contract of a policy's
+ * configuration (`policySpecSchema`: a union of each policy's own strict options schema, so an
+ * option of another policy, or a misspelt one, is refused by name), and the factory.
+ *
+ * Besides warmpath's own policy, the baselines users compare it against, on the same interfaces
+ * and information; each is a faithful, minimal version of what the named system does.
+ */
+import { z } from "zod";
+import { consistentHash, consistentHashOptionsSchema } from "./consistent-hash.ts";
+import { dynamoKv, dynamoKvOptionsSchema } from "./dynamo-kv.ts";
+import { leastLoaded, leastLoadedOptionsSchema } from "./least-loaded.ts";
+import { randomOptionsSchema, randomPolicy } from "./random.ts";
+import { roundRobin, roundRobinOptionsSchema } from "./round-robin.ts";
+import { sglangCacheAware, sglangCacheAwareOptionsSchema } from "./sglang-cache-aware.ts";
+import { sticky, stickyOptionsSchema } from "./sticky.ts";
+import { warmpath, warmpathOptionsSchema } from "./warmpath.ts";
+import type { PolicyDefinition, RoutingPolicy } from "./types.ts";
 
-export const POLICY_NAMES = [
-  "warmpath",
-  "round-robin",
-  "random",
-  "least-loaded",
-  "sticky",
-  "consistent-hash",
-  "sglang-cache-aware",
-  "dynamo-kv",
-] as const;
+/** A policy and its options, as in a region's configuration (`policy = { name = "...", ... }`). */
+export const policySpecSchema = z.discriminatedUnion("name", [
+  warmpathOptionsSchema,
+  roundRobinOptionsSchema,
+  randomOptionsSchema,
+  leastLoadedOptionsSchema,
+  stickyOptionsSchema,
+  consistentHashOptionsSchema,
+  sglangCacheAwareOptionsSchema,
+  dynamoKvOptionsSchema,
+]);
 
-export type PolicyName = (typeof POLICY_NAMES)[number];
+/** A parsed policy spec: the policy's options with their defaults filled in. */
+export type PolicySpec = z.output<typeof policySpecSchema>;
 
-/** Policy selection and parameters, as in a region's configuration. Unset parameters take the policy's defaults. */
-export interface PolicySpec {
-  name: PolicyName;
-  load_factor?: number | undefined;
-  tie_tolerance_seconds?: number | undefined;
-  kv_pressure_threshold?: number | undefined;
-  cache_threshold?: number | undefined;
-  balance_abs_threshold?: number | undefined;
-  balance_rel_threshold?: number | undefined;
-  overlap_weight?: number | undefined;
+/** A policy spec as written: options may be left out for their defaults. */
+export type PolicySpecInput = z.input<typeof policySpecSchema>;
+
+export type PolicyName = PolicySpec["name"];
+
+/** Each name's definition; the mapped type checks that a definition's schema is the one for its name. */
+const DEFINITIONS: { [N in PolicyName]: PolicyDefinition<Extract<PolicySpec, { name: N }>> } = {
+  warmpath,
+  "round-robin": roundRobin,
+  random: randomPolicy,
+  "least-loaded": leastLoaded,
+  sticky,
+  "consistent-hash": consistentHash,
+  "sglang-cache-aware": sglangCacheAware,
+  "dynamo-kv": dynamoKv,
+};
+
+/** Every policy name, warmpath first. */
+export const POLICY_NAMES = Object.keys(DEFINITIONS) as [PolicyName, ...PolicyName[]];
+
+/** Parses a policy spec (filling its defaults); throws a ZodError naming any bad or unknown option. */
+export function parsePolicySpec(input: unknown): PolicySpec {
+  return policySpecSchema.parse(input);
 }
 
 export function createPolicy(spec: PolicySpec): RoutingPolicy {
-  switch (spec.name) {
-    case "warmpath":
-      return new WarmpathPolicy({
-        loadFactor: spec.load_factor,
-        tieToleranceSeconds: spec.tie_tolerance_seconds ?? WARMPATH_DEFAULTS.tieToleranceSeconds,
-        kvPressureThreshold: spec.kv_pressure_threshold ?? WARMPATH_DEFAULTS.kvPressureThreshold,
-      });
-    case "round-robin":
-      return new RoundRobinPolicy();
-    case "random":
-      return new RandomPolicy();
-    case "least-loaded":
-      return new LeastLoadedPolicy();
-    case "sticky":
-      return new StickySessionPolicy();
-    case "consistent-hash":
-      return new ConsistentHashPolicy(spec.load_factor ?? 1.25);
-    case "sglang-cache-aware":
-      return new SglangCacheAwarePolicy({
-        cacheThreshold: spec.cache_threshold ?? SGLANG_DEFAULTS.cacheThreshold,
-        balanceAbsThreshold: spec.balance_abs_threshold ?? SGLANG_DEFAULTS.balanceAbsThreshold,
-        balanceRelThreshold: spec.balance_rel_threshold ?? SGLANG_DEFAULTS.balanceRelThreshold,
-      });
-    case "dynamo-kv":
-      return new DynamoKvPolicy(spec.overlap_weight ?? 1);
-  }
+  // The name selects the definition whose options `spec` was parsed by.
+  const definition = DEFINITIONS[spec.name] as PolicyDefinition<PolicySpec>;
+  return definition.create(spec);
 }
 
-export type { RoutingPolicy, Decision, Candidate, PolicyInput, PolicyChoice } from "./types.ts";
+export type { RoutingPolicy, Decision, Candidate, PolicyInput, PolicyChoice, PolicyDefinition } from "./types.ts";

@@ -1,22 +1,15 @@
 /**
  * The interface every routing policy implements. A policy only *chooses*: the region router
- * (region-router.ts) gathers the candidates, and applies the choice to the index and the load model,
+ * (region/router.ts) gathers the candidates, and applies the choice to the index and the load model,
  * so warmpath's policy and the baselines are compared on exactly the same information.
  */
+import type { z } from "zod";
+import { decisionSchema, type Decision } from "../../contracts/routing.ts";
 
-/**
- * Why a node was chosen, as sent in `x-warmpath-decision`:
- * - `prefix-hit`: the node with the longest believed cached prefix.
- * - `hot-spill`: a node holds a longer prefix but is too loaded; sent to a less loaded node.
- * - `cold-spread`: no node holds a useful prefix; placed by consistent hashing with bounded loads.
- * - `session`: the session hint (`x-session-id` / `prompt_cache_key`) picked among equal choices.
- * - `balance`: a load-balancing baseline (round-robin, random, least-loaded) chose it.
- * - `retry`: the first node failed before the first byte; this is another node.
- * - `failover`: the nearest region could not take the request; another region served it.
- */
-export type Decision = "prefix-hit" | "hot-spill" | "cold-spread" | "session" | "balance" | "retry" | "failover";
+export type { Decision } from "../../contracts/routing.ts";
 
-export const DECISIONS: readonly Decision[] = ["prefix-hit", "hot-spill", "cold-spread", "session", "balance", "retry", "failover"];
+/** Every decision, in the order counters and reports list them. */
+export const DECISIONS: readonly Decision[] = decisionSchema.options;
 
 /** One node a request may go to, with everything the router knows about it. */
 export interface Candidate {
@@ -75,4 +68,14 @@ export interface PolicyChoice {
 export interface RoutingPolicy {
   readonly name: string;
   choose(input: PolicyInput): PolicyChoice;
+}
+
+/**
+ * A policy as the registry (index.ts) knows it: its strict options schema (`name` as a literal,
+ * then its own options with their defaults) and a factory taking the parsed options. A policy's
+ * options and their defaults live only in its schema.
+ */
+export interface PolicyDefinition<Options extends { name: string }> {
+  readonly options: z.ZodType<Options>;
+  create(options: Options): RoutingPolicy;
 }

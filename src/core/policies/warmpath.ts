@@ -16,41 +16,47 @@
  *   `prefix-hit` when the shared prefix is cached everywhere), keyed on the first block no node
  *   holds: the key's rendezvous order picks among the nodes whose load is within the bound, so
  *   repeats of a new prefix converge on one node and distinct prompts spread. The default bound
- *   is additive and tight, "no more than `tieTolerance` seconds of queued prefill above the least
- *   loaded node"; setting `loadFactor` selects the classic multiplicative bound ("at most
- *   loadFactor x the mean work"), which the benchmark measured as slower (see `choose`).
- * - Estimates within `tieTolerance` of the best are ties; a session hint breaks them first
+ *   is additive and tight, "no more than `tie_tolerance_seconds` of queued prefill above the least
+ *   loaded node"; setting `load_factor` selects the classic multiplicative bound ("at most
+ *   load_factor x the mean work"), which the benchmark measured as slower (see `choose`).
+ * - Estimates within `tie_tolerance_seconds` of the best are ties; a session hint breaks them first
  *   (`session`), then a rendezvous hash of the request's placement key, so ties are deterministic
  *   per prompt but spread across prompts.
- * - A node under KV pressure (reported usage above `kvPressureThreshold`) is evicting, so its
+ * - A node under KV pressure (reported usage above `kv_pressure_threshold`) is evicting, so its
  *   believed prefix is discounted by half.
  */
+import { z } from "zod";
 import { rendezvousScore } from "../hash.ts";
 import { boundedLoadChoice } from "./placement.ts";
-import type { Candidate, PolicyChoice, PolicyInput, RoutingPolicy } from "./types.ts";
+import type { Candidate, PolicyChoice, PolicyDefinition, PolicyInput, RoutingPolicy } from "./types.ts";
 
-/** Parameters of {@link WarmpathPolicy}. */
-export interface WarmpathPolicyOptions {
-  /**
-   * Classic bounded-load factor for cold placement (a node is eligible while its work ahead is at
-   * most loadFactor x the mean). Default undefined: the tight additive bound (`tieToleranceSeconds`
-   * above the least loaded node), measured faster; see `choose`.
-   */
-  loadFactor: number | undefined;
-  /**
-   * Two estimates closer than this many seconds are a tie. Default 0.05 s: below the noise of a
-   * load report and of network latency, so a tie is decided by affinity rather than by noise.
-   */
-  tieToleranceSeconds: number;
-  /** Reported KV usage above which a node's believed prefix is discounted. Default 0.95. */
-  kvPressureThreshold: number;
-}
+export const warmpathOptionsSchema = z.strictObject({
+  name: z.literal("warmpath"),
+  // No default: unset selects the tight additive bound, measured faster (see `choose`).
+  load_factor: z
+    .number()
+    .min(1)
+    .max(10)
+    .optional()
+    .describe(
+      "Classic bounded-load factor for cold placement: a node is eligible while its queued prefill is at most this multiple of the mean. Unset: within tie_tolerance_seconds of the least loaded node.",
+    ),
+  // Below the noise of a load report and of network latency, so a tie is decided by affinity rather than by noise.
+  tie_tolerance_seconds: z
+    .number()
+    .min(0)
+    .max(10)
+    .default(0.05)
+    .describe("Estimated times to first token closer than this many seconds are a tie, broken by the session hint then by hash."),
+  kv_pressure_threshold: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(0.95)
+    .describe("Reported KV cache usage above which a node is taken to be evicting, and its believed prefix is discounted by half."),
+});
 
-export const WARMPATH_DEFAULTS: WarmpathPolicyOptions = {
-  loadFactor: undefined,
-  tieToleranceSeconds: 0.05,
-  kvPressureThreshold: 0.95,
-};
+export type WarmpathOptions = z.output<typeof warmpathOptionsSchema>;
 
 /** Recent prefill work differing by less than this (tokens) is equal, so rendezvous hashing decides. */
 const RECENT_WORK_TIE_TOKENS = 1_000;
@@ -64,13 +70,13 @@ export function placementKey(candidates: readonly Candidate[], hashes: readonly 
 
 export class WarmpathPolicy implements RoutingPolicy {
   readonly name = "warmpath";
-  private readonly options: WarmpathPolicyOptions;
-  constructor(options: WarmpathPolicyOptions = WARMPATH_DEFAULTS) {
+  private readonly options: WarmpathOptions;
+  constructor(options: WarmpathOptions) {
     this.options = options;
   }
 
   choose({ candidates, request }: PolicyInput): PolicyChoice {
-    const { tieToleranceSeconds, kvPressureThreshold } = this.options;
+    const { tie_tolerance_seconds: tieToleranceSeconds, kv_pressure_threshold: kvPressureThreshold } = this.options;
     const key = placementKey(candidates, request.hashes, request.sessionKey ?? "");
 
     let maxMatch = 0;
@@ -85,14 +91,14 @@ export class WarmpathPolicy implements RoutingPolicy {
     // Cold placement. Benchmark-tuned (bench/RESULTS.md): the classic bound (eligible while at
     // most 1.25 x the mean work) sends a request that gains nothing from any node to a node up to
     // 25% busier than the mean when the least busy one would answer sooner. The default bound is
-    // therefore additive: eligible while within `tieToleranceSeconds` of the least loaded node,
+    // therefore additive: eligible while within `tie_tolerance_seconds` of the least loaded node,
     // and the key's rendezvous order (via `prefer`) picks among those. Repeats of a new prefix
     // converge (the same key ranks nodes the same way, and the first dispatch is recorded in the
     // index, so the second finds a holder) and distinct prompts spread. On the Mooncake trace,
     // where ~80% of requests are cold, heavy-load mean TTFT fell from 4.7 s to 2.7 s with it.
-    if (maxMatch === minMatch && this.options.loadFactor !== undefined) {
+    if (maxMatch === minMatch && this.options.load_factor !== undefined) {
       const loads = candidates.map((c) => c.workAheadTokens);
-      const { index } = boundedLoadChoice(candidates, key, loads, uncached[0]!, this.options.loadFactor);
+      const { index } = boundedLoadChoice(candidates, key, loads, uncached[0]!, this.options.load_factor);
       return { index, decision: maxMatch > 0 ? "prefix-hit" : "cold-spread" };
     }
 
@@ -138,3 +144,8 @@ function ties(estimates: readonly number[], best: number, tolerance: number): nu
   for (const e of estimates) if (e <= best + tolerance) n++;
   return n;
 }
+
+export const warmpath: PolicyDefinition<WarmpathOptions> = {
+  options: warmpathOptionsSchema,
+  create: (options) => new WarmpathPolicy(options),
+};

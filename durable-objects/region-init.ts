@@ -1,0 +1,25 @@
+/**
+ * The region init contract: everything the region Durable Object needs to (re)build its router,
+ * sent by the worker with every call and stored by the object. It lives with the object that
+ * consumes it; the worker's configuration loader produces it.
+ */
+import { z } from "zod";
+import { nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "../src/contracts/node.ts";
+import { regionSettingsSchema } from "../src/core/region/index.ts";
+
+/** A node declared in configuration: it needs no reports and never expires by silence. */
+export const staticNodeSchema = z.strictObject({
+  id: nodeIdSchema,
+  url: nodeUrlSchema,
+  models: nodeModelsSchema,
+  kvCapacityTokens: z.number().int().positive(),
+});
+
+export const regionInitSchema = z.strictObject({
+  /** Changes whenever any field below changes. */
+  fingerprint: z.string().min(1),
+  settings: regionSettingsSchema,
+  staticNodes: z.array(staticNodeSchema),
+});
+
+export type RegionInit = z.infer<typeof regionInitSchema>;

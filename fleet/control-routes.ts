@@ -1,0 +1,66 @@
+/**
+ * A node's control endpoints, for tests and demos: GET /admin/state, and POST /admin/faults,
+ * /admin/restart and /admin/crash. Each POST reads an optional JSON object body first, so a bad
+ * body is a 400 even on an unknown admin path.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { FaultsSchema } from "./config.ts";
+import { RequestError } from "./prompt.ts";
+import { parseJsonObject, readBody, sendError, sendJson } from "./http-io.ts";
+import type { NodeRuntime } from "./node-runtime.ts";
+
+/** What the control endpoints can do to the node's process (implemented by node.ts). */
+export interface Lifecycle {
+  crash(): Promise<void>;
+  restart(downMs: number): Promise<void>;
+}
+
+async function readOptionalObject(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const text = await readBody(req);
+  return text.trim() === "" ? {} : parseJsonObject(text);
+}
+
+/** A field that, when present, must be a number >= 0 (milliseconds). */
+function optionalMs(body: Record<string, unknown>, key: string): number | undefined {
+  const v = body[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== "number" || v < 0) throw new RequestError(`${key} must be a number >= 0`, key);
+  return v;
+}
+
+export function getState(node: NodeRuntime, res: ServerResponse): void {
+  sendJson(res, 200, node.state());
+}
+
+export async function postFaults(node: NodeRuntime, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = await readOptionalObject(req);
+  const parsed = FaultsSchema.partial().safeParse(body);
+  if (!parsed.success) {
+    const msg = parsed.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`).join("; ");
+    throw new RequestError(msg);
+  }
+  sendJson(res, 200, { faults: node.setFaults(parsed.data) });
+}
+
+export async function postRestart(node: NodeRuntime, life: Lifecycle, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const downMs = optionalMs(await readOptionalObject(req), "down_ms") ?? 0;
+  // Answer first, then die: the restart closes this connection too.
+  res.on("finish", () => void life.restart(downMs));
+  sendJson(res, 200, { restarting: true, down_ms: downMs, old_boot_id: node.bootId });
+}
+
+export async function postCrash(node: NodeRuntime, life: Lifecycle, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const after = optionalMs(await readOptionalObject(req), "restart_after_ms");
+  res.on("finish", () => {
+    void life.crash().then(() => {
+      if (after !== undefined) node.autoRestart = setTimeout(() => void life.restart(0), after);
+    });
+  });
+  sendJson(res, 200, { crashing: true, restart_after_ms: after ?? null });
+}
+
+/** POST /admin/<anything else>: the body is still read and checked, then 404. */
+export async function postUnknownAdmin(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+  await readOptionalObject(req);
+  sendError(res, 404, `no such admin endpoint ${path}`, "NotFoundError");
+}

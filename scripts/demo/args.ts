@@ -1,0 +1,87 @@
+/**
+ * The demo's command line: flags, their validation and the --help text, kept apart from the run
+ * so that runDemo takes plain options (the end-to-end test calls it directly) and every default
+ * named in the help is the one the code uses.
+ */
+import { parseArgs } from "node:util";
+import { DEFAULT_WORKLOAD, type WorkloadOptions } from "../workload.ts";
+import type { DemoOptions } from "./run.ts";
+
+/** --quick: a smaller, faster run (well under a minute). */
+export const QUICK_WORKLOAD: Partial<WorkloadOptions> = { requests: 400 };
+
+export const HELP = `npm run demo [-- options]
+
+  --quick              ${QUICK_WORKLOAD.requests} requests instead of ${DEFAULT_WORKLOAD.requests} (about half a minute in all)
+  --requests N         total requests (default ${DEFAULT_WORKLOAD.requests})
+  --seed N             workload seed (default ${DEFAULT_WORKLOAD.seed})
+  --rate R             mean arrivals per second of model time (default ${DEFAULT_WORKLOAD.requestsPerSecond})
+  --time-factor F      run the fleet and the schedule F times faster than real time (default 5)
+  --concurrency N      most requests in flight (default 64)
+  --policies A,B       policies to compare (default sticky,warmpath)
+  --fleet FILE         fleet file (default fleet/fleet.default.json)
+  --json               machine-readable result on stdout (--json-requests: with every request)
+  --verbose            wrangler dev's output on stderr
+Other workload knobs: scripts/workload.ts (DEFAULT_WORKLOAD), docs/demo.md.`;
+
+export type DemoArgs =
+  | { help: true }
+  | {
+      help: false;
+      /** The run's options, without the output callbacks. */
+      options: Omit<DemoOptions, "progress" | "routerOutput">;
+      json: boolean;
+      jsonRequests: boolean;
+      verbose: boolean;
+    };
+
+/** Parses and validates the flags (process.argv by default). Throws on an invalid number. */
+export function parseDemoArgs(args?: string[]): DemoArgs {
+  const { values } = parseArgs({
+    args,
+    options: {
+      requests: { type: "string" },
+      seed: { type: "string" },
+      "time-factor": { type: "string" },
+      concurrency: { type: "string" },
+      rate: { type: "string" },
+      fleet: { type: "string" },
+      policies: { type: "string" },
+      quick: { type: "boolean", default: false },
+      json: { type: "boolean", default: false },
+      verbose: { type: "boolean", default: false },
+      "json-requests": { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  if (values.help) return { help: true };
+  const num = (name: string, v: string | undefined) => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number`);
+    return n;
+  };
+  const workload: Partial<WorkloadOptions> = values.quick ? { ...QUICK_WORKLOAD } : {};
+  const requests = num("requests", values.requests);
+  const seed = num("seed", values.seed);
+  const rate = num("rate", values.rate);
+  if (requests !== undefined) workload.requests = Math.round(requests);
+  if (seed !== undefined) workload.seed = Math.round(seed);
+  if (rate !== undefined) workload.requestsPerSecond = rate;
+  return {
+    help: false,
+    options: {
+      workload,
+      timeFactor: num("time-factor", values["time-factor"]),
+      concurrency: values.concurrency === undefined ? undefined : Math.round(num("concurrency", values.concurrency)!),
+      policies: values.policies
+        ?.split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+      fleetFile: values.fleet,
+    },
+    json: values.json,
+    jsonRequests: values["json-requests"],
+    verbose: values.verbose,
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * The node boundary: what a GPU node (or the agent beside it) sends the router. One zod contract,
+ * used by the node API (`POST /v1/nodes/report`), the region Durable Object's RPC and the node
+ * reporter alike, with the TypeScript types derived from it. The wire form is snake_case, as
+ * documented in README's Node API; nothing renames it on the way in.
+ */
+import { z } from "zod";
+
+/** Node ids: lowercase letters, digits and dashes, at most 63 characters (a DNS label). */
+export const NODE_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+export const nodeIdSchema = z.string().regex(NODE_ID_PATTERN, "must be lowercase letters, digits and dashes (max 63)");
+
+/** An http(s) URL: where the router sends a node's requests. */
+export const nodeUrlSchema = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
+
+/** Model (or LoRA adapter) names a node serves. */
+export const nodeModelsSchema = z.array(z.string().min(1).max(256)).min(1).max(64);
+
+/**
+ * A node's load report. The first valid report registers the node in its region. Unknown fields
+ * are dropped rather than refused, so an agent newer than the router can still report.
+ */
+export const nodeReportSchema = z.object({
+  node_id: nodeIdSchema,
+  region: z.string().min(1).max(64),
+  url: nodeUrlSchema,
+  models: nodeModelsSchema,
+  kv_capacity_tokens: z.number().int().positive(),
+  running: z.number().int().min(0),
+  waiting: z.number().int().min(0),
+  kv_usage: z.number().min(0).max(1),
+  /** Changes when the node restarts (its cache is then forgotten). */
+  boot_id: z.string().min(1).max(128).optional(),
+});
+
+export type NodeReport = z.infer<typeof nodeReportSchema>;

@@ -1,0 +1,87 @@
+/**
+ * The routing boundary: what the worker sends the region Durable Object and what it answers. One
+ * zod contract per message, used by the worker (which builds them), the Durable Object (which
+ * validates them, since an RPC boundary is still a trust boundary: a bad call must be refused, not
+ * corrupt the node table or the index) and the core router (which takes the parsed types). Kept
+ * cheap (no per-hash regex) because `route` runs on every request.
+ */
+import { z } from "zod";
+import { nodeIdSchema } from "./node.ts";
+
+/**
+ * Why a node was chosen, as sent in `x-warmpath-decision`:
+ * - `prefix-hit`: the node with the longest believed cached prefix.
+ * - `hot-spill`: a node holds a longer prefix but is too loaded; sent to a less loaded node.
+ * - `cold-spread`: no node holds a useful prefix; placed by consistent hashing with bounded loads.
+ * - `session`: the session hint (`x-session-id` / `prompt_cache_key`) picked among equal choices.
+ * - `balance`: a load-balancing baseline (round-robin, random, least-loaded) chose it.
+ * - `retry`: the first node failed before the first byte; this is another node.
+ * - `failover`: the nearest region could not take the request; another region served it.
+ */
+export const decisionSchema = z.enum(["prefix-hit", "hot-spill", "cold-spread", "session", "balance", "retry", "failover"]);
+
+export type Decision = z.infer<typeof decisionSchema>;
+
+/** Token counts from an answer's `usage` (cached: `prompt_tokens_details.cached_tokens`). */
+export const usageSchema = z.object({
+  promptTokens: z.number().int().min(0),
+  cachedTokens: z.number().int().min(0),
+  completionTokens: z.number().int().min(0),
+});
+
+export type Usage = z.infer<typeof usageSchema>;
+
+/** A request to place: its prefix hashes and size, and what the worker knows about it. */
+export const routeRequestSchema = z.object({
+  requestId: z.string().min(1).max(128),
+  model: z.string().min(1).max(256),
+  /** Prefix block hashes (16 hex characters each), first block first. */
+  hashes: z.array(z.string().length(16)).max(4096),
+  /** Estimated prompt tokens. */
+  promptTokens: z.number().int().min(0),
+  /** Session or user key: a hint for warmpath, the pin for sticky sessions. */
+  sessionKey: z.string().max(1024).optional(),
+  /** Nodes already tried for this request (a retry). */
+  exclude: z.array(nodeIdSchema).max(16).optional(),
+});
+
+export type RouteRequest = z.infer<typeof routeRequestSchema>;
+
+/** The ticket of a dispatched request: handed back with its first byte and its completion. */
+export const ticketSchema = z.string().min(1).max(64);
+
+/** A placement (`ok: true`), or why the region cannot take the request (another region may). */
+export const routeResultSchema = z.discriminatedUnion("ok", [
+  z.object({
+    ok: z.literal(true),
+    ticket: ticketSchema,
+    nodeId: nodeIdSchema,
+    url: z.string(),
+    decision: decisionSchema,
+    policy: z.string(),
+    matchBlocks: z.number().int().min(0),
+    totalBlocks: z.number().int().min(0),
+    predictedCachedTokens: z.number().min(0),
+    workAheadTokens: z.number().min(0),
+    estimatedTtftMs: z.number().min(0),
+    candidates: z.number().int().min(0),
+  }),
+  z.object({
+    ok: z.literal(false),
+    reason: z.enum(["no-node", "saturated"]),
+    message: z.string(),
+    retryAfterSeconds: z.number().min(0),
+  }),
+]);
+
+export type RouteResult = z.infer<typeof routeResultSchema>;
+
+/** What the worker learned about a request's outcome. */
+export const completionOutcomeSchema = z.object({
+  /** `ok`: answered; `failed`: the node failed before the first byte; `stream-error`: failed after it; `cancelled`: the client went away. */
+  status: z.enum(["ok", "failed", "stream-error", "cancelled"]),
+  /** From the answer's `usage`, when present. */
+  usage: usageSchema.optional(),
+});
+
+export type CompletionOutcome = z.infer<typeof completionOutcomeSchema>;

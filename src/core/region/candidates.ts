@@ -1,0 +1,73 @@
+/**
+ * From a request to the policy's input: which nodes may take it, and what the router knows about
+ * each of them (believed cached prefix, queued work, load). Every policy, warmpath's and the
+ * baselines, chooses from exactly these candidates.
+ */
+import type { RouteRequest } from "../../contracts/routing.ts";
+import type { Candidate } from "../policies/types.ts";
+import type { PrefixIndex } from "../prefix-index.ts";
+import type { NodeEntry, NodeTable } from "./node-table.ts";
+
+export interface Eligible {
+  /** Nodes that may take the request, sorted by id (the stable order policies see). */
+  nodes: NodeEntry[];
+  /** How many nodes serve the model at all (0: the region cannot serve it; otherwise it is busy). */
+  servesModel: number;
+}
+
+/** Nodes serving the model, not excluded, available and below the in-flight limit. */
+export function eligibleNodes(table: NodeTable, req: RouteRequest, now: number, maxInflightPerNode: number): Eligible {
+  const nodes: NodeEntry[] = [];
+  let servesModel = 0;
+  for (const n of table.values()) {
+    if (!n.spec.models.includes(req.model)) continue;
+    servesModel++;
+    if (req.exclude?.includes(n.spec.id)) continue;
+    if (!table.isAvailable(n, now)) continue;
+    if (n.load.inflight >= maxInflightPerNode) continue;
+    nodes.push(n);
+  }
+  nodes.sort((a, b) => (a.spec.id < b.spec.id ? -1 : a.spec.id > b.spec.id ? 1 : 0));
+  return { nodes, servesModel };
+}
+
+/** One candidate per eligible node, in the same order. */
+export function buildCandidates(
+  eligible: readonly NodeEntry[],
+  index: PrefixIndex,
+  req: RouteRequest,
+  blockTokens: number,
+  now: number,
+): Candidate[] {
+  const depths = index.matchDepths(
+    req.hashes,
+    eligible.map((n) => n.spec.id),
+  );
+  return eligible.map((n, i) => {
+    const matchTokens = Math.min(req.promptTokens, depths[i]! * blockTokens);
+    const r = n.load.lastReport;
+    return {
+      id: n.spec.id,
+      matchBlocks: depths[i]!,
+      matchTokens,
+      uncachedTokens: req.promptTokens - matchTokens,
+      workAheadTokens: n.load.workAhead(now),
+      recentPrefillTokens: n.load.recentPrefill(now),
+      prefillRate: n.load.prefillRate,
+      inflight: n.load.inflight,
+      activeTokens: n.load.activeTokens,
+      indexBlocks: index.blocksOf(n.spec.id),
+      kvCapacityTokens: n.spec.kvCapacityTokens,
+      running: r?.running ?? 0,
+      waiting: r?.waiting ?? 0,
+      kvUsage: r?.kvUsage ?? 0,
+    };
+  });
+}
+
+/** The shortest modelled prefill queue among the candidates, in seconds. */
+export function shortestWaitSeconds(candidates: readonly Candidate[]): number {
+  let minWait = Infinity;
+  for (const c of candidates) minWait = Math.min(minWait, c.workAheadTokens / c.prefillRate);
+  return minWait;
+}

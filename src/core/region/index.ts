@@ -1,0 +1,6 @@
+/** The region router module: one region's routing state machine and the types around it. */
+export { RegionRouter } from "./router.ts";
+export { DEFAULT_REGION_SETTINGS, regionSettingsSchema, type RegionSettings } from "./settings.ts";
+export type { NodeSpec } from "./node-table.ts";
+export type { NodeMetrics } from "./metrics.ts";
+export type { RegionSnapshot } from "./snapshot.ts";

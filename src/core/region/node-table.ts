@@ -1,0 +1,135 @@
+/**
+ * The node table: each node's durable spec, its load model, and whether it may take requests now
+ * (reporting recently, not cooling down after a failure). The router asks it which nodes are
+ * available and tells it what happened; the prefix index, which it does not own, is the router's.
+ */
+import { NodeLoad } from "../node-load.ts";
+import { emptyMetrics, type NodeMetrics } from "./metrics.ts";
+import type { RegionSettings } from "./settings.ts";
+
+/** A node's identity and capacity: the durable part of the node table. */
+export interface NodeSpec {
+  id: string;
+  url: string;
+  models: string[];
+  kvCapacityTokens: number;
+  /** Declared in configuration: never expires by silence. */
+  static: boolean;
+  /** Last report or registration (ms); persisted so expiry survives a restart. */
+  lastSeen: number;
+  /** Opaque id of the node process; a change means the node restarted and lost its cache. */
+  bootId?: string | undefined;
+}
+
+export interface NodeEntry {
+  spec: NodeSpec;
+  load: NodeLoad;
+  consecutiveFailures: number;
+  cooldownUntil: number;
+  metrics: NodeMetrics;
+}
+
+const MAX_FAILURE_COOLDOWN_MS = 60_000;
+
+type TableSettings = Pick<RegionSettings, "nodeSilenceMs" | "prefillTokensPerSecond" | "failureCooldownMs">;
+
+export class NodeTable {
+  private readonly entries = new Map<string, NodeEntry>();
+  private readonly settings: TableSettings;
+
+  constructor(settings: TableSettings) {
+    this.settings = settings;
+  }
+
+  get(nodeId: string): NodeEntry | undefined {
+    return this.entries.get(nodeId);
+  }
+
+  /** Every entry, in insertion order. */
+  values(): IterableIterator<NodeEntry> {
+    return this.entries.values();
+  }
+
+  /**
+   * Adds or updates a node. Returns true when the node restarted (a new boot id): its load and
+   * failure record are then reset here, and its cache is gone, which the caller's index must forget.
+   */
+  upsert(spec: NodeSpec, now: number): boolean {
+    const existing = this.entries.get(spec.id);
+    if (!existing) {
+      this.entries.set(spec.id, {
+        spec: { ...spec },
+        load: new NodeLoad(this.settings.prefillTokensPerSecond),
+        consecutiveFailures: 0,
+        cooldownUntil: 0,
+        metrics: emptyMetrics(),
+      });
+      return false;
+    }
+    const restarted = spec.bootId !== undefined && existing.spec.bootId !== undefined && spec.bootId !== existing.spec.bootId;
+    if (restarted) {
+      // The node restarted: its KV cache and queue are gone.
+      existing.load.reset(now);
+      existing.consecutiveFailures = 0;
+      existing.cooldownUntil = 0;
+    }
+    existing.spec = { ...spec, static: existing.spec.static || spec.static };
+    return restarted;
+  }
+
+  delete(nodeId: string): boolean {
+    return this.entries.delete(nodeId);
+  }
+
+  /** Reporting within the silence timeout (or static) and not cooling down. */
+  isAvailable(n: NodeEntry, now: number): boolean {
+    if (!n.spec.static && n.spec.lastSeen + this.settings.nodeSilenceMs <= now) return false;
+    return now >= n.cooldownUntil;
+  }
+
+  /** A request failed on the node before its first byte: cool it down, doubling per consecutive failure. */
+  recordFailure(n: NodeEntry, now: number): void {
+    n.consecutiveFailures++;
+    const cooldown = this.settings.failureCooldownMs * 2 ** Math.min(10, n.consecutiveFailures - 1);
+    n.cooldownUntil = now + Math.min(MAX_FAILURE_COOLDOWN_MS, cooldown);
+  }
+
+  /** A request ended without a node failure: the failure streak is over. */
+  recordSuccess(n: NodeEntry): void {
+    n.consecutiveFailures = 0;
+  }
+
+  /**
+   * Reporting nodes silent past the timeout (which the caller removes), and the time the next one
+   * would expire, or undefined.
+   */
+  silent(now: number): { expired: string[]; nextAt: number | undefined } {
+    const expired: string[] = [];
+    let nextAt: number | undefined;
+    for (const [id, n] of this.entries) {
+      if (n.spec.static) continue;
+      const deadline = n.spec.lastSeen + this.settings.nodeSilenceMs;
+      if (deadline <= now) expired.push(id);
+      else nextAt = Math.min(nextAt ?? Infinity, deadline);
+    }
+    return { expired, nextAt };
+  }
+
+  /** Seconds until the soonest cool-down ends (5 s if none), clamped to 1..60: a saturated answer's Retry-After. */
+  retryAfterSeconds(now: number): number {
+    let soonest = Infinity;
+    for (const n of this.entries.values()) soonest = Math.min(soonest, Math.max(0, n.cooldownUntil - now));
+    return Math.min(60, Math.max(1, Math.ceil((Number.isFinite(soonest) ? soonest : 5000) / 1000)));
+  }
+
+  /** The durable table (copies). */
+  specs(): NodeSpec[] {
+    return [...this.entries.values()].map((n) => ({ ...n.spec }));
+  }
+
+  /** One node's durable spec (a copy), or undefined. */
+  spec(nodeId: string): NodeSpec | undefined {
+    const n = this.entries.get(nodeId);
+    return n ? { ...n.spec } : undefined;
+  }
+}

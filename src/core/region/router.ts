@@ -1,0 +1,247 @@
+/**
+ * RegionRouter: one GPU region's routing state and decisions, with no I/O.
+ *
+ * It owns the node table, the prefix index, the load model and the routing policy, and turns
+ * requests into decisions. The region Durable Object wraps one instance (and persists the node
+ * table), and the benchmark drives the same class in simulated time, so every benchmark figure is
+ * a figure of the production logic. Time is always passed in (`now`, ms).
+ *
+ * Request lifecycle: `route` (dispatch: the node is credited and the prefix recorded as held
+ * there) -> optionally `firstByte` (prefill done: the load model is corrected) -> `complete`
+ * (released; usage, if the answer carried it, is recorded as the measured cache hit).
+ */
+import type { NodeReport } from "../../contracts/node.ts";
+import type { CompletionOutcome, RouteRequest, RouteResult } from "../../contracts/routing.ts";
+import { BoundedLru } from "../lru.ts";
+import { createPolicy, type Decision, type RoutingPolicy } from "../policies/index.ts";
+import { PrefixIndex } from "../prefix-index.ts";
+import { seededRandom } from "../random.ts";
+import { buildCandidates, eligibleNodes, shortestWaitSeconds } from "./candidates.ts";
+import { countFirstByte, countOutcome, countRouted } from "./metrics.ts";
+import { NodeTable, type NodeSpec } from "./node-table.ts";
+import type { RegionSettings } from "./settings.ts";
+import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
+
+/** A dispatched request, until it completes or times out. */
+interface Ticket {
+  nodeId: string;
+  dispatchedAt: number;
+  predicted: { startAt: number; prefillEnd: number };
+  uncachedTokens: number;
+  promptTokens: number;
+  firstByteAt: number | undefined;
+}
+
+export class RegionRouter {
+  readonly settings: RegionSettings;
+  private readonly nodes: NodeTable;
+  private readonly index: PrefixIndex;
+  private readonly tickets = new Map<string, Ticket>();
+  private readonly sessions: BoundedLru<string, string>;
+  private readonly policy: RoutingPolicy;
+  private readonly random: () => number;
+  private ticketSeq = 0;
+  private readonly ticketPrefix: string;
+  private saturatedCount = 0;
+  private noNodeCount = 0;
+
+  constructor(settings: RegionSettings, instanceId = "0") {
+    this.settings = settings;
+    this.nodes = new NodeTable(settings);
+    this.index = new PrefixIndex(settings.maxIndexEntries);
+    this.sessions = new BoundedLru(settings.maxSessions);
+    this.policy = createPolicy(settings.policy);
+    this.random = seededRandom(settings.seed);
+    this.ticketPrefix = instanceId + ".";
+  }
+
+  /** Adds or updates a node from its spec (static configuration or restored storage). */
+  upsertNode(spec: NodeSpec, now: number): void {
+    if (this.nodes.upsert(spec, now)) this.index.clearNode(spec.id);
+    this.index.setNode(spec.id, spec.kvCapacityTokens / this.settings.blockTokens);
+  }
+
+  /** Applies a node's load report; a first report registers the node. Returns the stored spec. */
+  report(r: NodeReport, now: number): NodeSpec {
+    const prior = this.nodes.get(r.node_id);
+    this.upsertNode(
+      {
+        id: r.node_id,
+        url: r.url,
+        models: r.models,
+        kvCapacityTokens: r.kv_capacity_tokens,
+        static: prior?.spec.static ?? false,
+        lastSeen: now,
+        bootId: r.boot_id,
+      },
+      now,
+    );
+    const entry = this.nodes.get(r.node_id)!;
+    entry.load.report({ running: r.running, waiting: r.waiting, kvUsage: r.kv_usage, at: now });
+    return entry.spec;
+  }
+
+  /** Removes a node (deregistration or expiry). Its in-flight tickets are forgotten. */
+  removeNode(nodeId: string): boolean {
+    if (!this.nodes.delete(nodeId)) return false;
+    this.index.removeNode(nodeId);
+    this.sessions.deleteWhere((n) => n === nodeId);
+    for (const [t, ticket] of this.tickets) if (ticket.nodeId === nodeId) this.tickets.delete(t);
+    return true;
+  }
+
+  /**
+   * Expires silent reporting nodes and abandoned tickets. Returns the expired node ids and the
+   * time of the next expiry (for the Durable Object's alarm), or undefined if nothing can expire.
+   */
+  expire(now: number): { expired: string[]; nextAt: number | undefined } {
+    const { expired, nextAt: nodesNextAt } = this.nodes.silent(now);
+    let nextAt = nodesNextAt;
+    for (const id of expired) this.removeNode(id);
+    for (const [t, ticket] of this.tickets) {
+      const deadline = ticket.dispatchedAt + this.settings.requestTimeoutMs;
+      if (deadline <= now) this.release(t, ticket, now);
+      else nextAt = Math.min(nextAt ?? Infinity, deadline);
+    }
+    return { expired, nextAt };
+  }
+
+  /** Chooses a node for a request and credits it. */
+  route(req: RouteRequest, now: number): RouteResult {
+    const { name, blockTokens, maxQueueSeconds } = this.settings;
+    const { nodes: eligible, servesModel } = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode);
+    if (eligible.length === 0) {
+      if (servesModel === 0) {
+        this.noNodeCount++;
+        return { ok: false, reason: "no-node", message: `region ${name} has no node serving model ${req.model}`, retryAfterSeconds: 5 };
+      }
+      this.saturatedCount++;
+      return {
+        ok: false,
+        reason: "saturated",
+        message: `every node in region ${name} serving ${req.model} is busy or unavailable`,
+        retryAfterSeconds: this.nodes.retryAfterSeconds(now),
+      };
+    }
+    const candidates = buildCandidates(eligible, this.index, req, blockTokens, now);
+
+    // Saturation: if even the best node's queue is past the bound, another region should serve.
+    const minWait = shortestWaitSeconds(candidates);
+    if (minWait > maxQueueSeconds) {
+      this.saturatedCount++;
+      return {
+        ok: false,
+        reason: "saturated",
+        message: `region ${name} is saturated: the shortest prefill queue is ${minWait.toFixed(1)} s`,
+        retryAfterSeconds: Math.min(60, Math.max(1, Math.ceil(minWait - maxQueueSeconds))),
+      };
+    }
+
+    const sessionNode = req.sessionKey !== undefined ? this.sessions.get(req.sessionKey) : undefined;
+    const choice = this.policy.choose({
+      candidates,
+      request: {
+        hashes: req.hashes,
+        promptTokens: req.promptTokens,
+        blockTokens,
+        sessionKey: req.sessionKey,
+        sessionNode: sessionNode !== undefined && candidates.some((c) => c.id === sessionNode) ? sessionNode : undefined,
+      },
+      random: this.random,
+    });
+    const chosen = candidates[choice.index]!;
+    const entry = eligible[choice.index]!;
+    const decision: Decision = req.exclude?.length ? "retry" : choice.decision;
+
+    const estimatedTtftMs = Math.round(entry.load.estimateTtftSeconds(now, chosen.uncachedTokens) * 1000);
+    const predicted = entry.load.dispatch(now, chosen.uncachedTokens, req.promptTokens);
+    // Speculative insert: the node will hold this prompt once it has prefilled it.
+    this.index.insert(chosen.id, req.hashes);
+    if (req.sessionKey !== undefined) this.sessions.set(req.sessionKey, chosen.id);
+
+    const ticket = this.ticketPrefix + (++this.ticketSeq).toString(36);
+    this.tickets.set(ticket, {
+      nodeId: chosen.id,
+      dispatchedAt: now,
+      predicted,
+      uncachedTokens: chosen.uncachedTokens,
+      promptTokens: req.promptTokens,
+      firstByteAt: undefined,
+    });
+    countRouted(entry.metrics, decision, req.promptTokens, chosen.matchTokens);
+
+    return {
+      ok: true,
+      ticket,
+      nodeId: chosen.id,
+      url: entry.spec.url,
+      decision,
+      policy: this.policy.name,
+      matchBlocks: chosen.matchBlocks,
+      totalBlocks: req.hashes.length,
+      predictedCachedTokens: chosen.matchTokens,
+      workAheadTokens: Math.round(chosen.workAheadTokens),
+      estimatedTtftMs,
+      candidates: candidates.length,
+    };
+  }
+
+  /** The first byte of a request's answer arrived: its prefill is done. */
+  firstByte(ticketId: string, now: number): void {
+    const t = this.tickets.get(ticketId);
+    if (!t || t.firstByteAt !== undefined) return;
+    t.firstByteAt = now;
+    const n = this.nodes.get(t.nodeId);
+    if (!n) return;
+    n.load.firstByte(now, t.dispatchedAt, t.predicted, t.uncachedTokens);
+    countFirstByte(n.metrics, now - t.dispatchedAt);
+  }
+
+  /** Releases a request. Returns false for an unknown (expired or foreign) ticket. */
+  complete(ticketId: string, outcome: CompletionOutcome, now: number): boolean {
+    const t = this.tickets.get(ticketId);
+    if (!t) return false;
+    const n = this.nodes.get(t.nodeId);
+    if (n) {
+      countOutcome(n.metrics, outcome);
+      if (outcome.status === "failed") this.nodes.recordFailure(n, now);
+      else this.nodes.recordSuccess(n);
+    }
+    this.release(ticketId, t, now);
+    return true;
+  }
+
+  private release(ticketId: string, t: Ticket, now: number): void {
+    this.tickets.delete(ticketId);
+    const n = this.nodes.get(t.nodeId);
+    if (!n) return;
+    if (t.firstByteAt === undefined) n.load.releaseBeforeFirstByte(now, t.predicted);
+    n.load.complete(t.promptTokens);
+  }
+
+  /** The durable node table. */
+  nodeSpecs(): NodeSpec[] {
+    return this.nodes.specs();
+  }
+
+  /** One node's durable spec (a copy), or undefined. */
+  nodeSpec(nodeId: string): NodeSpec | undefined {
+    return this.nodes.spec(nodeId);
+  }
+
+  /** Everything an operator needs to see why requests went where they did. */
+  snapshot(now: number): RegionSnapshot {
+    return buildSnapshot(
+      {
+        region: this.settings.name,
+        policy: this.policy.name,
+        table: this.nodes,
+        index: this.index,
+        inflight: this.tickets.size,
+        sessions: this.sessions.size,
+        rejected: { saturated: this.saturatedCount, noNode: this.noNodeCount },
+      },
+      now,
+    );
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * A region router's settings: the contract the worker's configuration produces and the region
+ * Durable Object validates (inside its init, durable-objects/region-init.ts), and their defaults.
+ */
+import { z } from "zod";
+import { parsePolicySpec, policySpecSchema } from "../policies/index.ts";
+import { DEFAULT_MAX_INDEX_ENTRIES } from "../prefix-index.ts";
+
+/** Settings of one region's router. See the configuration reference for defaults. */
+export const regionSettingsSchema = z.strictObject({
+  name: z.string().min(1).max(64),
+  policy: policySpecSchema,
+  /** A reporting node that has been silent this long leaves the region. Default 15,000 ms. */
+  nodeSilenceMs: z.number().int().positive(),
+  /** Prefill throughput assumed for a node until it is measured, tokens/s. Default 10,000. */
+  prefillTokensPerSecond: z.number().positive(),
+  /** A node with this many requests in flight from this router takes no more. Default 256. */
+  maxInflightPerNode: z.number().int().positive(),
+  /** When every node's estimated wait exceeds this, the region is saturated. Default 30 s. */
+  maxQueueSeconds: z.number().positive(),
+  /** First cool-down after a node fails a request; doubles per consecutive failure, capped at 60 s. Default 2,000 ms. */
+  failureCooldownMs: z.number().int().min(0),
+  /** An in-flight request not completed after this long is released (its worker was lost). Default 600,000 ms. */
+  requestTimeoutMs: z.number().int().positive(),
+  /** Hard cap on prefix index entries (about 200 bytes each). Default 262,144. */
+  maxIndexEntries: z.number().int().positive(),
+  /** Session hints remembered. Default 100,000. */
+  maxSessions: z.number().int().min(0),
+  /** Tokens per prefix block (block characters / characters per token). */
+  blockTokens: z.number().positive(),
+  /** Seed for policies that draw at random. */
+  seed: z.number().int(),
+});
+
+export type RegionSettings = z.infer<typeof regionSettingsSchema>;
+
+export const DEFAULT_REGION_SETTINGS: Omit<RegionSettings, "name" | "blockTokens"> = {
+  policy: parsePolicySpec({ name: "warmpath" }),
+  nodeSilenceMs: 15_000,
+  prefillTokensPerSecond: 10_000,
+  maxInflightPerNode: 256,
+  maxQueueSeconds: 30,
+  failureCooldownMs: 2_000,
+  requestTimeoutMs: 600_000,
+  maxIndexEntries: DEFAULT_MAX_INDEX_ENTRIES,
+  maxSessions: 100_000,
+  seed: 1,
+};

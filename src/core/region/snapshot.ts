@@ -1,0 +1,84 @@
+/**
+ * The region's state as operators and the dashboard see it (GET state API): everything needed to
+ * see why requests went where they did. A read-only view, built on demand, never per request.
+ */
+import type { LoadReport } from "../node-load.ts";
+import type { PrefixIndex } from "../prefix-index.ts";
+import type { NodeMetrics } from "./metrics.ts";
+import type { NodeTable } from "./node-table.ts";
+
+export interface RegionSnapshot {
+  region: string;
+  policy: string;
+  at: number;
+  nodes: Array<{
+    id: string;
+    url: string;
+    models: string[];
+    kvCapacityTokens: number;
+    static: boolean;
+    available: boolean;
+    lastSeenMsAgo: number;
+    cooldownMs: number;
+    consecutiveFailures: number;
+    load: {
+      inflight: number;
+      prefilling: number;
+      workAheadTokens: number;
+      prefillTokensPerSecond: number;
+      report: (LoadReport & { ageMs: number }) | undefined;
+    };
+    indexBlocks: number;
+    metrics: NodeMetrics;
+  }>;
+  index: { entries: number; distinctBlocks: number; capacity: number };
+  inflight: number;
+  sessions: number;
+  rejected: { saturated: number; noNode: number };
+}
+
+export interface SnapshotSource {
+  region: string;
+  policy: string;
+  table: NodeTable;
+  index: PrefixIndex;
+  /** Requests in flight (tickets held). */
+  inflight: number;
+  sessions: number;
+  rejected: { saturated: number; noNode: number };
+}
+
+export function buildSnapshot(s: SnapshotSource, now: number): RegionSnapshot {
+  const nodes = [...s.table.values()]
+    .sort((a, b) => (a.spec.id < b.spec.id ? -1 : 1))
+    .map((n) => ({
+      id: n.spec.id,
+      url: n.spec.url,
+      models: n.spec.models,
+      kvCapacityTokens: n.spec.kvCapacityTokens,
+      static: n.spec.static,
+      available: s.table.isAvailable(n, now),
+      lastSeenMsAgo: Math.max(0, now - n.spec.lastSeen),
+      cooldownMs: Math.max(0, n.cooldownUntil - now),
+      consecutiveFailures: n.consecutiveFailures,
+      load: {
+        inflight: n.load.inflight,
+        prefilling: n.load.prefilling,
+        workAheadTokens: Math.round(n.load.workAhead(now)),
+        prefillTokensPerSecond: Math.round(n.load.prefillRate),
+        report: n.load.lastReport ? { ...n.load.lastReport, ageMs: Math.max(0, now - n.load.lastReport.at) } : undefined,
+      },
+      indexBlocks: s.index.blocksOf(n.spec.id),
+      metrics: n.metrics,
+    }));
+  return {
+    region: s.region,
+    policy: s.policy,
+    at: now,
+    nodes,
+    index: { entries: s.index.size, distinctBlocks: s.index.distinctBlocks, capacity: s.index.capacity },
+    inflight: s.inflight,
+    sessions: s.sessions,
+    rejected: s.rejected,
+  };
+}

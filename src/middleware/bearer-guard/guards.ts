@@ -1,0 +1,45 @@
+/**
+ * The three credentials warmpath accepts, each a {@link bearerGuard}:
+ * - tenants: `Authorization: Bearer <API key>`, identified by the key's SHA-256 (configuration
+ *   stores hashes only); sets `tenant`;
+ * - nodes: the region's node token; sets `nodeRegions`, the regions whose token it is;
+ * - operators: the admin token (secret named by `admin_token_secret`); a local development
+ *   server needs none, so the dashboard just works.
+ */
+import { ApiError } from "../../http/errors.ts";
+import { bearerGuard } from "./index.ts";
+import { isLocalDevelopment, sha256Hex, timingSafeEqual } from "./credentials.ts";
+
+export const tenantAuth = bearerGuard({
+  credential: "api_key",
+  label: "API key",
+  async verifyToken(token, c) {
+    const tenant = c.get("config").tenantByKeyHash.get(await sha256Hex(token));
+    if (!tenant) return false;
+    c.set("tenant", tenant);
+    return true;
+  },
+});
+
+export const nodeAuth = bearerGuard({
+  credential: "node_token",
+  label: "node token",
+  verifyToken(token, c) {
+    const regions = c.get("config").regions.filter((r) => timingSafeEqual(token, r.nodeToken));
+    c.set("nodeRegions", regions);
+    return regions.length > 0;
+  },
+});
+
+export const adminAuth = bearerGuard({
+  credential: "admin_token",
+  label: "admin token",
+  tokenless: (c) => isLocalDevelopment(c.req.raw, c.get("config")),
+  verifyToken(token, c) {
+    const config = c.get("config");
+    if (!config.adminToken) {
+      throw ApiError.authentication("admin_disabled", `The admin API is disabled: secret ${config.raw.admin_token_secret} is not set`);
+    }
+    return timingSafeEqual(token, config.adminToken);
+  },
+});

@@ -1,0 +1,50 @@
+/**
+ * One bearer-token guard, in the shape of Hono's `bearerAuth` middleware (a `verifyToken`
+ * option), from which the tenant, node and admin guards are made (guards.ts).
+ *
+ * Every guard answers the same way: no token is 401 `missing_<what>`; a development credential
+ * outside a local development server is 401 `development_credential_refused` (checked before any
+ * comparison, so a public credential never unlocks a deployed router); a token `verifyToken`
+ * rejects is 401 `invalid_<what>`. Tokens are never echoed.
+ */
+import type { Context, MiddlewareHandler } from "hono";
+import { createMiddleware } from "hono/factory";
+import type { AppEnv } from "../../app-types.ts";
+import { ApiError } from "../../http/errors.ts";
+import { bearerToken, refusesDevCredential } from "./credentials.ts";
+
+export interface BearerGuardOptions {
+  /** What the token is, in messages and codes: `api_key` gives `missing_api_key` / `invalid_api_key`. */
+  credential: string;
+  /** How to send it, for the missing-token message, e.g. "API key" or "node token". */
+  label: string;
+  /**
+   * Checks the token (and may set context variables, e.g. the tenant). `true` admits; `false`
+   * is 401 `invalid_<credential>`; throwing an {@link ApiError} answers with it.
+   */
+  verifyToken: (token: string, c: Context<AppEnv>) => boolean | Promise<boolean>;
+  /** Admits a request without a token when true (the local development server's admin API). Default: never. */
+  tokenless?: ((c: Context<AppEnv>) => boolean) | undefined;
+}
+
+export function bearerGuard(options: BearerGuardOptions): MiddlewareHandler<AppEnv> {
+  const { credential, label, verifyToken, tokenless } = options;
+  return createMiddleware<AppEnv>(async (c, next) => {
+    const token = bearerToken(c.req.raw);
+    if (!token) {
+      if (tokenless?.(c)) return next();
+      throw ApiError.authentication(
+        `missing_${credential}`,
+        `Missing ${label}: send it as Authorization: Bearer <${credential === "api_key" ? "key" : "token"}>`,
+      );
+    }
+    if (refusesDevCredential(token, c.req.raw, c.get("config"))) {
+      throw ApiError.authentication(
+        "development_credential_refused",
+        'Development credentials are accepted only by a local development server (mode = "development" on localhost)',
+      );
+    }
+    if (!(await verifyToken(token, c))) throw ApiError.authentication(`invalid_${credential}`, `Invalid ${label}`);
+    await next();
+  });
+}

@@ -1,0 +1,81 @@
+/** The bearer guard: one factory, the same answers for every credential, development credentials fenced. */
+import { Hono } from "hono";
+import { describe, expect, it } from "vitest";
+import type { AppEnv } from "../../src/app-types.ts";
+import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
+import type { LoadedConfig } from "../../src/config/load.ts";
+import { ApiError } from "../../src/http/errors.ts";
+import { bearerGuard } from "../../src/middleware/bearer-guard/index.ts";
+import { refusesDevCredential, timingSafeEqual } from "../../src/middleware/bearer-guard/credentials.ts";
+
+const config = (mode: "development" | "production") => ({ raw: { mode } }) as unknown as LoadedConfig;
+
+/** A tiny app behind one guard that accepts "good" (and, when `tokenless`, no token at all). */
+function guarded(mode: "development" | "production", tokenless = false) {
+  const app = new Hono<AppEnv>();
+  app.use("*", async (c, next) => {
+    c.set("config", config(mode));
+    await next();
+  });
+  app.use(
+    "*",
+    bearerGuard({
+      credential: "widget_token",
+      label: "widget token",
+      verifyToken: (token) => timingSafeEqual(token, "good") || token === DEV_API_KEY,
+      tokenless: tokenless ? () => true : undefined,
+    }),
+  );
+  app.get("/", (c) => c.text("in"));
+  app.onError((e) => (e instanceof ApiError ? e.toResponse() : new Response("bug", { status: 500 })));
+  return (host: string, authorization?: string) => app.request(`http://${host}/`, { headers: authorization ? { authorization } : {} });
+}
+
+const code = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
+
+describe("bearerGuard", () => {
+  it("admits a verified token, and names the credential when it is missing or wrong", async () => {
+    const get = guarded("production");
+    expect(await (await get("api.example.com", "Bearer good")).text()).toBe("in");
+    const missing = await get("api.example.com");
+    expect(missing.status).toBe(401);
+    expect(await code(missing)).toBe("missing_widget_token");
+    const wrong = await get("api.example.com", "Bearer bad");
+    expect(wrong.status).toBe(401);
+    expect(await code(wrong)).toBe("invalid_widget_token");
+    expect(await code(await get("api.example.com", "Basic Z29vZA=="))).toBe("missing_widget_token");
+  });
+
+  it("never echoes the token it refused", async () => {
+    const res = await guarded("production")("api.example.com", "Bearer sk-secret-value-123");
+    expect(await res.text()).not.toContain("sk-secret-value-123");
+  });
+
+  it("refuses a development credential outside a local development server, before verifying it", async () => {
+    const prod = guarded("production");
+    expect(await code(await prod("localhost", `Bearer ${DEV_API_KEY}`))).toBe("development_credential_refused");
+    const dev = guarded("development");
+    expect(await code(await dev("warmpath.example.workers.dev", `Bearer ${DEV_API_KEY}`))).toBe("development_credential_refused");
+    expect(await (await dev("127.0.0.1:8787", `Bearer ${DEV_API_KEY}`)).text()).toBe("in");
+  });
+
+  it("admits a request without a token only where the guard allows it", async () => {
+    expect(await (await guarded("production", true)("api.example.com")).text()).toBe("in");
+    expect((await guarded("production", false)("api.example.com")).status).toBe(401);
+  });
+});
+
+describe("development credentials", () => {
+  const request = (host: string) => new Request(`http://${host}/v1/models`);
+
+  it("are accepted only in development mode on a loopback host", () => {
+    expect(refusesDevCredential(DEV_API_KEY, request("localhost:8787"), config("development"))).toBe(false);
+    expect(refusesDevCredential(DEV_API_KEY, request("127.0.0.1:8787"), config("development"))).toBe(false);
+    expect(refusesDevCredential(DEV_API_KEY, request("localhost:8787"), config("production"))).toBe(true);
+    expect(refusesDevCredential(DEV_API_KEY, request("warmpath.example.workers.dev"), config("development"))).toBe(true);
+  });
+
+  it("do not affect other credentials", () => {
+    expect(refusesDevCredential("sk-real", request("api.example.com"), config("production"))).toBe(false);
+  });
+});
