@@ -15,14 +15,13 @@
  *   prefill time re-estimates the node's prefill rate;
  * - the node's own load reports bound the model when they show work this router did not send.
  *
- * Tuned with the benchmark (bench/RESULTS.md; `npm run bench`). The first version kept a single
- * virtual "backlog end" time, corrected at each first byte by the prediction error. It was exact
- * for exact predictions but lost information whenever a prefill overran: the backlog drained in
- * the model while the node was still busy, new dispatches were rebased on "now", and the later
- * correction then double-counted the overrun. Keeping the queue explicitly (requests are known
- * to the caller anyway) costs one Map entry per request before its first byte and makes the model
- * exact for a router that sends all of a node's traffic, and robust when prefill times are noisy.
- * The public interface is unchanged.
+ * Why an explicit queue (bench/RESULTS.md; `npm run bench`): a single virtual "backlog end"
+ * time, corrected at each first byte by the prediction error, is exact only for exact
+ * predictions. When a prefill overruns, such a backlog drains in the model while the node is
+ * still busy, new dispatches are rebased on "now", and the later correction double-counts the
+ * overrun. Keeping the queue explicitly (requests are known to the caller anyway) costs one Map
+ * entry per request before its first byte and makes the model exact for a router that sends all
+ * of a node's traffic, and robust when prefill times are noisy.
  *
  * Pure state: every method takes `now` (ms), so the same code runs in the Durable Object and in
  * the benchmark's simulated time.
@@ -203,10 +202,10 @@ export class NodeLoad {
   /**
    * Applies a load report: queued work this router did not send bounds the backlog from below.
    *
-   * Benchmark-tuned: the floor used to price *every* reported waiting request at the moving-average
-   * request size. The router already models its own queued requests exactly, so re-pricing them
-   * at an average only added error (on the Mooncake trace the modelled work ahead was off by ~11k
-   * tokens, ~1 s of prefill, per decision, and heavy-load mean TTFT doubled). Only when the node
+   * Benchmark-tuned: the router already models its own queued requests exactly, so re-pricing
+   * *every* reported waiting request at the moving-average request size only adds error (on the
+   * Mooncake trace it put the modelled work ahead off by ~11k tokens, ~1 s of prefill, per
+   * decision, and doubled heavy-load mean TTFT). Only when the node
    * reports more waiting requests than this router has before their first byte (another router's,
    * or sent before a restart) does the floor apply: then the report is the better evidence.
    */
