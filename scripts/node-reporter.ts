@@ -17,6 +17,7 @@
  */
 import { parseArgs } from "node:util";
 import { randomUUID } from "node:crypto";
+import type { NodeReport } from "../src/contracts/node.ts";
 import { startReportLoop } from "./agent/report-loop.ts";
 
 /** Metric names per engine: running requests, waiting requests, KV cache usage (0..1). */
@@ -104,12 +105,12 @@ async function main(): Promise<void> {
     intervalMs,
     timeoutMs: 5000,
     // Scrape, then report: if the scrape fails, this tick reports nothing (logged as a failing report).
-    report: async () => {
+    report: async (): Promise<NodeReport> => {
       const load = parseLoad(await (await fetch(metricsUrl, { signal: AbortSignal.timeout(intervalMs) })).text());
       return {
-        node_id: values["node-id"],
-        region: values.region,
-        url: values.url,
+        node_id: values["node-id"]!,
+        region: values.region!,
+        url: values.url!,
         models: values.models!.split(","),
         kv_capacity_tokens: Number(values["kv-capacity-tokens"]),
         running: load.running,
