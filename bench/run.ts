@@ -11,6 +11,8 @@
  *   --speeds 0.5,1,...      arrival-rate multipliers [0.5,1,1.5,2,2.5,3; quick: 1,2,3]
  *   --noise S               lognormal sigma of hidden prefill-time noise, main sweep [0]
  *   --noise-check S         extra pass at each workload's heavy level with this sigma; 0 = skip [1]
+ *   --rate-check F          extra warmpath passes at the light and heavy levels with its configured
+ *                           prefill rate F x and 1/F x the fleet's true rate; 0 = skip [4]
  *   --nodes N [8] --capacity TOKENS [500000] --prefill-rate TOK/S [10000]
  *   --decode-rate TOK/S [40] --slots N [64] --report-interval MS [1000]
  *   --trace PATH            Mooncake trace [../shared/traces/mooncake_conversation_trace.jsonl from the repo]
@@ -28,7 +30,7 @@ import { summarise, type RunMetrics } from "./metrics.ts";
 import { loadMooncake } from "./workloads/mooncake.ts";
 import { generate, GENERATED } from "./workloads/generator.ts";
 import type { Workload } from "./workloads/types.ts";
-import { writeReport } from "./report.ts";
+import { levels, writeReport } from "./report.ts";
 import { POLICY_NAMES, type PolicyName } from "../src/core/policies/index.ts";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -47,6 +49,7 @@ const { values } = parseArgs({
     speeds: { type: "string" },
     noise: { type: "string", default: "0" },
     "noise-check": { type: "string", default: "1" },
+    "rate-check": { type: "string", default: "4" },
     nodes: { type: "string" },
     capacity: { type: "string" },
     "prefill-rate": { type: "string" },
@@ -81,6 +84,7 @@ if (workloadNames.includes("mooncake") && values.workload === undefined && value
 }
 const policies = values.policies ? values.policies.split(",") : [...ROUTERS, ...REFERENCES];
 const noiseCheck = Number(values["noise-check"]);
+const rateCheck = Number(values["rate-check"]);
 
 function loadWorkload(name: string): Workload {
   if (name === "mooncake") {
@@ -93,14 +97,15 @@ function loadWorkload(name: string): Workload {
   return generate(cfg, { durationSeconds: quick ? cfg.durationSeconds / 4 : undefined });
 }
 
-function dispatcherFor(policy: string, cfg: FleetConfig): { d: Dispatcher; cfg: FleetConfig } {
+/** @param rateFactor the router is configured with this multiple of the fleet's true prefill rate */
+function dispatcherFor(policy: string, cfg: FleetConfig, rateFactor: number): { d: Dispatcher; cfg: FleetConfig } {
   if (policy === "oracle") return { d: new OracleDispatcher(), cfg };
   if (policy === "pooled") return { d: new PooledDispatcher(), cfg: pooledFleet(cfg) };
-  return { d: new RouterDispatcher(policy, { name: policy as PolicyName }, cfg.prefillRate), cfg };
+  return { d: new RouterDispatcher(policy, { name: policy as PolicyName }, cfg.prefillRate * rateFactor), cfg };
 }
 
-function runOne(w: Workload, speed: number, policy: string, cfg: FleetConfig): RunMetrics {
-  const { d, cfg: c } = dispatcherFor(policy, cfg);
+function runOne(w: Workload, speed: number, policy: string, cfg: FleetConfig, rateFactor = 1): RunMetrics {
+  const { d, cfg: c } = dispatcherFor(policy, cfg, rateFactor);
   const { lives, fleet: f } = simulate(w.requests, speed, c, w.trueBlockTokens, d);
   return summarise(w.name, speed, policy, cfg.noiseSigma, lives, f);
 }
@@ -108,6 +113,7 @@ function runOne(w: Workload, speed: number, policy: string, cfg: FleetConfig): R
 const started = performance.now();
 const results: RunMetrics[] = [];
 const noiseResults: RunMetrics[] = [];
+const rateResults: Array<RunMetrics & { rateFactor: number }> = [];
 const workloads: Array<{ name: string; description: string; requests: number }> = [];
 for (const name of workloadNames) {
   const t0 = performance.now();
@@ -123,20 +129,30 @@ for (const name of workloadNames) {
       );
     }
   }
+  const { light, heavy } = levels(results, w.name, speeds);
   if (noiseCheck > 0 && fleet.noiseSigma !== noiseCheck) {
-    // The heavy level: the lowest speed at which round-robin keeps the prefill >= 90% busy.
-    const rr = results.filter((r) => r.workload === w.name && r.policy === "round-robin" && r.prefillLoad >= 0.9);
-    const heavy = rr.length > 0 ? Math.min(...rr.map((r) => r.speed)) : Math.max(...speeds);
     for (const p of policies) {
       const m = runOne(w, heavy, p, { ...fleet, noiseSigma: noiseCheck });
       noiseResults.push(m);
       process.stderr.write(`  noise ${noiseCheck} x${heavy} ${p.padEnd(19)} ttft mean ${(m.ttftMean / 1000).toFixed(2)} s\n`);
     }
   }
+  // Only warmpath's policy reads the prefill rate, so only warmpath is rerun with it wrong.
+  if (rateCheck > 0 && policies.includes("warmpath")) {
+    for (const factor of [rateCheck, 1 / rateCheck]) {
+      for (const speed of [...new Set([light, heavy])]) {
+        const m = runOne(w, speed, "warmpath", fleet, factor);
+        rateResults.push({ ...m, rateFactor: factor });
+        process.stderr.write(
+          `  rate x${factor} x${speed} warmpath ttft mean ${(m.ttftMean / 1000).toFixed(2)} s  hit ${(m.hitRate * 100).toFixed(1)}%\n`,
+        );
+      }
+    }
+  }
 }
 
 const command = ["node bench/run.ts", ...process.argv.slice(2)].join(" ");
-writeReport({ outDir: values.out!, command, fleet, workloads, speeds, results, noiseResults, noiseCheck, quick });
+writeReport({ outDir: values.out!, command, fleet, workloads, speeds, results, noiseResults, noiseCheck, rateResults, quick });
 process.stderr.write(`done in ${((performance.now() - started) / 1000).toFixed(0)} s; wrote ${join(values.out!, "RESULTS.md")}\n`);
 mkdirSync(values.out!, { recursive: true });
-writeFileSync(join(values.out!, "results.json"), JSON.stringify({ command, fleet, results, noiseResults }, null, 1) + "\n");
+writeFileSync(join(values.out!, "results.json"), JSON.stringify({ command, fleet, results, noiseResults, rateResults }, null, 1) + "\n");

@@ -59,7 +59,8 @@ describe("Mooncake workload", () => {
       assert.equal(r.promptTokens, l.input_length);
       assert.deepEqual(r.trueBlocks, l.hash_ids);
       assert.equal(r.outputTokens, Math.max(1, l.output_length));
-      assert.equal(r.sessionKey, undefined);
+      // A conversation is named by its first two ids (block 0 is shared by every request).
+      assert.equal(r.sessionKey, `${l.hash_ids[0]}/${l.hash_ids[1]}`);
       assert.equal(r.hashes.length, Math.ceil((l.input_length * 4) / ROUTER_BLOCK_CHARS));
     });
   });

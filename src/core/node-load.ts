@@ -43,11 +43,22 @@ const MAX_RATE_FACTOR = 10;
 /** Weight of a new sample in the request-size moving average. */
 const EWMA_WEIGHT = 0.2;
 /**
- * Weight of a new sample in the prefill-rate average. Smaller than the request-size weight
- * (benchmark-tuned): a node's hardware rate changes rarely, and with per-request noise in prefill
- * time a jumpy estimate makes identical nodes look different, which misroutes.
+ * Weight of a new sample in the prefill-rate average once the node is measured. Smaller than the
+ * request-size weight (benchmark-tuned): a node's hardware rate changes rarely, and with
+ * per-request noise in prefill time a jumpy estimate makes identical nodes look different, which
+ * misroutes.
  */
 const RATE_EWMA_WEIGHT = 0.02;
+/**
+ * Weight of the configured rate, counted as this many samples, in the first estimates. Operators
+ * rarely know a node's rate to within 2x (it moves with batch mix, quantisation, context length),
+ * so the configured figure is a prior worth one measurement: until 1 / RATE_EWMA_WEIGHT samples
+ * have been seen the estimate is the plain mean of the prior and the samples (weight 1 / (n + 1)),
+ * which is the least-noisy estimate for that many samples, and only then does it become a moving
+ * average. With a rate configured 4x wrong, ten samples bring the estimate within 30% (the bench's
+ * rate check); the moving average alone needed about 70.
+ */
+const RATE_PRIOR_SAMPLES = 1;
 /** Smallest uncached prefill (tokens) that is a trustworthy rate sample: shorter ones are dominated by network and scheduling latency. */
 const MIN_RATE_SAMPLE_TOKENS = 2_000;
 /**
@@ -87,6 +98,8 @@ export class NodeLoad {
   private readonly configuredRate: number;
   /** The learned rate as milliseconds per uncached token (what is averaged; see firstByte). */
   private msPerToken: number;
+  /** Rate samples taken so far. */
+  private rateSamples = 0;
   /**
    * Requests before their first byte, in dispatch (= service) order, keyed by the object
    * {@link dispatch} returned, which the caller hands back to firstByte / releaseBeforeFirstByte.
@@ -177,7 +190,9 @@ export class NodeLoad {
     const elapsed = now - serviceStart;
     if (uncachedTokens >= MIN_RATE_SAMPLE_TOKENS && elapsed > 0) {
       const sample = elapsed / uncachedTokens;
-      const next = this.msPerToken + RATE_EWMA_WEIGHT * (sample - this.msPerToken);
+      this.rateSamples++;
+      const weight = Math.max(RATE_EWMA_WEIGHT, 1 / (this.rateSamples + RATE_PRIOR_SAMPLES));
+      const next = this.msPerToken + weight * (sample - this.msPerToken);
       const configuredMsPerToken = 1000 / this.configuredRate;
       this.msPerToken = Math.min(configuredMsPerToken / MIN_RATE_FACTOR, Math.max(configuredMsPerToken / MAX_RATE_FACTOR, next));
       this.prefillRate = 1000 / this.msPerToken;

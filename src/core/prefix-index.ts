@@ -3,7 +3,8 @@
  *
  * Belief is learned from the router's own decisions (a request dispatched to a node leaves its
  * prompt in that node's KV cache), so it must also *forget* the way the node does: each node's
- * blocks are kept in LRU order and bounded by that node's KV capacity, measured in blocks, so
+ * blocks are kept in LRU order and bounded by that node's KV capacity, measured in base blocks
+ * (a deep block of a long prompt counts as the several base blocks it spans, block-layout.ts), so
  * the index drops a block at about the time the node itself must have evicted it. A hard cap on
  * the whole index (node-block entries) bounds memory however many nodes report large caches;
  * when it binds, every node's share is scaled down in proportion to its capacity.
@@ -19,16 +20,23 @@
  * about 50 MiB, inside a Durable Object's 128 MB.
  */
 
+import { blockWeight } from "./block-layout.ts";
+
 /** Default hard cap on node-block entries across the whole index. */
 export const DEFAULT_MAX_INDEX_ENTRIES = 262_144;
 
 interface NodeBlocks {
-  /** Block hashes in LRU order (first = least recently used). Map iteration order is insertion order. */
-  lru: Map<string, true>;
-  /** Capacity in blocks from the node's KV capacity. */
+  /**
+   * Block hash -> its size in base blocks (block-layout.ts), in LRU order (first = least recently
+   * used). Map iteration order is insertion order.
+   */
+  lru: Map<string, number>;
+  /** Base blocks held: the sum of the sizes. */
+  held: number;
+  /** Capacity in base blocks, from the node's KV capacity. */
   capacityBlocks: number;
-  /** Effective limit after the global cap is shared out. */
-  limit: number;
+  /** Entries the node may keep once the global cap is shared out. */
+  entryLimit: number;
 }
 
 export class PrefixIndex {
@@ -55,7 +63,7 @@ export class PrefixIndex {
       if (existing.capacityBlocks === cap) return;
       existing.capacityBlocks = cap;
     } else {
-      this.nodes.set(nodeId, { lru: new Map(), capacityBlocks: cap, limit: cap });
+      this.nodes.set(nodeId, { lru: new Map(), held: 0, capacityBlocks: cap, entryLimit: cap });
     }
     this.rebalanceLimits();
   }
@@ -77,6 +85,7 @@ export class PrefixIndex {
     for (const hash of node.lru.keys()) this.dropHolder(hash, nodeId);
     this.entries -= node.lru.size;
     node.lru.clear();
+    node.held = 0;
   }
 
   hasNode(nodeId: string): boolean {
@@ -94,11 +103,13 @@ export class PrefixIndex {
     const { lru } = node;
     for (let i = hashes.length - 1; i >= 0; i--) {
       const hash = hashes[i]!;
+      const weight = blockWeight(i);
       if (lru.delete(hash)) {
-        lru.set(hash, true);
+        lru.set(hash, weight);
         continue;
       }
-      lru.set(hash, true);
+      lru.set(hash, weight);
+      node.held += weight;
       this.entries++;
       const held = this.holders.get(hash);
       if (held === undefined) this.holders.set(hash, nodeId);
@@ -130,9 +141,9 @@ export class PrefixIndex {
     return depths;
   }
 
-  /** Blocks the index believes `nodeId` holds. */
+  /** Base blocks the index believes `nodeId` holds (its believed cache size, in block units). */
   blocksOf(nodeId: string): number {
-    return this.nodes.get(nodeId)?.lru.size ?? 0;
+    return this.nodes.get(nodeId)?.held ?? 0;
   }
 
   /** Total node-block entries. */
@@ -160,13 +171,14 @@ export class PrefixIndex {
     this.holders.set(hash, rest.length === 1 ? rest[0]! : rest);
   }
 
+  /** Drops least recently used blocks until the node is within its capacity and its share of entries. */
   private evict(nodeId: string, node: NodeBlocks): void {
     const { lru } = node;
-    if (lru.size <= node.limit) return;
-    let excess = lru.size - node.limit;
-    for (const hash of lru.keys()) {
-      if (excess-- <= 0) break;
+    if (node.held <= node.capacityBlocks && lru.size <= node.entryLimit) return;
+    for (const [hash, weight] of lru) {
+      if (node.held <= node.capacityBlocks && lru.size <= node.entryLimit) break;
       lru.delete(hash);
+      node.held -= weight;
       this.entries--;
       this.dropHolder(hash, nodeId);
     }
@@ -178,7 +190,7 @@ export class PrefixIndex {
     for (const n of this.nodes.values()) total += n.capacityBlocks;
     const scale = total > this.maxEntries ? this.maxEntries / total : 1;
     for (const [id, n] of this.nodes) {
-      n.limit = Math.max(1, Math.floor(n.capacityBlocks * scale));
+      n.entryLimit = Math.max(1, Math.floor(n.capacityBlocks * scale));
       this.evict(id, n);
     }
   }

@@ -1,7 +1,9 @@
 /**
- * Prefix keys: the canonical prompt cut into fixed character blocks, each named by a chained
- * 64-bit hash (see hash.ts), plus the size estimates routing needs.
+ * Prefix keys: the canonical prompt cut into character blocks (fixed, then growing: see
+ * block-layout.ts), each named by a chained 64-bit hash (see hash.ts), plus the size estimates
+ * routing needs.
  */
+import { blockWeight } from "./block-layout.ts";
 import { hashBlock, hashToHex, seedHash, type Hash64 } from "./hash.ts";
 import { canonicalText, namespaceSeed, type CacheNamespace, type CanonicalPrompt } from "./canonical.ts";
 
@@ -16,9 +18,10 @@ export interface PrefixSettings {
    */
   blockChars: number;
   /**
-   * Maximum blocks hashed per request. Default 512 (262,144 characters, ~65k tokens). Past it a
-   * prompt is treated as matching at most this far: the tail of a very long prompt is rarely
-   * shared, and the cap bounds both hashing time and index work per request.
+   * Maximum blocks hashed per request. Default 2,048. Blocks grow past the first 512
+   * (block-layout.ts), so 2,048 blocks reach 32,768 base blocks (16.8M characters, ~4M tokens
+   * at the defaults), past any body the edge accepts: the cap bounds a hostile configuration's
+   * work, not a real prompt's.
    */
   maxBlocks: number;
   /** Characters per token, for token estimates without a tokenizer. Default 4 (English BPE). */
@@ -28,19 +31,19 @@ export interface PrefixSettings {
 /** Defaults for {@link PrefixSettings}; see each field for the reasoning. */
 export const DEFAULT_PREFIX_SETTINGS: PrefixSettings = {
   blockChars: 512,
-  maxBlocks: 512,
+  maxBlocks: 2048,
   charsPerToken: 4,
 };
 
 /** What the router knows about a prompt's prefix. */
 export interface PrefixKey {
-  /** Chained block hashes (16 hex characters each), at most `maxBlocks`. */
+  /** Chained block hashes (16 hex characters each), at most `maxBlocks`; block k spans blockWeight(k) base blocks. */
   hashes: string[];
   /** Total canonical characters (including any part past `maxBlocks`). */
   promptChars: number;
   /** Estimated prompt tokens. */
   promptTokens: number;
-  /** Estimated tokens per full block. */
+  /** Estimated tokens per base block (block k holds blockWeight(k) of them). */
   blockTokens: number;
 }
 
@@ -53,10 +56,11 @@ export function hashCanonicalText(text: string, seed: string, settings: PrefixSe
   const { blockChars, maxBlocks, charsPerToken } = settings;
   const hashes: string[] = [];
   let state: Hash64 = seedHash(seed);
-  const limit = Math.min(text.length, blockChars * maxBlocks);
-  for (let start = 0; start < limit; start += blockChars) {
-    state = hashBlock(state, text, start, Math.min(start + blockChars, limit));
+  for (let start = 0, k = 0; start < text.length && k < maxBlocks; k++) {
+    const end = Math.min(start + blockChars * blockWeight(k), text.length);
+    state = hashBlock(state, text, start, end);
     hashes.push(hashToHex(state));
+    start = end;
   }
   return {
     hashes,

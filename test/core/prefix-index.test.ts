@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { PrefixIndex } from "../../src/core/prefix-index.ts";
 
 const chain = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}${i}`.padEnd(16, "0"));
+/** Like chain, without collisions for long chains (chain's "x1" and "x10" pad to the same key). */
+const longChain = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}:${String(i).padStart(5, "0")}`.padEnd(16, "0"));
 
 describe("PrefixIndex", () => {
   it("finds the longest believed prefix per node", () => {
@@ -25,6 +27,21 @@ describe("PrefixIndex", () => {
     // Touching p again makes q the older prompt.
     index.insert("a", chain("p", 4));
     expect(index.matchDepths(chain("q", 4), ["a"])).toEqual([2]);
+  });
+
+  it("counts a long prompt's deep blocks by the base blocks they span", () => {
+    const index = new PrefixIndex();
+    // 1,024 blocks: 512 of weight 1, 256 of weight 2, 256 of weight 4 = 2,048 base blocks.
+    index.setNode("a", 3000);
+    index.insert("a", longChain("long", 1024));
+    expect(index.blocksOf("a")).toBe(512 + 256 * 2 + 256 * 4);
+    // Another 1,024-block prompt overflows the 3,000-base-block capacity: the first prompt's tail
+    // (its heavy blocks) goes first, by weight, not by count.
+    index.insert("a", longChain("other", 1024));
+    expect(index.blocksOf("a")).toBeLessThanOrEqual(3000);
+    const [depth] = index.matchDepths(longChain("long", 1024), ["a"]);
+    expect(depth).toBeGreaterThan(512);
+    expect(depth).toBeLessThan(1024);
   });
 
   it("holds a hard memory bound across nodes, shared in proportion to capacity", () => {

@@ -4,6 +4,7 @@
  * baselines, chooses from exactly these candidates.
  */
 import type { RouteRequest } from "../../contracts/routing.ts";
+import { baseBlocksBefore } from "../block-layout.ts";
 import type { Candidate } from "../policies/types.ts";
 import type { PrefixIndex } from "../prefix-index.ts";
 import type { NodeEntry, NodeTable } from "./node-table.ts";
@@ -44,7 +45,7 @@ export function buildCandidates(
     eligible.map((n) => n.spec.id),
   );
   return eligible.map((n, i) => {
-    const matchTokens = Math.min(req.promptTokens, depths[i]! * blockTokens);
+    const matchTokens = Math.min(req.promptTokens, baseBlocksBefore(depths[i]!) * blockTokens);
     const r = n.load.lastReport;
     return {
       id: n.spec.id,
