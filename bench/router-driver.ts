@@ -8,7 +8,7 @@
  */
 import { DEFAULT_REGION_SETTINGS, RegionRouter, type RegionSettings } from "../src/core/region/index.ts";
 import { DEFAULT_PREFIX_SETTINGS } from "../src/core/prefix.ts";
-import { parsePolicySpec, type PolicySpec, type PolicySpecInput } from "../src/core/policies/index.ts";
+import { createPolicy, parsePolicySpec, type PolicySpec, type PolicySpecInput } from "../src/core/policies/index.ts";
 import type { Dispatcher, Fleet, Live, SimNode } from "./fleet.ts";
 
 const MODEL = "bench-model";
@@ -30,18 +30,28 @@ export function benchRegionSettings(policy: PolicySpec, prefillRate: number): Re
 
 export class RouterDispatcher implements Dispatcher {
   readonly name: string;
-  private readonly router: RegionRouter;
+  private readonly settings: RegionSettings;
+  private router: RegionRouter;
   private readonly indexOf = new Map<string, number>();
   private fleet: Fleet | undefined;
 
   /** @param policy a policy spec as configured; unset options take the policy's defaults */
   constructor(label: string, policy: PolicySpecInput, prefillRate: number) {
     this.name = label;
-    this.router = new RegionRouter(benchRegionSettings(parsePolicySpec(policy), prefillRate));
+    this.settings = benchRegionSettings(parsePolicySpec(policy), prefillRate);
+    this.router = new RegionRouter(this.settings);
   }
 
   init(fleet: Fleet): void {
     this.fleet = fleet;
+    // A baseline whose own index is bounded otherwise than by KV capacity (SGLang's tree, by
+    // characters per worker) is not held to warmpath's global memory cap either: that cap is a
+    // bound of warmpath's Durable Object, not of the system the baseline stands for.
+    const bound = createPolicy(this.settings.policy).indexCapacityTokens?.(fleet.cfg.capacityTokens);
+    if (bound !== undefined) {
+      const entries = Math.ceil((fleet.nodes.length * bound) / this.settings.blockTokens);
+      this.router = new RegionRouter({ ...this.settings, maxIndexEntries: Math.max(this.settings.maxIndexEntries, entries) });
+    }
     for (const n of fleet.nodes) {
       this.indexOf.set(n.id, n.index);
       this.router.upsertNode(

@@ -74,7 +74,7 @@ const OVERRUN_RESIDUAL = 0.5;
  * Time constant of the node's recent prefill work (ms): long enough to see who has been given the
  * long sessions and cold prompts lately, short enough to forget a burst within minutes.
  */
-const RECENT_WORK_TAU_MS = 60_000;
+export const RECENT_WORK_TAU_MS = 60_000;
 
 /** What the model keeps per request before its first byte. */
 interface Pending {
@@ -105,8 +105,11 @@ export class NodeLoad {
    * {@link dispatch} returned, which the caller hands back to firstByte / releaseBeforeFirstByte.
    */
   private readonly queue = new Map<object, Pending>();
-  /** Sum of the queue's uncached tokens. */
-  private queuedTokens = 0;
+  /** Sum of the queue's uncached tokens: prefill sent and not yet answered, with no credit for progress. */
+  queuedTokens = 0;
+  /** Requests dispatched since the node joined, and when the last one was. */
+  dispatched = 0;
+  lastDispatchAt = -Infinity;
   /** When the last first byte arrived: the earliest the current head could have started prefill. */
   private lastFirstByteAt = -Infinity;
   /** A floor on the backlog from a report that showed work this router did not send (ms). */
@@ -162,6 +165,8 @@ export class NodeLoad {
     if (this.queue.size === 0 && now > this.lastFirstByteAt) this.lastFirstByteAt = now;
     this.queue.set(predicted, { dispatchedAt: now, uncachedTokens });
     this.queuedTokens += uncachedTokens;
+    this.dispatched++;
+    this.lastDispatchAt = now;
     this.inflight++;
     this.prefilling++;
     this.activeTokens += promptTokens;

@@ -73,6 +73,7 @@ describe("loadConfig", () => {
       cache_threshold: 0.3,
       balance_abs_threshold: 64,
       balance_rel_threshold: 1.5,
+      max_tree_size: 2 ** 26,
     });
   });
 

@@ -18,7 +18,12 @@ function node(id: string, over: Partial<Candidate> = {}): Candidate {
     recentPrefillTokens: 0,
     prefillRate: 10_000,
     inflight: 0,
+    dispatched: 0,
+    lastDispatchAt: -Infinity,
     activeTokens: 0,
+    queuedPrefillTokens: 0,
+    activeBlocks: 0,
+    activeMatchBlocks: 0,
     indexBlocks: 0,
     kvCapacityTokens: 500_000,
     running: 0,
@@ -173,17 +178,22 @@ describe("baselines", () => {
     expect(spilled.decision).toBe("hot-spill");
   });
 
-  it("sglang follows the cache above the threshold, the smallest tree below it, the least loaded when imbalanced", () => {
-    // 40 blocks of a 10,000-token prompt = 51%: above 0.3.
-    expect(pick("sglang-cache-aware", input([node("a", { indexBlocks: 1 }), node("b", { matchBlocks: 40, indexBlocks: 900 })]))).toEqual({
+  it("sglang follows the cache above the threshold, the least loaded below it and when imbalanced", () => {
+    // 40 blocks of a 10,000-token prompt = 51%: above 0.3, and load is not consulted.
+    expect(pick("sglang-cache-aware", input([node("a"), node("b", { matchBlocks: 40, inflight: 30 })]))).toEqual({
       id: "b",
       decision: "prefix-hit",
     });
-    // 10 blocks = 13%: below; smallest tree wins.
-    expect(pick("sglang-cache-aware", input([node("a", { indexBlocks: 5 }), node("b", { matchBlocks: 10, indexBlocks: 900 })]))).toEqual({
-      id: "a",
-      decision: "cold-spread",
-    });
+    // 10 blocks = 13%: a miss goes to the fewest in flight (not the smallest tree).
+    expect(
+      pick(
+        "sglang-cache-aware",
+        input([node("a", { indexBlocks: 5, inflight: 9 }), node("b", { matchBlocks: 10, indexBlocks: 900, inflight: 3 })]),
+      ),
+    ).toEqual({ id: "b", decision: "cold-spread" });
+    // Equal load: fewer processed requests, then the lower index.
+    expect(pick("sglang-cache-aware", input([node("a", { dispatched: 7 }), node("b", { dispatched: 2 })])).id).toBe("b");
+    expect(pick("sglang-cache-aware", input([node("a", { dispatched: 2 }), node("b", { dispatched: 2 })])).id).toBe("a");
     // Imbalanced: 100 vs 10 in flight (diff > 64 and 100 > 1.5 x 10): least loaded, cache ignored.
     expect(pick("sglang-cache-aware", input([node("a", { inflight: 10 }), node("b", { matchBlocks: 79, inflight: 100 })]))).toEqual({
       id: "a",
@@ -191,11 +201,45 @@ describe("baselines", () => {
     });
     // Busy but balanced by its thresholds (diff 50 <= 64): still follows the cache.
     expect(pick("sglang-cache-aware", input([node("a", { inflight: 10 }), node("b", { matchBlocks: 79, inflight: 60 })])).id).toBe("b");
+    // Several holders of the deepest match: the one most recently sent a request (SGLang's last tenant).
+    expect(
+      pick(
+        "sglang-cache-aware",
+        input([node("a", { matchBlocks: 40, lastDispatchAt: 5 }), node("b", { matchBlocks: 40, lastDispatchAt: 9 })]),
+      ).id,
+    ).toBe("b");
   });
 
-  it("dynamo-kv minimises prefill blocks plus active decode blocks", () => {
+  it("sglang-smallest-tree sends a miss to the smallest tree, whatever its load", () => {
+    expect(
+      pick(
+        "sglang-smallest-tree",
+        input([node("a", { indexBlocks: 5, inflight: 9 }), node("b", { matchBlocks: 10, indexBlocks: 900, inflight: 3 })]),
+      ),
+    ).toEqual({ id: "a", decision: "cold-spread" });
+    // Equal trees (every tree full): the first one, which is how that generation piles misses up.
+    expect(pick("sglang-smallest-tree", input([node("a", { indexBlocks: 9, inflight: 50 }), node("b", { indexBlocks: 9 })])).id).toBe("a");
+  });
+
+  it("sglang trees are bounded by max_tree_size characters, not by the node's KV capacity", () => {
+    const policy = makePolicy({ name: "sglang-cache-aware" });
+    expect(policy.indexCapacityTokens?.(500_000)).toBe(2 ** 26 / 4);
+    expect(makePolicy({ name: "warmpath" }).indexCapacityTokens).toBeUndefined();
+  });
+
+  it("dynamo-kv minimises queued-plus-new prefill blocks less the overlap, plus active blocks", () => {
     expect(pick("dynamo-kv", input([node("a"), node("b", { matchBlocks: 40 })])).id).toBe("b");
-    // b's cached overlap (40 blocks) is outweighed by 60 more active blocks.
-    expect(pick("dynamo-kv", input([node("a"), node("b", { matchBlocks: 40, activeTokens: 60 * BLOCK })])).id).toBe("a");
+    // b's cached overlap (40 blocks) is outweighed by 60 more distinct active blocks.
+    expect(pick("dynamo-kv", input([node("a"), node("b", { matchBlocks: 40, activeBlocks: 60 })])).id).toBe("a");
+    // ... or by prefill already queued on b (active prefill tokens, 50 blocks' worth).
+    expect(pick("dynamo-kv", input([node("a"), node("b", { matchBlocks: 40, queuedPrefillTokens: 50 * BLOCK })])).id).toBe("a");
+    // Blocks already active on b (a request sharing this prompt in flight) are not counted again.
+    expect(pick("dynamo-kv", input([node("a", { activeBlocks: 30 }), node("b", { activeBlocks: 30, activeMatchBlocks: 30 })])).id).toBe(
+      "b",
+    );
+    // Exact ties are broken at random, so they spread.
+    const seen = new Set<string>();
+    for (let seed = 1; seed <= 20; seed++) seen.add(pick("dynamo-kv", input([node("a"), node("b"), node("c")], {}, seed)).id);
+    expect(seen.size).toBe(3);
   });
 });

@@ -4,7 +4,7 @@
  * option of another policy, or a misspelt one, is refused by name), and the factory.
  *
  * Besides warmpath's own policy, the baselines users compare it against, on the same interfaces
- * and information; each is a faithful, minimal version of what the named system does.
+ * and information; each follows its anchor's source and defaults, cited at the top of its file.
  */
 import { z } from "zod";
 import { consistentHash, consistentHashOptionsSchema } from "./consistent-hash.ts";
@@ -13,6 +13,7 @@ import { leastLoaded, leastLoadedOptionsSchema } from "./least-loaded.ts";
 import { randomOptionsSchema, randomPolicy } from "./random.ts";
 import { roundRobin, roundRobinOptionsSchema } from "./round-robin.ts";
 import { sglangCacheAware, sglangCacheAwareOptionsSchema } from "./sglang-cache-aware.ts";
+import { sglangSmallestTree, sglangSmallestTreeOptionsSchema } from "./sglang-smallest-tree.ts";
 import { sticky, stickyOptionsSchema } from "./sticky.ts";
 import { warmpath, warmpathOptionsSchema } from "./warmpath.ts";
 import type { PolicyDefinition, RoutingPolicy } from "./types.ts";
@@ -26,6 +27,7 @@ export const policySpecSchema = z.discriminatedUnion("name", [
   stickyOptionsSchema,
   consistentHashOptionsSchema,
   sglangCacheAwareOptionsSchema,
+  sglangSmallestTreeOptionsSchema,
   dynamoKvOptionsSchema,
 ]);
 
@@ -46,6 +48,7 @@ const DEFINITIONS: { [N in PolicyName]: PolicyDefinition<Extract<PolicySpec, { n
   sticky,
   "consistent-hash": consistentHash,
   "sglang-cache-aware": sglangCacheAware,
+  "sglang-smallest-tree": sglangSmallestTree,
   "dynamo-kv": dynamoKv,
 };
 

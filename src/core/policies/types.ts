@@ -28,9 +28,25 @@ export interface Candidate {
   prefillRate: number;
   /** Requests this router has in flight on the node. */
   inflight: number;
-  /** Prompt tokens of those requests (their KV footprint, Dynamo's "active blocks"). */
+  /** Requests this router has sent the node since it joined (SGLang's "processed requests"). */
+  dispatched: number;
+  /** When this router last sent the node a request (ms; -Infinity if never). */
+  lastDispatchAt: number;
+  /** Prompt tokens of those requests (their KV footprint, counted once per request). */
   activeTokens: number;
-  /** Blocks the index believes the node holds (SGLang's "tree size"). */
+  /**
+   * Uncached prompt tokens of the requests sent and not yet answered with a first byte, with no
+   * credit for progress (Dynamo's "active prefill tokens").
+   */
+  queuedPrefillTokens: number;
+  /**
+   * Distinct blocks (in base blocks) of the prompts in flight on the node, a block shared by several
+   * counted once (Dynamo's deduplicated "active blocks"). 0 unless the policy asks for them.
+   */
+  activeBlocks: number;
+  /** This request's leading blocks (in base blocks) already among the node's active blocks. 0 unless asked for. */
+  activeMatchBlocks: number;
+  /** Base blocks the index believes the node holds (SGLang's "tree size"). */
   indexBlocks: number;
   /** KV capacity in tokens. */
   kvCapacityTokens: number;
@@ -68,6 +84,14 @@ export interface PolicyChoice {
 export interface RoutingPolicy {
   readonly name: string;
   choose(input: PolicyInput): PolicyChoice;
+  /** The policy reads activeBlocks / activeMatchBlocks, which the router then tracks (a cost per request). Default false. */
+  readonly tracksActiveBlocks?: boolean;
+  /**
+   * How many tokens the router's prefix index may believe a node holds, given its KV capacity.
+   * Default: the KV capacity, so the index forgets what the node must have evicted. A baseline
+   * whose own index is bounded otherwise (SGLang's tree, by characters) says so here.
+   */
+  indexCapacityTokens?(kvCapacityTokens: number): number;
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import type { RouteRequest } from "../../contracts/routing.ts";
 import { baseBlocksBefore } from "../block-layout.ts";
+import type { ActiveBlocks } from "./active-blocks.ts";
 import type { Candidate } from "../policies/types.ts";
 import type { PrefixIndex } from "../prefix-index.ts";
 import type { NodeEntry, NodeTable } from "./node-table.ts";
@@ -32,13 +33,14 @@ export function eligibleNodes(table: NodeTable, req: RouteRequest, now: number, 
   return { nodes, servesModel };
 }
 
-/** One candidate per eligible node, in the same order. */
+/** One candidate per eligible node, in the same order; active blocks only when `active` is given. */
 export function buildCandidates(
   eligible: readonly NodeEntry[],
   index: PrefixIndex,
   req: RouteRequest,
   blockTokens: number,
   now: number,
+  active?: ActiveBlocks,
 ): Candidate[] {
   const depths = index.matchDepths(
     req.hashes,
@@ -56,7 +58,12 @@ export function buildCandidates(
       recentPrefillTokens: n.load.recentPrefill(now),
       prefillRate: n.load.prefillRate,
       inflight: n.load.inflight,
+      dispatched: n.load.dispatched,
+      lastDispatchAt: n.load.lastDispatchAt,
       activeTokens: n.load.activeTokens,
+      queuedPrefillTokens: n.load.queuedTokens,
+      activeBlocks: active?.weightOf(n.spec.id) ?? 0,
+      activeMatchBlocks: active?.matchOf(n.spec.id, req.hashes) ?? 0,
       indexBlocks: index.blocksOf(n.spec.id),
       kvCapacityTokens: n.spec.kvCapacityTokens,
       running: r?.running ?? 0,

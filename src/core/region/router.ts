@@ -16,6 +16,7 @@ import { BoundedLru } from "../lru.ts";
 import { createPolicy, type Decision, type RoutingPolicy } from "../policies/index.ts";
 import { PrefixIndex } from "../prefix-index.ts";
 import { seededRandom } from "../random.ts";
+import { ActiveBlocks } from "./active-blocks.ts";
 import { buildCandidates, eligibleNodes, shortestWaitSeconds } from "./candidates.ts";
 import { countFirstByte, countOutcome, countRouted } from "./metrics.ts";
 import { NodeTable, type NodeSpec } from "./node-table.ts";
@@ -30,6 +31,8 @@ interface Ticket {
   uncachedTokens: number;
   promptTokens: number;
   firstByteAt: number | undefined;
+  /** The prompt's hashes, kept only while active blocks are tracked. */
+  hashes: readonly string[] | undefined;
 }
 
 export class RegionRouter {
@@ -39,6 +42,8 @@ export class RegionRouter {
   private readonly tickets = new Map<string, Ticket>();
   private readonly sessions: BoundedLru<string, string>;
   private readonly policy: RoutingPolicy;
+  /** In-flight prompt blocks per node, for a policy that reads them (dynamo-kv). */
+  private readonly active: ActiveBlocks | undefined;
   private readonly random: () => number;
   private ticketSeq = 0;
   private readonly ticketPrefix: string;
@@ -51,14 +56,21 @@ export class RegionRouter {
     this.index = new PrefixIndex(settings.maxIndexEntries);
     this.sessions = new BoundedLru(settings.maxSessions);
     this.policy = createPolicy(settings.policy);
+    this.active = this.policy.tracksActiveBlocks ? new ActiveBlocks() : undefined;
     this.random = seededRandom(settings.seed);
     this.ticketPrefix = instanceId + ".";
   }
 
   /** Adds or updates a node from its spec (static configuration or restored storage). */
   upsertNode(spec: NodeSpec, now: number): void {
-    if (this.nodes.upsert(spec, now)) this.index.clearNode(spec.id);
-    this.index.setNode(spec.id, spec.kvCapacityTokens / this.settings.blockTokens);
+    if (this.nodes.upsert(spec, now)) {
+      // Restarted: its cache and its requests are gone (their tickets stay, to be released).
+      this.index.clearNode(spec.id);
+      this.active?.forget(spec.id);
+      for (const t of this.tickets.values()) if (t.nodeId === spec.id) t.hashes = undefined;
+    }
+    const believable = this.policy.indexCapacityTokens?.(spec.kvCapacityTokens) ?? spec.kvCapacityTokens;
+    this.index.setNode(spec.id, believable / this.settings.blockTokens);
   }
 
   /** Applies a node's load report; a first report registers the node. Returns the stored spec. */
@@ -85,6 +97,7 @@ export class RegionRouter {
   removeNode(nodeId: string): boolean {
     if (!this.nodes.delete(nodeId)) return false;
     this.index.removeNode(nodeId);
+    this.active?.forget(nodeId);
     this.sessions.deleteWhere((n) => n === nodeId);
     for (const [t, ticket] of this.tickets) if (ticket.nodeId === nodeId) this.tickets.delete(t);
     return true;
@@ -123,7 +136,7 @@ export class RegionRouter {
         retryAfterSeconds: this.nodes.retryAfterSeconds(now),
       };
     }
-    const candidates = buildCandidates(eligible, this.index, req, blockTokens, now);
+    const candidates = buildCandidates(eligible, this.index, req, blockTokens, now, this.active);
 
     // Saturation: if even the best node's queue is past the bound, another region should serve.
     const minWait = shortestWaitSeconds(candidates);
@@ -158,6 +171,7 @@ export class RegionRouter {
     // Speculative insert: the node will hold this prompt once it has prefilled it.
     this.index.insert(chosen.id, req.hashes);
     if (req.sessionKey !== undefined) this.sessions.set(req.sessionKey, chosen.id);
+    this.active?.add(chosen.id, req.hashes);
 
     const ticket = this.ticketPrefix + (++this.ticketSeq).toString(36);
     this.tickets.set(ticket, {
@@ -167,6 +181,7 @@ export class RegionRouter {
       uncachedTokens: chosen.uncachedTokens,
       promptTokens: req.promptTokens,
       firstByteAt: undefined,
+      hashes: this.active ? req.hashes : undefined,
     });
     countRouted(entry.metrics, decision, req.promptTokens, chosen.matchTokens);
 
@@ -217,6 +232,7 @@ export class RegionRouter {
     if (!n) return;
     if (t.firstByteAt === undefined) n.load.releaseBeforeFirstByte(now, t.predicted);
     n.load.complete(t.promptTokens);
+    if (t.hashes) this.active?.remove(t.nodeId, t.hashes);
   }
 
   /** The durable node table. */

@@ -37,7 +37,12 @@ function randomInput(rnd: () => number, random: () => number): PolicyInput {
       recentPrefillTokens: Math.floor(rnd() * 100_000),
       prefillRate: 5_000 + Math.floor(rnd() * 10_000),
       inflight: Math.floor(rnd() * 200),
+      dispatched: Math.floor(rnd() * 5_000),
+      lastDispatchAt: rnd() < 0.1 ? -Infinity : Math.floor(rnd() * 100_000),
       activeTokens: Math.floor(rnd() * 400_000),
+      queuedPrefillTokens: Math.floor(rnd() * 50_000),
+      activeBlocks: Math.floor(rnd() * 3_000),
+      activeMatchBlocks: Math.floor(rnd() * (promptBlocks + 1)),
       indexBlocks: Math.floor(rnd() * 4_000),
       kvCapacityTokens: 500_000,
       running: Math.floor(rnd() * 64),
@@ -164,13 +169,17 @@ describe("parsePolicySpec", () => {
   it("fills each policy's defaults", () => {
     expect(parsePolicySpec({ name: "warmpath" })).toEqual({ name: "warmpath", tie_tolerance_seconds: 0.05, kv_pressure_threshold: 0.95 });
     expect(parsePolicySpec({ name: "consistent-hash" })).toEqual({ name: "consistent-hash", load_factor: 1.25 });
-    expect(parsePolicySpec({ name: "sglang-cache-aware" })).toEqual({
-      name: "sglang-cache-aware",
-      cache_threshold: 0.3,
-      balance_abs_threshold: 64,
-      balance_rel_threshold: 1.5,
-    });
-    expect(parsePolicySpec({ name: "dynamo-kv" })).toEqual({ name: "dynamo-kv", overlap_weight: 1 });
+    // The anchors' published defaults (cited at the top of each policy's file).
+    for (const name of ["sglang-cache-aware", "sglang-smallest-tree"] as const) {
+      expect(parsePolicySpec({ name })).toEqual({
+        name,
+        cache_threshold: 0.3,
+        balance_abs_threshold: 64,
+        balance_rel_threshold: 1.5,
+        max_tree_size: 2 ** 26,
+      });
+    }
+    expect(parsePolicySpec({ name: "dynamo-kv" })).toEqual({ name: "dynamo-kv", prefill_load_scale: 1 });
     expect(parsePolicySpec({ name: "round-robin" })).toEqual({ name: "round-robin" });
     expect(parsePolicySpec({ name: "warmpath", load_factor: 2 })).toMatchObject({ load_factor: 2, tie_tolerance_seconds: 0.05 });
   });
