@@ -27,6 +27,8 @@
  * the benchmark's simulated time.
  */
 
+import { expectedResidual } from "./residual.ts";
+
 /** The last load report a node pushed. */
 export interface LoadReport {
   running: number;
@@ -62,13 +64,12 @@ const RATE_PRIOR_SAMPLES = 1;
 /** Smallest uncached prefill (tokens) that is a trustworthy rate sample: shorter ones are dominated by network and scheduling latency. */
 const MIN_RATE_SAMPLE_TOKENS = 2_000;
 /**
- * A prefill running past its predicted end is expected to need about this fraction of its elapsed
- * time again (benchmark-tuned). Prefill times have heavy tails (batching, preemption, a
- * misestimated cache hit): for lognormal noise the expected remainder of an overrunning job grows
- * with its elapsed time, and treating an overrunning node as idle sent new requests into a queue
- * stuck behind it (mean TTFT 2.5x the oracle's at light load with sigma-1 noise).
+ * Spread (lognormal sigma) of real over predicted prefill time assumed before any is measured: a
+ * middle value, so that an overrunning prefill is neither taken as done nor as endless. It is
+ * worth PRIOR_SPREAD_SAMPLES measurements; the measured spread takes over from there.
  */
-const OVERRUN_RESIDUAL = 0.5;
+const PRIOR_SPREAD = 0.5;
+const PRIOR_SPREAD_SAMPLES = 5;
 
 /**
  * Time constant of the node's recent prefill work (ms): long enough to see who has been given the
@@ -96,10 +97,19 @@ export class NodeLoad {
   lastReport: LoadReport | undefined;
 
   private readonly configuredRate: number;
-  /** The learned rate as milliseconds per uncached token (what is averaged; see firstByte). */
+  /** The rate in use, as milliseconds per uncached token: the node's own, or the region's pooled estimate (rate-pool.ts). */
   private msPerToken: number;
+  /** The node's own measured rate, as milliseconds per uncached token (what is averaged; see firstByte). */
+  private ownMsPerToken: number;
+  /** The spread in use (lognormal sigma of real over predicted prefill time): the node's own, or the region's. */
+  private spreadInUse = PRIOR_SPREAD;
   /** Rate samples taken so far. */
   private rateSamples = 0;
+  /** Mean and mean square of ln(real / predicted prefill time) over the rate samples. */
+  private logRatioMean = 0;
+  private logRatioSquare = PRIOR_SPREAD * PRIOR_SPREAD;
+  /** Mean of ln(milliseconds per token) over the rate samples: what nodes are compared on (rate-pool.ts). */
+  private logMsMean = 0;
   /**
    * Requests before their first byte, in dispatch (= service) order, keyed by the object
    * {@link dispatch} returned, which the caller hands back to firstByte / releaseBeforeFirstByte.
@@ -122,6 +132,7 @@ export class NodeLoad {
     this.configuredRate = configuredRate;
     this.prefillRate = configuredRate;
     this.msPerToken = 1000 / configuredRate;
+    this.ownMsPerToken = this.msPerToken;
     this.meanUncached = configuredRate / 4;
   }
 
@@ -130,11 +141,12 @@ export class NodeLoad {
     let tokens = this.queuedTokens;
     const head = this.queue.values().next().value as Pending | undefined;
     if (head) {
-      // The head has been prefilling since the previous first byte (FIFO); credit its progress.
+      // The head has been prefilling since the previous first byte (FIFO). What is left of it is
+      // its expected remainder given how long it has run (residual.ts): exact progress when
+      // prefill times are predictable, a growing remainder for an overrun when they are not.
       const elapsedMs = Math.max(0, now - Math.max(head.dispatchedAt, this.lastFirstByteAt));
-      const done = (elapsedMs * this.prefillRate) / 1000;
-      // Past its predicted size, the head is expected to need OVERRUN_RESIDUAL of its elapsed time again.
-      const left = done <= head.uncachedTokens ? head.uncachedTokens - done : OVERRUN_RESIDUAL * done;
+      const predictedMs = head.uncachedTokens * this.msPerToken;
+      const left = predictedMs > 0 ? head.uncachedTokens * expectedResidual(elapsedMs / predictedMs, this.spread()) : 0;
       tokens += left - head.uncachedTokens;
     }
     const floorTokens = (Math.max(0, this.floorEnd - now) * this.prefillRate) / 1000;
@@ -147,6 +159,11 @@ export class NodeLoad {
    */
   recentPrefill(now: number): number {
     return this.recentWork * Math.exp(-Math.max(0, now - this.recentAt) / RECENT_WORK_TAU_MS);
+  }
+
+  /** Spread (lognormal sigma) of real over predicted prefill times, as in use. */
+  spread(): number {
+    return this.spreadInUse;
   }
 
   /** Seconds until a request with `uncachedTokens` of prefill would get its first token. */
@@ -179,8 +196,9 @@ export class NodeLoad {
   /**
    * The first byte of a dispatched request arrived at `now`: its prefill is done.
    * @param predicted the object returned by {@link dispatch}
+   * @returns whether it was a rate sample (the region then pools the nodes' rates again)
    */
-  firstByte(now: number, dispatchedAt: number, predicted: { startAt: number; prefillEnd: number }, uncachedTokens: number): void {
+  firstByte(now: number, dispatchedAt: number, predicted: { startAt: number; prefillEnd: number }, uncachedTokens: number): boolean {
     this.prefilling = Math.max(0, this.prefilling - 1);
     this.forget(predicted);
     // Every request measures the node's prefill rate. Benchmark-tuned, two changes from the first
@@ -193,15 +211,45 @@ export class NodeLoad {
     const serviceStart = Math.max(dispatchedAt, this.lastFirstByteAt);
     if (now > this.lastFirstByteAt) this.lastFirstByteAt = now;
     const elapsed = now - serviceStart;
-    if (uncachedTokens >= MIN_RATE_SAMPLE_TOKENS && elapsed > 0) {
-      const sample = elapsed / uncachedTokens;
-      this.rateSamples++;
-      const weight = Math.max(RATE_EWMA_WEIGHT, 1 / (this.rateSamples + RATE_PRIOR_SAMPLES));
-      const next = this.msPerToken + weight * (sample - this.msPerToken);
-      const configuredMsPerToken = 1000 / this.configuredRate;
-      this.msPerToken = Math.min(configuredMsPerToken / MIN_RATE_FACTOR, Math.max(configuredMsPerToken / MAX_RATE_FACTOR, next));
-      this.prefillRate = 1000 / this.msPerToken;
-    }
+    if (!(uncachedTokens >= MIN_RATE_SAMPLE_TOKENS && elapsed > 0)) return false;
+    const sample = elapsed / uncachedTokens;
+    this.rateSamples++;
+    const spreadWeight = Math.max(RATE_EWMA_WEIGHT, 1 / (this.rateSamples + PRIOR_SPREAD_SAMPLES));
+    const logRatio = Math.log(sample / this.ownMsPerToken);
+    this.logRatioMean += spreadWeight * (logRatio - this.logRatioMean);
+    this.logRatioSquare += spreadWeight * (logRatio * logRatio - this.logRatioSquare);
+    const weight = Math.max(RATE_EWMA_WEIGHT, 1 / (this.rateSamples + RATE_PRIOR_SAMPLES));
+    this.ownMsPerToken += weight * (sample - this.ownMsPerToken);
+    this.logMsMean += Math.max(RATE_EWMA_WEIGHT, 1 / this.rateSamples) * (Math.log(sample) - this.logMsMean);
+    // Alone, the node's own estimate is the one in use; in a region the pool replaces it (rate-pool.ts).
+    this.useEstimate(this.ownMsPerToken, this.ownSpread());
+    return true;
+  }
+
+  /**
+   * What the node's own measurements say: its mean milliseconds per token (and mean of their
+   * logarithms), how many samples back it (as an effective count: a moving average remembers about 1 / RATE_EWMA_WEIGHT), and
+   * its measured spread.
+   */
+  rateEvidence(): { msPerToken: number; logMs: number; samples: number; spread: number } {
+    return {
+      msPerToken: this.ownMsPerToken,
+      logMs: this.logMsMean,
+      samples: Math.min(this.rateSamples, 1 / RATE_EWMA_WEIGHT),
+      spread: this.ownSpread(),
+    };
+  }
+
+  /** Sets the rate and spread in use (the region's estimate for this node), within the bounds around the configured rate. */
+  useEstimate(msPerToken: number, spread: number): void {
+    const configuredMsPerToken = 1000 / this.configuredRate;
+    this.msPerToken = Math.min(configuredMsPerToken / MIN_RATE_FACTOR, Math.max(configuredMsPerToken / MAX_RATE_FACTOR, msPerToken));
+    this.prefillRate = 1000 / this.msPerToken;
+    this.spreadInUse = spread;
+  }
+
+  private ownSpread(): number {
+    return Math.sqrt(Math.max(0, this.logRatioSquare - this.logRatioMean * this.logRatioMean));
   }
 
   /** A dispatched request finished (or failed) without a first byte having been seen. */

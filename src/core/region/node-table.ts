@@ -4,6 +4,7 @@
  * available and tells it what happened; the prefix index, which it does not own, is the router's.
  */
 import { NodeLoad } from "../node-load.ts";
+import { poolRates } from "../rate-pool.ts";
 import { emptyMetrics, type NodeMetrics } from "./metrics.ts";
 import type { RegionSettings } from "./settings.ts";
 
@@ -75,6 +76,11 @@ export class NodeTable {
     }
     existing.spec = { ...spec, static: existing.spec.static || spec.static };
     return restarted;
+  }
+
+  /** Pools the nodes' measured prefill rates (rate-pool.ts); called when a node takes a rate sample. */
+  poolRates(): void {
+    poolRates(Array.from(this.entries.values(), (e) => e.load));
   }
 
   delete(nodeId: string): boolean {

@@ -208,7 +208,7 @@ export class RegionRouter {
     t.firstByteAt = now;
     const n = this.nodes.get(t.nodeId);
     if (!n) return;
-    n.load.firstByte(now, t.dispatchedAt, t.predicted, t.uncachedTokens);
+    if (n.load.firstByte(now, t.dispatchedAt, t.predicted, t.uncachedTokens)) this.nodes.poolRates();
     countFirstByte(n.metrics, now - t.dispatchedAt);
   }
 
