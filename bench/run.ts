@@ -7,7 +7,7 @@
  *
  * Flags (defaults in brackets):
  *   --quick                 CI slice: fewer requests and load levels [off]
- *   --workload a,b          mooncake, chat-heavy, template-heavy [all three]
+ *   --workload a,b          mooncake, chat-heavy, template-heavy, agentic [all four]
  *   --speeds 0.5,1,...      arrival-rate multipliers [0.5,1,1.5,2,2.5,3; quick: 1,2,3]
  *   --noise S               lognormal sigma of hidden prefill-time noise, main sweep [0]
  *   --noise-check S         extra pass at each workload's heavy level with this sigma; 0 = skip [1]
@@ -29,6 +29,7 @@ import { OracleDispatcher, PooledDispatcher, pooledFleet } from "./oracle.ts";
 import { summarise, type RunMetrics } from "./metrics.ts";
 import { loadMooncake } from "./workloads/mooncake.ts";
 import { generate, GENERATED } from "./workloads/generator.ts";
+import { AGENTIC, generateAgentic } from "./workloads/agentic.ts";
 import type { Workload } from "./workloads/types.ts";
 import { levels, writeReport } from "./report.ts";
 import { POLICY_NAMES, type PolicyName } from "../src/core/policies/index.ts";
@@ -75,7 +76,7 @@ const fleet: FleetConfig = {
 };
 const quick = values.quick!;
 const speeds = (values.speeds ?? (quick ? "1,2,3" : "0.5,1,1.5,2,2.5,3")).split(",").map(Number);
-let workloadNames = (values.workload ?? "mooncake,chat-heavy,template-heavy").split(",");
+let workloadNames = (values.workload ?? "mooncake,chat-heavy,template-heavy,agentic").split(",");
 // The trace lives beside the repository (../shared/traces), not in it. A clone without it can
 // still run the generated workloads; a trace asked for explicitly must exist.
 if (workloadNames.includes("mooncake") && values.workload === undefined && values.trace === DEFAULT_TRACE && !existsSync(DEFAULT_TRACE)) {
@@ -92,6 +93,7 @@ function loadWorkload(name: string): Workload {
     // Quick: the first 3,000 requests (~15 minutes of the trace).
     return loadMooncake({ path: values.trace!, limit: quick ? 3000 : undefined });
   }
+  if (name === AGENTIC.name) return generateAgentic(AGENTIC, { durationSeconds: quick ? AGENTIC.durationSeconds / 4 : undefined });
   const cfg = GENERATED[name as keyof typeof GENERATED];
   if (!cfg) throw new Error(`unknown workload ${name}`);
   return generate(cfg, { durationSeconds: quick ? cfg.durationSeconds / 4 : undefined });

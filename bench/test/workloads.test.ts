@@ -11,11 +11,19 @@ import { hashCanonicalText, DEFAULT_PREFIX_SETTINGS } from "../../src/core/prefi
 import { namespaceSeed } from "../../src/core/canonical.ts";
 import type { BenchRequest } from "../workloads/types.ts";
 import { commonPrefix } from "./helpers.ts";
+import { baseBlocksBefore } from "../../src/core/block-layout.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const TRACE = resolve(HERE, "..", "..", "..", "shared", "traces", "mooncake_conversation_trace.jsonl");
 const ROUTER_BLOCK_CHARS = DEFAULT_PREFIX_SETTINGS.blockChars; // 512
 const TRACE_BLOCK_CHARS = 512 * DEFAULT_PREFIX_SETTINGS.charsPerToken; // 2048
+
+/** Router blocks for a text of `chars` characters: fixed blocks, then doubling (src/core/block-layout.ts). */
+function routerBlocks(chars: number): number {
+  let k = 0;
+  while (baseBlocksBefore(k) * ROUTER_BLOCK_CHARS < chars) k++;
+  return k;
+}
 
 describe("entityText", () => {
   test("same entity, same text; a shorter length is a prefix; kinds and ids differ", () => {
@@ -113,7 +121,7 @@ describe("Mooncake workload", () => {
     for (let i = 0; i < 50; i++) {
       const r = w.requests[i]!;
       assert.equal(r.promptTokens, raw[i]!.input_length);
-      assert.equal(r.hashes.length, Math.min(512, Math.ceil((raw[i]!.input_length * 4) / ROUTER_BLOCK_CHARS)));
+      assert.equal(r.hashes.length, routerBlocks(raw[i]!.input_length * 4));
       for (let j = 0; j < i; j++) {
         const q = w.requests[j]!;
         const ids = commonPrefix(r.trueBlocks, q.trueBlocks);
@@ -178,7 +186,7 @@ describe("generated workloads", () => {
       last = r.arrival;
       // Router and engine blocks cut the same text: 512 and 256 characters.
       assert.equal(r.trueBlocks.length, Math.ceil(r.promptTokens / 64));
-      assert.equal(r.hashes.length, Math.min(512, Math.ceil(r.promptTokens / 128)));
+      assert.equal(r.hashes.length, routerBlocks(r.promptTokens * 4));
       assert.ok(r.outputTokens >= TEMPLATE_HEAVY.answerTokens[0] && r.outputTokens <= TEMPLATE_HEAVY.answerTokens[1]);
     });
   });
