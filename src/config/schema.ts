@@ -138,7 +138,7 @@ export const prefixSchema = z.strictObject({
     .max(65_536)
     .default(DEFAULT_PREFIX_SETTINGS.blockChars)
     .describe(
-      "Characters per block (~128 tokens): fine enough to match a shared prompt to within a few percent, coarse enough that a 100k-character prompt is ~200 hashes.",
+      "Characters per block (~128 tokens) for the first 512 blocks: fine enough to match a shared prompt to within a few percent, coarse enough that a 100k-character prompt is ~200 hashes.",
     ),
   max_blocks: z
     .number()
@@ -146,7 +146,9 @@ export const prefixSchema = z.strictObject({
     .min(1)
     .max(4096)
     .default(DEFAULT_PREFIX_SETTINGS.maxBlocks)
-    .describe("Blocks hashed per request (262,144 characters): bounds hashing and index work."),
+    .describe(
+      "Blocks hashed per request. Blocks double in size every 256 after the first 512, so 2,048 blocks cover ~16.8M characters: the whole of any prompt the body limit admits, at index work growing with the log of its length.",
+    ),
   chars_per_token: z
     .number()
     .positive()

@@ -4,6 +4,7 @@ import { NodeLoad } from "../../src/core/node-load.ts";
 describe("NodeLoad: work ahead in uncached prefill tokens", () => {
   it("queues dispatches FIFO and credits the head's progress at the prefill rate", () => {
     const load = new NodeLoad(10_000);
+    load.useEstimate(0.1, 0); // 10,000 tokens/s, prefill times measured exact
     const a = load.dispatch(0, 20_000, 20_000); // 2 s of prefill
     const b = load.dispatch(0, 10_000, 10_000); // 1 s more, behind it
     expect(a).toEqual({ startAt: 0, prefillEnd: 2000 });
@@ -12,16 +13,28 @@ describe("NodeLoad: work ahead in uncached prefill tokens", () => {
     expect(load.workAhead(1000)).toBe(20_000);
     expect(load.estimateTtftSeconds(1000, 5_000)).toBeCloseTo(2.5);
     load.firstByte(2000, 0, a, 20_000);
-    expect(load.workAhead(2500)).toBe(5_000); // b started at a's first byte
+    expect(load.workAhead(2000)).toBe(10_000); // b starts at a's first byte, with all of its prefill ahead
     load.firstByte(3000, 0, b, 10_000);
     expect(load.workAhead(3000)).toBe(0);
   });
 
-  it("does not treat a prefill that overruns its prediction as finished", () => {
+  it("does not treat a prefill that overruns its prediction as finished, the less so the more times spread", () => {
+    const ahead = (spread: number) => {
+      const load = new NodeLoad(10_000);
+      load.useEstimate(0.1, spread);
+      load.dispatch(0, 10_000, 10_000); // predicted 1 s
+      return load.workAhead(3000); // 3 s later, no first byte yet
+    };
+    expect(ahead(0)).toBe(0); // exact predictions: an overrun cannot happen, so it is done
+    expect(ahead(0.5)).toBeGreaterThan(1_000);
+    // Sigma 1: a job 3x over its prediction is expected to need about twice its prediction again.
+    expect(ahead(1)).toBeGreaterThan(15_000);
+    expect(ahead(1)).toBeLessThan(30_000);
+    // Before it overruns, a heavy tail also leaves more than the linear remainder.
     const load = new NodeLoad(10_000);
-    load.dispatch(0, 10_000, 10_000); // predicted 1 s
-    // 3 s later and no first byte: the node is still busy, expected to need about half again.
-    expect(load.workAhead(3000)).toBeCloseTo(15_000);
+    load.useEstimate(0.1, 1);
+    load.dispatch(0, 10_000, 10_000);
+    expect(load.workAhead(500)).toBeGreaterThan(5_000);
   });
 
   it("a big cold prompt weighs more than many decoding requests", () => {
