@@ -20,6 +20,8 @@ export const HELP = `npm run demo [-- options]
   --concurrency N      most requests in flight (default 64)
   --policies A,B       policies to compare (default sticky,warmpath)
   --fleet FILE         fleet file (default fleet/fleet.default.json)
+  --prefill-rate R     every region's configured prefill_tokens_per_second (default: wrangler.toml's);
+                       the nodes' real rate in wall time is their fleet rate x the time factor
   --json               machine-readable result on stdout (--json-requests: with every request)
   --verbose            wrangler dev's output on stderr
 Other workload knobs: scripts/workload.ts (DEFAULT_WORKLOAD), docs/demo.md.`;
@@ -46,6 +48,7 @@ export function parseDemoArgs(args?: string[]): DemoArgs {
       concurrency: { type: "string" },
       rate: { type: "string" },
       fleet: { type: "string" },
+      "prefill-rate": { type: "string" },
       policies: { type: "string" },
       quick: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
@@ -79,6 +82,7 @@ export function parseDemoArgs(args?: string[]): DemoArgs {
         .map((x) => x.trim())
         .filter(Boolean),
       fleetFile: values.fleet,
+      prefillRate: num("prefill-rate", values["prefill-rate"]),
     },
     json: values.json,
     jsonRequests: values["json-requests"],

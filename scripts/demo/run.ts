@@ -23,6 +23,8 @@ export interface DemoOptions {
   policies?: readonly string[];
   /** Fleet file. Default fleet/fleet.default.json. */
   fleetFile?: string;
+  /** Every region's configured prefill rate (tokens per wall-clock second). Default: wrangler.toml's. */
+  prefillRate?: number;
   /** Progress lines (stderr in the CLI). */
   progress?: (line: string) => void;
   /** wrangler dev's output lines (the CLI's --verbose). */
@@ -76,7 +78,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   );
   const out: PolicyResult[] = [];
   for (const policy of policies) {
-    const config = devConfigWithPolicy(policy);
+    const config = devConfigWithPolicy(policy, options.prefillRate);
     progress(`[${policy}] booting the router and the fleet (policy = "${policy}" in every region)...`);
     let replaying = false;
     let routerReloads = 0;
