@@ -22,10 +22,15 @@ export const decisionSchema = z.enum(["prefix-hit", "hot-spill", "cold-spread", 
 
 export type Decision = z.infer<typeof decisionSchema>;
 
-/** Token counts from an answer's `usage` (cached: `prompt_tokens_details.cached_tokens`). */
+/**
+ * Token counts from an answer's `usage`. Cached tokens come from
+ * `prompt_tokens_details.cached_tokens` (OpenAI, vLLM, SGLang) or llama.cpp's `timings.cache_n`;
+ * absent when the engine did not report them (vLLM without prompt-token details), which is not
+ * the same as none cached and is never learned from.
+ */
 export const usageSchema = z.object({
   promptTokens: z.number().int().min(0),
-  cachedTokens: z.number().int().min(0),
+  cachedTokens: z.number().int().min(0).optional(),
   completionTokens: z.number().int().min(0),
 });
 
@@ -78,8 +83,12 @@ export type RouteResult = z.infer<typeof routeResultSchema>;
 
 /** What the worker learned about a request's outcome. */
 export const completionOutcomeSchema = z.object({
-  /** `ok`: answered; `failed`: the node failed before the first byte; `stream-error`: failed after it; `cancelled`: the client went away. */
-  status: z.enum(["ok", "failed", "stream-error", "cancelled"]),
+  /**
+   * `ok`: answered; `refused`: the node answered with a client error (4xx, e.g. a context-length
+   * error), so it computed nothing; `failed`: the node failed before the first byte;
+   * `stream-error`: failed after it; `cancelled`: the client went away.
+   */
+  status: z.enum(["ok", "refused", "failed", "stream-error", "cancelled"]),
   /** From the answer's `usage`, when present. */
   usage: usageSchema.optional(),
 });

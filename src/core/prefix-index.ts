@@ -25,10 +25,21 @@ import { blockWeight } from "./block-layout.ts";
 /** Default hard cap on node-block entries across the whole index. */
 export const DEFAULT_MAX_INDEX_ENTRIES = 262_144;
 
+/**
+ * An entry's value packs when it was last touched (a sequence number, increasing across the
+ * index) and its size: `seq * WEIGHT_SLOTS + log2(size)`. One number per entry, so the map costs
+ * what it did when it held only the size.
+ */
+const WEIGHT_SLOTS = 16;
+const pack = (seq: number, weight: number) => seq * WEIGHT_SLOTS + Math.log2(weight);
+const weightOf = (packed: number) => 2 ** (packed % WEIGHT_SLOTS);
+const seqOf = (packed: number) => Math.floor(packed / WEIGHT_SLOTS);
+
 interface NodeBlocks {
   /**
-   * Block hash -> its size in base blocks (block-layout.ts), in LRU order (first = least recently
-   * used). Map iteration order is insertion order.
+   * Block hash -> when it was last touched and its size in base blocks (block-layout.ts; packed,
+   * see {@link pack}), in LRU order (first = least recently used). Map iteration order is
+   * insertion order.
    */
   lru: Map<string, number>;
   /** Base blocks held: the sum of the sizes. */
@@ -49,6 +60,8 @@ export class PrefixIndex {
   private entries = 0;
 
   private readonly maxEntries: number;
+  /** Touch sequence: every insert of a block takes the next number. */
+  private seq = 0;
 
   /** @param maxEntries hard cap on node-block entries (default {@link DEFAULT_MAX_INDEX_ENTRIES}). */
   constructor(maxEntries: number = DEFAULT_MAX_INDEX_ENTRIES) {
@@ -104,11 +117,12 @@ export class PrefixIndex {
     for (let i = hashes.length - 1; i >= 0; i--) {
       const hash = hashes[i]!;
       const weight = blockWeight(i);
+      const value = pack(++this.seq, weight);
       if (lru.delete(hash)) {
-        lru.set(hash, weight);
+        lru.set(hash, value);
         continue;
       }
-      lru.set(hash, weight);
+      lru.set(hash, value);
       node.held += weight;
       this.entries++;
       const held = this.holders.get(hash);
@@ -139,6 +153,42 @@ export class PrefixIndex {
       alive = next;
     }
     return depths;
+  }
+
+  /**
+   * When `nodeId`'s copy of `hash` was last touched (a sequence number of this index), or
+   * undefined if the node is not believed to hold it.
+   */
+  touchedAt(nodeId: string, hash: string): number | undefined {
+    const v = this.nodes.get(nodeId)?.lru.get(hash);
+    return v === undefined ? undefined : seqOf(v);
+  }
+
+  /**
+   * Forgets `hashes[from..]` on `nodeId`: a speculative insert the node turned out not to hold
+   * (it refused the request, or failed before computing it).
+   */
+  forgetChain(nodeId: string, hashes: readonly string[], from: number): void {
+    const node = this.nodes.get(nodeId);
+    if (!node) return;
+    for (let i = Math.max(0, from); i < hashes.length; i++) this.forgetEntry(nodeId, node, hashes[i]!);
+  }
+
+  /**
+   * Forgets every block of `nodeId` last touched at or before `seq`. When a node reports that a
+   * block it was believed to hold is gone, it evicted it; its cache evicts least recently used
+   * first, so every block touched no later is gone too. Returns the base blocks forgotten.
+   */
+  forgetOlderThan(nodeId: string, seq: number): number {
+    const node = this.nodes.get(nodeId);
+    if (!node) return 0;
+    let forgotten = 0;
+    for (const [hash, value] of node.lru) {
+      if (seqOf(value) > seq) break;
+      forgotten += weightOf(value);
+      this.forgetEntry(nodeId, node, hash);
+    }
+    return forgotten;
   }
 
   /** Base blocks the index believes `nodeId` holds (its believed cache size, in block units). */
@@ -175,13 +225,19 @@ export class PrefixIndex {
   private evict(nodeId: string, node: NodeBlocks): void {
     const { lru } = node;
     if (node.held <= node.capacityBlocks && lru.size <= node.entryLimit) return;
-    for (const [hash, weight] of lru) {
+    for (const hash of lru.keys()) {
       if (node.held <= node.capacityBlocks && lru.size <= node.entryLimit) break;
-      lru.delete(hash);
-      node.held -= weight;
-      this.entries--;
-      this.dropHolder(hash, nodeId);
+      this.forgetEntry(nodeId, node, hash);
     }
+  }
+
+  private forgetEntry(nodeId: string, node: NodeBlocks, hash: string): void {
+    const value = node.lru.get(hash);
+    if (value === undefined) return;
+    node.lru.delete(hash);
+    node.held -= weightOf(value);
+    this.entries--;
+    this.dropHolder(hash, nodeId);
   }
 
   /** Shares the global cap out in proportion to capacity, when the capacities exceed it. */

@@ -221,7 +221,10 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
         usage,
       };
       console.log(JSON.stringify(log));
-      resolve(stub.complete(routed.ticket, { status: end, usage }).then(ignore, logBookkeepingError));
+      // A node's own client error (a context-length error, a bad parameter) computed nothing: the
+      // region takes the prediction back and forgets the prompt it recorded for that node.
+      const status = upstream.response.status >= 400 ? "refused" : end;
+      resolve(stub.complete(routed.ticket, { status, usage }).then(ignore, logBookkeepingError));
     };
   });
   ctx.waitUntil(finished);

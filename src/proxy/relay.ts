@@ -14,7 +14,7 @@
  * read `usage`.
  */
 import { sseErrorEvent } from "../http/errors.ts";
-import { USAGE_TAIL_CHARS, parseUsageTail, type Usage } from "./usage.ts";
+import { USAGE_TAIL_CHARS, parseAnswerTail, type Usage } from "./usage.ts";
 
 /** The last event of an OpenAI-style stream. */
 const SSE_DONE = "data: [DONE]";
@@ -53,7 +53,7 @@ export function relay({ first, reader, sse, requestId, onEnd }: RelayOptions): R
   const end = (how: RelayEnd) => {
     if (ended) return;
     ended = true;
-    onEnd(how, parseUsageTail(tail), bytes);
+    onEnd(how, parseAnswerTail(tail), bytes);
   };
   if (first) observe(first);
 

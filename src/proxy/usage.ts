@@ -1,5 +1,5 @@
 /**
- * Reading `usage` from the end of an answer without buffering it. vLLM and SGLang put `usage` at
+ * Reading `usage` (and llama.cpp's `timings`) from the end of an answer without buffering it. vLLM and SGLang put `usage` at
  * the end of a JSON answer and in the last data event of a stream (with
  * `stream_options.include_usage`), so the relay keeps only a bounded tail of the text and this
  * function finds the last usage object in it.
@@ -55,10 +55,41 @@ function toUsage(value: unknown): Usage | undefined {
   const u = value as Record<string, unknown>;
   if (typeof u.prompt_tokens !== "number") return undefined;
   const details = u.prompt_tokens_details as Record<string, unknown> | null | undefined;
-  const cached = typeof details?.cached_tokens === "number" ? details.cached_tokens : 0;
-  return {
+  const usage: Usage = {
     promptTokens: u.prompt_tokens,
-    cachedTokens: cached,
     completionTokens: typeof u.completion_tokens === "number" ? u.completion_tokens : 0,
   };
+  // Absent is not zero: an engine that does not report cached tokens must not look evicted.
+  if (typeof details?.cached_tokens === "number") usage.cachedTokens = details.cached_tokens;
+  return usage;
+}
+
+/**
+ * llama.cpp's server reports its prompt cache in `timings` (`cache_n`: prompt tokens reused,
+ * `prompt_n`: prompt tokens computed), in the final event of a stream and at the end of a JSON
+ * answer, rather than in `usage.prompt_tokens_details`. Finds the last such object in `tail`.
+ */
+export function parseLlamaTimingsTail(tail: string): Pick<Usage, "promptTokens" | "cachedTokens"> | undefined {
+  let at = tail.lastIndexOf('"timings"');
+  while (at >= 0) {
+    const open = tail.indexOf("{", at);
+    const object = open >= 0 ? balancedObject(tail, open) : undefined;
+    if (object && typeof object === "object") {
+      const t = object as Record<string, unknown>;
+      if (typeof t.cache_n === "number" && typeof t.prompt_n === "number") {
+        return { promptTokens: t.cache_n + t.prompt_n, cachedTokens: t.cache_n };
+      }
+    }
+    at = tail.lastIndexOf('"timings"', at - 1);
+  }
+  return undefined;
+}
+
+/** The answer's usage, with llama.cpp's cache counters filling in what `usage` does not say. */
+export function parseAnswerTail(tail: string): Usage | undefined {
+  const usage = parseUsageTail(tail);
+  const timings = parseLlamaTimingsTail(tail);
+  if (!timings) return usage;
+  if (!usage) return { promptTokens: timings.promptTokens, cachedTokens: timings.cachedTokens, completionTokens: 0 };
+  return usage.cachedTokens === undefined ? { ...usage, cachedTokens: timings.cachedTokens } : usage;
 }

@@ -181,4 +181,35 @@ describe("admin state", () => {
     expect(node.metrics.measuredCachedTokens).toBeGreaterThan(0);
     expect(node.load.inflight).toBe(0);
   });
+
+  it("a request the node refused (4xx) is neither predicted nor left in the index", async () => {
+    const node = { id: "learner", region: "us", models: ["m-learn"] };
+    const body = {
+      model: "m-learn",
+      messages: [
+        { role: "system", content: "r".repeat(4000) },
+        { role: "user", content: "a question the node refuses" },
+      ],
+    };
+    await registerAll([{ ...node, mode: "bad" }]);
+    const refused = await chat(body);
+    expect(refused.status).toBe(400);
+    await refused.text();
+    await new Promise((r) => setTimeout(r, 50)); // the completion is recorded after the answer
+    // The same node, now accepting: the refused prompt was never computed there, so no match.
+    await registerAll([node]);
+    const again = await chat(body);
+    expect(again.status).toBe(200);
+    expect(again.headers.get("x-warmpath-node")).toBe("learner");
+    expect(again.headers.get("x-warmpath-prefix-match")).toMatch(/^0\//);
+    await again.text();
+    await new Promise((r) => setTimeout(r, 50));
+    const state = await (await call("/admin/state", { headers: admin })).json<{ regions: RegionSnapshot[] }>();
+    const m = state.regions.find((r) => r.region === "us")!.nodes.find((n) => n.id === "learner")!.metrics;
+    expect(m.refused).toBe(1);
+    expect(m.completed).toBe(1);
+    expect(m.predictedCachedTokens).toBe(0);
+    // The accepted answer's usage was compared with the prediction (the fake node reports half cached).
+    expect(m.compared).toBe(1);
+  });
 });

@@ -102,3 +102,122 @@ describe("RegionRouter", () => {
     expect(next.decision).toBe("session");
   });
 });
+
+describe("RegionRouter: learning from what the nodes report", () => {
+  /** One node, so every request goes to it. */
+  const oneNode = (over: Partial<RegionSettings> = {}) => {
+    const r = new RegionRouter(settings(over));
+    r.upsertNode(spec("a"), 0);
+    return r;
+  };
+  const routeOk = (r: RegionRouter, p: string, now: number) => {
+    const res = r.route(req(p), now);
+    if (!res.ok) throw new Error(res.message);
+    return res;
+  };
+  const usage = (cachedTokens: number | undefined) => ({ promptTokens: 2_560, completionTokens: 5, cachedTokens });
+  const metrics = (r: RegionRouter) => r.snapshot(0).nodes[0]!.metrics;
+
+  it("a request the node refused (4xx) is neither predicted nor left in the index", () => {
+    const r = oneNode();
+    const ok = routeOk(r, "p", 0);
+    r.complete(ok.ticket, { status: "ok", usage: usage(0) }, 10);
+    // Same prefix again: predicted 20 blocks, then refused.
+    const refused = routeOk(r, "p", 20);
+    expect(refused.matchBlocks).toBe(20);
+    const predictedBefore = metrics(r).predictedCachedTokens;
+    r.complete(refused.ticket, { status: "refused" }, 30);
+    expect(metrics(r).refused).toBe(1);
+    expect(metrics(r).predictedCachedTokens).toBe(predictedBefore - refused.predictedCachedTokens);
+    // The prefix held before the refused request is still believed; a new one is not recorded.
+    const other = routeOk(r, "new", 40);
+    r.complete(other.ticket, { status: "refused" }, 50);
+    expect(routeOk(r, "new", 60).matchBlocks).toBe(0);
+    expect(routeOk(r, "p", 70).matchBlocks).toBe(20);
+  });
+
+  it("a request that failed before its first byte is rolled back too", () => {
+    const r = oneNode();
+    const failed = routeOk(r, "f", 0);
+    r.complete(failed.ticket, { status: "failed" }, 10);
+    expect(routeOk(r, "f", 5_000).matchBlocks).toBe(0);
+    expect(metrics(r).predictedCachedTokens).toBe(0);
+  });
+
+  it("counts agreement between the predicted and the measured cached share", () => {
+    const r = oneNode();
+    const a = routeOk(r, "p", 0);
+    r.complete(a.ticket, { status: "ok", usage: usage(0) }, 10); // predicted 0, measured 0: agreed
+    const b = routeOk(r, "p", 20);
+    r.complete(b.ticket, { status: "ok", usage: usage(2_500) }, 30); // predicted all, measured ~all: agreed
+    const c = routeOk(r, "p", 40);
+    r.complete(c.ticket, { status: "ok", usage: usage(1_000) }, 50); // predicted all, measured 39%: not
+    expect(metrics(r)).toMatchObject({ compared: 3, agreed: 2 });
+    // An engine that does not report cached tokens is not compared, and not counted as measured.
+    const d = routeOk(r, "p", 60);
+    r.complete(d.ticket, { status: "ok", usage: usage(undefined) }, 70);
+    expect(metrics(r)).toMatchObject({ compared: 3, measuredRequests: 3 });
+  });
+
+  it("a node that evicted a predicted prefix makes the index forget everything older, as its LRU did", () => {
+    const r = oneNode();
+    for (const [i, p] of ["old", "target", "newer"].entries()) {
+      const x = routeOk(r, p, i * 10);
+      r.complete(x.ticket, { status: "ok", usage: usage(0) }, i * 10 + 5);
+    }
+    // The node had lost "target" (measured 0 of a predicted 20 blocks): "old", touched before it,
+    // must be gone too; "newer", touched after it, may well be there.
+    const t = routeOk(r, "target", 100);
+    expect(t.matchBlocks).toBe(20);
+    r.complete(t.ticket, { status: "ok", usage: usage(0) }, 110);
+    expect(metrics(r).corrections).toBe(1);
+    expect(routeOk(r, "old", 120).matchBlocks).toBe(0);
+    expect(routeOk(r, "newer", 130).matchBlocks).toBe(20);
+    // "target" itself was just computed again by that request: it is held now.
+    expect(routeOk(r, "target", 140).matchBlocks).toBe(20);
+  });
+
+  it("detects a node that lost its whole cache without a new boot id within three answers", () => {
+    const r = oneNode();
+    for (const p of ["a", "b", "c", "d"]) {
+      const x = routeOk(r, p, 0);
+      r.complete(x.ticket, { status: "ok", usage: usage(0) }, 1);
+    }
+    expect(r.snapshot(2).nodes[0]!.indexBlocks).toBeGreaterThan(60);
+    // The node restarted. Its answers for the three oldest prefixes come back with nothing cached;
+    // each such answer alone only says that prefix (and anything older) was evicted, so "d", the
+    // newest, would still be believed. Three in a row say the whole cache is gone.
+    for (const [i, p] of ["a", "b", "c"].entries()) {
+      const x = routeOk(r, p, 10 + i);
+      expect(x.matchBlocks).toBeGreaterThan(0);
+      r.complete(x.ticket, { status: "ok", usage: usage(0) }, 20 + i);
+    }
+    expect(metrics(r).silentRestarts).toBe(1);
+    expect(r.snapshot(30).nodes[0]!.indexBlocks).toBe(0);
+    expect(routeOk(r, "d", 40).matchBlocks).toBe(0);
+  });
+
+  it("an answer with nothing cached forgets every prefix touched before that one", () => {
+    const r = oneNode();
+    for (const p of ["a", "b", "c"]) {
+      const x = routeOk(r, p, 0);
+      r.complete(x.ticket, { status: "ok", usage: usage(0) }, 1);
+    }
+    const c = routeOk(r, "c", 10);
+    r.complete(c.ticket, { status: "ok", usage: usage(0) }, 20);
+    expect(metrics(r).silentRestarts).toBe(0);
+    expect(routeOk(r, "a", 30).matchBlocks).toBe(0);
+  });
+
+  it("with learning off (the benchmark's comparison), agreement is still counted but nothing is corrected", () => {
+    const r = oneNode({ learnFromUsage: false });
+    for (const p of ["old", "target"]) {
+      const x = routeOk(r, p, 0);
+      r.complete(x.ticket, { status: "ok", usage: usage(0) }, 1);
+    }
+    const t = routeOk(r, "target", 10);
+    r.complete(t.ticket, { status: "ok", usage: usage(0) }, 20);
+    expect(metrics(r)).toMatchObject({ compared: 3, agreed: 2, corrections: 0 });
+    expect(routeOk(r, "old", 30).matchBlocks).toBe(20);
+  });
+});

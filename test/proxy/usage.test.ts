@@ -1,20 +1,39 @@
 import { describe, expect, it } from "vitest";
-import { parseUsageTail } from "../../src/proxy/usage.ts";
+import { parseAnswerTail, parseUsageTail } from "../../src/proxy/usage.ts";
 
 describe("parseUsageTail", () => {
   it("reads usage from the last SSE event", () => {
     const tail = `data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: {"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":7,"total_tokens":107,"prompt_tokens_details":{"cached_tokens":64}}}\n\ndata: [DONE]\n\n`;
     expect(parseUsageTail(tail)).toEqual({ promptTokens: 100, cachedTokens: 64, completionTokens: 7 });
   });
-  it("reads usage from a JSON answer, without cache details", () => {
+  it("reads usage from a JSON answer; without cache details the cached tokens are unknown, not zero", () => {
     expect(parseUsageTail(`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1}}`)).toEqual({
       promptTokens: 5,
-      cachedTokens: 0,
       completionTokens: 1,
     });
   });
   it("ignores a usage key inside content and a cut-off object", () => {
     expect(parseUsageTail(`{"content":"the \\"usage\\" is","usage":{"prompt_tokens":`)).toBeUndefined();
     expect(parseUsageTail(`data: {"usage": null}`)).toBeUndefined();
+  });
+});
+
+describe("parseAnswerTail: llama.cpp's timings", () => {
+  // The shape of llama-server's final stream event (tools/server: timings with cache_n and prompt_n).
+  const llama = `data: {"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"created":1,"model":"m","object":"chat.completion.chunk","usage":{"completion_tokens":8,"prompt_tokens":1024,"total_tokens":1032},"timings":{"cache_n":960,"prompt_n":64,"prompt_ms":20.5,"predicted_n":8,"predicted_ms":90.1}}\n\ndata: [DONE]\n\n`;
+
+  it("fills cached tokens from timings.cache_n when usage has no details", () => {
+    expect(parseAnswerTail(llama)).toEqual({ promptTokens: 1024, cachedTokens: 960, completionTokens: 8 });
+  });
+  it("reads timings alone (a server that sends no usage)", () => {
+    expect(parseAnswerTail(`{"content":"hi","timings":{"cache_n":10,"prompt_n":5}}`)).toEqual({
+      promptTokens: 15,
+      cachedTokens: 10,
+      completionTokens: 0,
+    });
+  });
+  it("prefers usage's own cached tokens when both are there", () => {
+    const both = `{"usage":{"prompt_tokens":100,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":90}},"timings":{"cache_n":1,"prompt_n":99}}`;
+    expect(parseAnswerTail(both)).toMatchObject({ cachedTokens: 90 });
   });
 });

@@ -10,6 +10,8 @@ export interface NodeMetrics {
   decisions: Record<Decision, number>;
   completed: number;
   failed: number;
+  /** Answered with a client error (4xx): nothing computed, nothing learned, not predicted. */
+  refused: number;
   streamErrors: number;
   cancelled: number;
   /** Estimated prompt tokens routed, and how many the router predicted cached. */
@@ -20,6 +22,17 @@ export interface NodeMetrics {
   measuredPromptTokens: number;
   measuredCachedTokens: number;
   completionTokens: number;
+  /**
+   * Measured answers whose cached share the router had predicted to within one block (agreed),
+   * of those compared: how far the index's belief matches the node's real cache.
+   */
+  compared: number;
+  agreed: number;
+  /** Times the node's answers showed evictions the index had not made, and base blocks forgotten for them. */
+  corrections: number;
+  correctedBlocks: number;
+  /** Times the node was found to have lost its whole cache without a new boot id. */
+  silentRestarts: number;
   /** Sum of dispatch-to-first-byte times, for a mean. */
   firstByteMsSum: number;
   firstByteCount: number;
@@ -31,6 +44,7 @@ export function emptyMetrics(): NodeMetrics {
     decisions: Object.fromEntries(DECISIONS.map((d) => [d, 0])) as Record<Decision, number>,
     completed: 0,
     failed: 0,
+    refused: 0,
     streamErrors: 0,
     cancelled: 0,
     promptTokens: 0,
@@ -39,6 +53,11 @@ export function emptyMetrics(): NodeMetrics {
     measuredPromptTokens: 0,
     measuredCachedTokens: 0,
     completionTokens: 0,
+    compared: 0,
+    agreed: 0,
+    corrections: 0,
+    correctedBlocks: 0,
+    silentRestarts: 0,
     firstByteMsSum: 0,
     firstByteCount: 0,
   };
@@ -58,13 +77,31 @@ export function countFirstByte(m: NodeMetrics, waitMs: number): void {
 
 export function countOutcome(m: NodeMetrics, outcome: CompletionOutcome): void {
   if (outcome.status === "failed") m.failed++;
+  else if (outcome.status === "refused") m.refused++;
   else if (outcome.status === "ok") m.completed++;
   else if (outcome.status === "stream-error") m.streamErrors++;
   else m.cancelled++;
   if (outcome.usage) {
-    m.measuredRequests++;
-    m.measuredPromptTokens += outcome.usage.promptTokens;
-    m.measuredCachedTokens += outcome.usage.cachedTokens;
     m.completionTokens += outcome.usage.completionTokens;
+    if (outcome.usage.cachedTokens !== undefined) {
+      m.measuredRequests++;
+      m.measuredPromptTokens += outcome.usage.promptTokens;
+      m.measuredCachedTokens += outcome.usage.cachedTokens;
+    }
   }
+}
+
+/**
+ * A request the node refused or failed before computing: it is taken back out of the predicted
+ * figures (the prefix it was predicted to reuse was never used), though it stays counted as routed.
+ */
+export function uncountPrediction(m: NodeMetrics, promptTokens: number, predictedCachedTokens: number): void {
+  m.promptTokens -= promptTokens;
+  m.predictedCachedTokens -= predictedCachedTokens;
+}
+
+/** One comparison of the router's predicted cached share of a prompt with the node's measured one. */
+export function countAgreement(m: NodeMetrics, agreed: boolean): void {
+  m.compared++;
+  if (agreed) m.agreed++;
 }

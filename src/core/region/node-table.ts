@@ -28,6 +28,8 @@ export interface NodeEntry {
   consecutiveFailures: number;
   cooldownUntil: number;
   metrics: NodeMetrics;
+  /** Answers in a row showing nothing cached where a real prefix was predicted (router.ts). */
+  silentMisses: number;
 }
 
 const MAX_FAILURE_COOLDOWN_MS = 60_000;
@@ -64,6 +66,7 @@ export class NodeTable {
         consecutiveFailures: 0,
         cooldownUntil: 0,
         metrics: emptyMetrics(),
+        silentMisses: 0,
       });
       return false;
     }
@@ -71,6 +74,7 @@ export class NodeTable {
     if (restarted) {
       // The node restarted: its KV cache and queue are gone.
       existing.load.reset(now);
+      existing.silentMisses = 0;
       existing.consecutiveFailures = 0;
       existing.cooldownUntil = 0;
     }

@@ -18,8 +18,8 @@ import { PrefixIndex } from "../prefix-index.ts";
 import { seededRandom } from "../random.ts";
 import { ActiveBlocks } from "./active-blocks.ts";
 import { buildCandidates, eligibleNodes, shortestWaitSeconds } from "./candidates.ts";
-import { countFirstByte, countOutcome, countRouted } from "./metrics.ts";
-import { NodeTable, type NodeSpec } from "./node-table.ts";
+import { countAgreement, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
+import { NodeTable, type NodeEntry, type NodeSpec } from "./node-table.ts";
 import type { RegionSettings } from "./settings.ts";
 import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
 
@@ -31,9 +31,30 @@ interface Ticket {
   uncachedTokens: number;
   promptTokens: number;
   firstByteAt: number | undefined;
-  /** The prompt's hashes, kept only while active blocks are tracked. */
-  hashes: readonly string[] | undefined;
+  /** The prompt's hashes (the array the route call carried). */
+  hashes: readonly string[];
+  /** Whether its blocks are among the node's active blocks (a restart drops them). */
+  active: boolean;
+  /** The believed cached prefix at dispatch, in blocks and tokens. */
+  matchBlocks: number;
+  predictedCachedTokens: number;
+  /**
+   * When the index last touched the first and the deepest block of that prefix before this
+   * dispatch re-touched them: what the node's answer is compared with (see learnFromUsage).
+   */
+  headSeq: number | undefined;
+  deepestSeq: number | undefined;
 }
+
+/**
+ * A node whose answers show nothing cached this many times in a row, each predicted to reuse at
+ * least MIN_EVIDENCE_BLOCKS, has lost its cache (restarted without a new boot id): forget all it
+ * was believed to hold. Three: one such answer is an eviction, three in a row on different
+ * prompts is the whole cache.
+ */
+const SILENT_RESTART_MISSES = 3;
+/** A prediction below this many blocks is too small to say anything about the node's cache. */
+const MIN_EVIDENCE_BLOCKS = 2;
 
 export class RegionRouter {
   readonly settings: RegionSettings;
@@ -67,7 +88,7 @@ export class RegionRouter {
       // Restarted: its cache and its requests are gone (their tickets stay, to be released).
       this.index.clearNode(spec.id);
       this.active?.forget(spec.id);
-      for (const t of this.tickets.values()) if (t.nodeId === spec.id) t.hashes = undefined;
+      for (const t of this.tickets.values()) if (t.nodeId === spec.id) t.active = false;
     }
     const believable = this.policy.indexCapacityTokens?.(spec.kvCapacityTokens) ?? spec.kvCapacityTokens;
     this.index.setNode(spec.id, believable / this.settings.blockTokens);
@@ -168,7 +189,10 @@ export class RegionRouter {
 
     const estimatedTtftMs = Math.round(entry.load.estimateTtftSeconds(now, chosen.uncachedTokens) * 1000);
     const predicted = entry.load.dispatch(now, chosen.uncachedTokens, req.promptTokens);
-    // Speculative insert: the node will hold this prompt once it has prefilled it.
+    const headSeq = chosen.matchBlocks > 0 ? this.index.touchedAt(chosen.id, req.hashes[0]!) : undefined;
+    const deepestSeq = chosen.matchBlocks > 0 ? this.index.touchedAt(chosen.id, req.hashes[chosen.matchBlocks - 1]!) : undefined;
+    // Speculative insert: the node will hold this prompt once it has prefilled it (rolled back
+    // if it refuses the request or fails before computing it).
     this.index.insert(chosen.id, req.hashes);
     if (req.sessionKey !== undefined) this.sessions.set(req.sessionKey, chosen.id);
     this.active?.add(chosen.id, req.hashes);
@@ -181,7 +205,12 @@ export class RegionRouter {
       uncachedTokens: chosen.uncachedTokens,
       promptTokens: req.promptTokens,
       firstByteAt: undefined,
-      hashes: this.active ? req.hashes : undefined,
+      hashes: req.hashes,
+      active: this.active !== undefined,
+      matchBlocks: chosen.matchBlocks,
+      predictedCachedTokens: chosen.matchTokens,
+      headSeq,
+      deepestSeq,
     });
     countRouted(entry.metrics, decision, req.promptTokens, chosen.matchTokens);
 
@@ -221,9 +250,57 @@ export class RegionRouter {
       countOutcome(n.metrics, outcome);
       if (outcome.status === "failed") this.nodes.recordFailure(n, now);
       else this.nodes.recordSuccess(n);
+      if (outcome.status === "failed" || outcome.status === "refused") {
+        // The node computed nothing: it does not hold the prompt, and the prediction was never used.
+        this.index.forgetChain(t.nodeId, t.hashes, t.matchBlocks);
+        uncountPrediction(n.metrics, t.promptTokens, t.predictedCachedTokens);
+      } else if (outcome.usage?.cachedTokens !== undefined) {
+        this.learnFromUsage(n, t, outcome.usage.promptTokens, outcome.usage.cachedTokens);
+      }
     }
     this.release(ticketId, t, now);
     return true;
+  }
+
+  /**
+   * Compares what the node says it had cached for a request with what the index predicted, and
+   * corrects the index. The comparison is in shares of the prompt, since the router counts
+   * tokens by characters and the node by its tokenizer; within one block (plus 2%) is agreement.
+   *
+   * Fewer cached than predicted: the node evicted the predicted prefix past what it reported. Its
+   * cache evicts least recently used first, so every block the index last touched no later than the
+   * first missing one is gone too: forget them all (the oldest part of the node's LRU). The index
+   * touched the prefix's first block last and its deepest first, so the first missing block was
+   * touched no earlier than the deepest: that one bounds what is forgotten, and when nothing at
+   * all was cached, the first block does. More cached than predicted needs no correction: the
+   * dispatch already recorded the whole prompt as held. Several answers in a row with nothing
+   * cached, each predicted to reuse a real prefix, mean the node lost its whole cache (a restart
+   * without a new boot id): forget everything it was believed to hold.
+   */
+  private learnFromUsage(n: NodeEntry, t: Ticket, promptTokens: number, cachedTokens: number): void {
+    const { blockTokens } = this.settings;
+    const predictedShare = t.predictedCachedTokens / Math.max(1, t.promptTokens);
+    const measuredShare = cachedTokens / Math.max(1, promptTokens);
+    const tolerance = blockTokens / Math.max(1, t.promptTokens) + 0.02;
+    countAgreement(n.metrics, Math.abs(predictedShare - measuredShare) <= tolerance);
+    if (!this.settings.learnFromUsage) return;
+    const nothingCached = measuredShare <= tolerance;
+    if (t.matchBlocks >= MIN_EVIDENCE_BLOCKS && nothingCached) {
+      if (++n.silentMisses >= SILENT_RESTART_MISSES) {
+        n.silentMisses = 0;
+        n.metrics.silentRestarts++;
+        this.index.clearNode(t.nodeId);
+        return;
+      }
+    } else if (cachedTokens > 0) n.silentMisses = 0;
+    if (predictedShare - measuredShare <= tolerance) return;
+    const bound = nothingCached ? t.headSeq : t.deepestSeq;
+    if (bound === undefined) return;
+    const forgotten = this.index.forgetOlderThan(t.nodeId, bound);
+    if (forgotten > 0) {
+      n.metrics.corrections++;
+      n.metrics.correctedBlocks += forgotten;
+    }
   }
 
   private release(ticketId: string, t: Ticket, now: number): void {
@@ -232,7 +309,7 @@ export class RegionRouter {
     if (!n) return;
     if (t.firstByteAt === undefined) n.load.releaseBeforeFirstByte(now, t.predicted);
     n.load.complete(t.promptTokens);
-    if (t.hashes) this.active?.remove(t.nodeId, t.hashes);
+    if (t.active) this.active?.remove(t.nodeId, t.hashes);
   }
 
   /** The durable node table. */

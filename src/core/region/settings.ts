@@ -30,6 +30,11 @@ export const regionSettingsSchema = z.strictObject({
   blockTokens: z.number().positive(),
   /** Seed for policies that draw at random. */
   seed: z.number().int(),
+  /**
+   * Correct the prefix index from the cached tokens nodes report (router.ts, learnFromUsage).
+   * Always on in a deployment; the benchmark turns it off to measure what it is worth.
+   */
+  learnFromUsage: z.boolean(),
 });
 
 export type RegionSettings = z.infer<typeof regionSettingsSchema>;
@@ -45,4 +50,5 @@ export const DEFAULT_REGION_SETTINGS: Omit<RegionSettings, "name" | "blockTokens
   maxIndexEntries: DEFAULT_MAX_INDEX_ENTRIES,
   maxSessions: 100_000,
   seed: 1,
+  learnFromUsage: true,
 };
