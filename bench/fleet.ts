@@ -54,6 +54,8 @@ export interface Live {
   ticket: string;
   /** Oracle bookkeeping: the prefill time it predicted when it enqueued the request. */
   estimateMs: number;
+  /** Cached tokens the router predicted at dispatch (routers only; NaN otherwise). */
+  predictedCachedTokens: number;
   noise: number;
   cachedTokens: number;
   uncachedTokens: number;
@@ -133,9 +135,18 @@ export interface Dispatcher {
 interface Event {
   t: number;
   seq: number;
-  kind: 0 | 1 | 2; // prefill end, decode end, report
+  kind: 0 | 1 | 2 | 3; // prefill end, decode end, report, silent restart
   node: number;
   live: Live | undefined;
+}
+
+/** Faults injected into a run. */
+export interface Faults {
+  /**
+   * At the arrival time of the request at this fraction of the run (0..1), this node loses its
+   * whole prefix cache (a restart), and nothing tells the router: no new boot id, reports as before.
+   */
+  silentRestart?: { node: number; atFraction: number };
 }
 
 export class Fleet {
@@ -189,6 +200,7 @@ export function simulate(
   cfg: FleetConfig,
   blockTokens: number,
   dispatcher: Dispatcher,
+  faults: Faults = {},
 ): { lives: Live[]; fleet: Fleet } {
   const fleet = new Fleet(cfg, blockTokens);
   fleet.trackPending = dispatcher.name === "oracle";
@@ -200,6 +212,7 @@ export function simulate(
     node: -1,
     ticket: "",
     estimateMs: 0,
+    predictedCachedTokens: NaN,
     noise: noiseFactor(req.id, cfg.noiseSigma),
     cachedTokens: 0,
     uncachedTokens: 0,
@@ -214,6 +227,10 @@ export function simulate(
     heap.push({ t: firstAt + (n.index * cfg.reportIntervalMs) / cfg.nodes, seq: 0, kind: 2, node: n.index, live: undefined });
   }
   let outstanding = lives.length;
+  if (faults.silentRestart && lives.length > 0) {
+    const at = lives[Math.min(lives.length - 1, Math.floor(faults.silentRestart.atFraction * lives.length))]!.arrival;
+    heap.push({ t: at, seq: 0, kind: 3, node: faults.silentRestart.node, live: undefined });
+  }
 
   const tryStart = (node: SimNode, now: number): void => {
     if (node.prefilling || node.qHead >= node.queue.length) return;
@@ -254,6 +271,10 @@ export function simulate(
     if (heap.peekTime() <= arrivalAt) {
       const e = heap.pop()!;
       const node = fleet.nodes[e.node]!;
+      if (e.kind === 3) {
+        node.cache.map.clear();
+        continue;
+      }
       if (e.kind === 2) {
         dispatcher.report(node, e.t);
         heap.push({ t: e.t + cfg.reportIntervalMs, seq: 0, kind: 2, node: e.node, live: undefined });

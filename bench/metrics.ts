@@ -1,5 +1,9 @@
 /** Figures of one run (one workload, one load level, one policy). */
 import { percentile } from "../src/core/stats.ts";
+import { compareShares } from "../src/core/region/agreement.ts";
+import { DEFAULT_PREFIX_SETTINGS } from "../src/core/prefix.ts";
+
+const ROUTER_BLOCK_TOKENS = DEFAULT_PREFIX_SETTINGS.blockChars / DEFAULT_PREFIX_SETTINGS.charsPerToken;
 import type { Fleet, Live } from "./fleet.ts";
 
 export interface RunMetrics {
@@ -24,6 +28,11 @@ export interface RunMetrics {
   slotWaits: number;
   /** Prefill busy time / (nodes x arrival span): offered prefill load; above 1 the queues grow. */
   prefillLoad: number;
+  /**
+   * Share of requests whose cached share the router predicted within the region router's own
+   * tolerance of what the node really had cached (src/core/region/agreement.ts); NaN for references.
+   */
+  indexAgreement: number;
 }
 
 function maxOverMean(values: readonly number[]): number {
@@ -79,5 +88,22 @@ export function summarise(
     requestImbalance: maxOverMean(fleet.nodes.map((x) => x.requests)),
     slotWaits,
     prefillLoad: busy / (fleet.nodes.length * span),
+    indexAgreement: indexAgreement(lives),
   };
+}
+
+/**
+ * Share of `lives` whose cached share the router predicted within the region router's tolerance
+ * of what the node really had cached; NaN when none was routed by a router (the references).
+ */
+export function indexAgreement(lives: readonly Live[]): number {
+  let compared = 0;
+  let agreed = 0;
+  for (const l of lives) {
+    if (Number.isNaN(l.predictedCachedTokens)) continue;
+    compared++;
+    const { promptTokens } = l.req;
+    if (compareShares(l.predictedCachedTokens, promptTokens, l.cachedTokens, promptTokens, ROUTER_BLOCK_TOKENS).agreed) agreed++;
+  }
+  return compared > 0 ? agreed / compared : NaN;
 }

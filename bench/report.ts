@@ -19,6 +19,9 @@ export interface ReportInput {
   noiseCheck: number;
   /** warmpath with its configured prefill rate off by `rateFactor` (the fleet's true rate is unchanged). */
   rateResults: Array<RunMetrics & { rateFactor: number }>;
+  /** warmpath at the heavy level with and without learning from usage, per scenario. */
+  agreementResults: Array<RunMetrics & { scenario: string; learnFromUsage: boolean }>;
+  agreementScenarios: Array<{ name: string; description: string }>;
   quick: boolean;
 }
 
@@ -213,6 +216,8 @@ export function writeReport(input: ReportInput): void {
     `${met} of ${decided.length} met. Why each missed target is missed, and what the numbers taught the code: [bench/README.md](README.md).\n`,
   );
 
+  if (input.agreementResults.length > 0) md.push(agreementSection(input));
+
   for (const w of input.workloads) {
     const L = levels(rs, w.name, speeds);
     md.push(`## ${w.name}\n`);
@@ -284,4 +289,27 @@ export function writeReport(input: ReportInput): void {
     }
   }
   writeFileSync(join(outDir, "RESULTS.md"), md.join("\n") + "\n");
+}
+
+/** The index's agreement with the nodes' real caches, with and without learning from usage. */
+function agreementSection(input: ReportInput): string {
+  const out = [
+    "## Index agreement with the nodes' caches\n",
+    "The share of requests whose cached share warmpath's index predicted within one engine block (512 tokens) plus 2% of what the node really had cached (the rule of src/core/region/agreement.ts), at each workload's heavy level, with the index corrected from the cached tokens nodes report (`learnFromUsage`, on in production) and without (the index learns only from the router's own dispatches). Scenarios:\n",
+    ...input.agreementScenarios.map((sc) => `- **${sc.name}**: ${sc.description}.`),
+    "",
+    "| workload | scenario | agreement with / without | hit rate with / without | TTFT mean with / without |",
+    "|---|---|---:|---:|---:|",
+  ];
+  for (const { name: w } of input.workloads) {
+    for (const sc of input.agreementScenarios) {
+      const on = input.agreementResults.find((r) => r.workload === w && r.scenario === sc.name && r.learnFromUsage);
+      const off = input.agreementResults.find((r) => r.workload === w && r.scenario === sc.name && !r.learnFromUsage);
+      if (!on || !off) continue;
+      out.push(
+        `| ${w} | ${sc.name} | ${pct(on.indexAgreement)} / ${pct(off.indexAgreement)} | ${pct(on.hitRate)} / ${pct(off.hitRate)} | ${s(on.ttftMean)} / ${s(off.ttftMean)} s |`,
+      );
+    }
+  }
+  return out.join("\n") + "\n";
 }

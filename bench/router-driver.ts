@@ -13,9 +13,16 @@ import type { Dispatcher, Fleet, Live, SimNode } from "./fleet.ts";
 
 const MODEL = "bench-model";
 
-export function benchRegionSettings(policy: PolicySpec, prefillRate: number): RegionSettings {
+/**
+ * @param learnFromUsage correct the index from the nodes' reported cached tokens. Default: only
+ * for warmpath's policy. The baselines' anchors learn only from their own routing (SGLang's
+ * approximate tree, Dynamo's approximate mode), so giving them warmpath's correction would make
+ * them something their sources are not.
+ */
+export function benchRegionSettings(policy: PolicySpec, prefillRate: number, learnFromUsage = policy.name === "warmpath"): RegionSettings {
   return {
     ...DEFAULT_REGION_SETTINGS,
+    learnFromUsage,
     name: "bench",
     policy,
     blockTokens: DEFAULT_PREFIX_SETTINGS.blockChars / DEFAULT_PREFIX_SETTINGS.charsPerToken,
@@ -35,11 +42,25 @@ export class RouterDispatcher implements Dispatcher {
   private readonly indexOf = new Map<string, number>();
   private fleet: Fleet | undefined;
 
-  /** @param policy a policy spec as configured; unset options take the policy's defaults */
-  constructor(label: string, policy: PolicySpecInput, prefillRate: number) {
+  private readonly capacityFactor: number;
+
+  /**
+   * @param policy a policy spec as configured; unset options take the policy's defaults
+   * @param options.learnFromUsage see {@link benchRegionSettings}
+   * @param options.capacityFactor the router is told each node's KV capacity times this (default
+   *   1): above 1, the nodes evict what the router's own LRU still believes they hold
+   */
+  constructor(
+    label: string,
+    policy: PolicySpecInput,
+    prefillRate: number,
+    options: { learnFromUsage?: boolean | undefined; capacityFactor?: number } = {},
+  ) {
     this.name = label;
-    this.settings = benchRegionSettings(parsePolicySpec(policy), prefillRate);
+    const spec = parsePolicySpec(policy);
+    this.settings = benchRegionSettings(spec, prefillRate, options.learnFromUsage ?? spec.name === "warmpath");
     this.router = new RegionRouter(this.settings);
+    this.capacityFactor = options.capacityFactor ?? 1;
   }
 
   init(fleet: Fleet): void {
@@ -55,7 +76,7 @@ export class RouterDispatcher implements Dispatcher {
     for (const n of fleet.nodes) {
       this.indexOf.set(n.id, n.index);
       this.router.upsertNode(
-        { id: n.id, url: `http://${n.id}`, models: [MODEL], kvCapacityTokens: fleet.cfg.capacityTokens, static: true, lastSeen: 0 },
+        { id: n.id, url: `http://${n.id}`, models: [MODEL], kvCapacityTokens: this.toldCapacity(fleet), static: true, lastSeen: 0 },
         0,
       );
     }
@@ -68,7 +89,12 @@ export class RouterDispatcher implements Dispatcher {
     );
     if (!res.ok) throw new Error(`router refused request ${r.req.id}: ${res.message}`);
     r.ticket = res.ticket;
+    r.predictedCachedTokens = res.predictedCachedTokens;
     return this.indexOf.get(res.nodeId)!;
+  }
+
+  private toldCapacity(fleet: Fleet): number {
+    return Math.round(fleet.cfg.capacityTokens * this.capacityFactor);
   }
 
   firstToken(r: Live, now: number): void {
@@ -94,7 +120,7 @@ export class RouterDispatcher implements Dispatcher {
         region: "bench",
         url: `http://${node.id}`,
         models: [MODEL],
-        kv_capacity_tokens: cfg.capacityTokens,
+        kv_capacity_tokens: this.toldCapacity(this.fleet!),
         running: node.running,
         waiting: node.waiting,
         kv_usage: Math.min(1, node.activeKvTokens / cfg.capacityTokens),

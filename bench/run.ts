@@ -13,6 +13,9 @@
  *   --noise-check S         extra pass at each workload's heavy level with this sigma; 0 = skip [1]
  *   --rate-check F          extra warmpath passes at the light and heavy levels with its configured
  *                           prefill rate F x and 1/F x the fleet's true rate; 0 = skip [4]
+ *   --agreement-check       warmpath at the heavy level with and without learning from usage,
+ *                           under evictions the router does not expect and under a silent node
+ *                           restart; --no-agreement-check skips it [on]
  *   --nodes N [8] --capacity TOKENS [500000] --prefill-rate TOK/S [10000]
  *   --decode-rate TOK/S [40] --slots N [64] --report-interval MS [1000]
  *   --trace PATH            Mooncake trace [../shared/traces/mooncake_conversation_trace.jsonl from the repo]
@@ -23,10 +26,10 @@ import { parseArgs } from "node:util";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_FLEET, simulate, type Dispatcher, type FleetConfig } from "./fleet.ts";
+import { DEFAULT_FLEET, simulate, type Dispatcher, type Faults, type FleetConfig } from "./fleet.ts";
 import { RouterDispatcher } from "./router-driver.ts";
 import { OracleDispatcher, PooledDispatcher, pooledFleet } from "./oracle.ts";
-import { summarise, type RunMetrics } from "./metrics.ts";
+import { indexAgreement, summarise, type RunMetrics } from "./metrics.ts";
 import { loadMooncake } from "./workloads/mooncake.ts";
 import { generate, GENERATED } from "./workloads/generator.ts";
 import { AGENTIC, generateAgentic } from "./workloads/agentic.ts";
@@ -51,6 +54,7 @@ const { values } = parseArgs({
     noise: { type: "string", default: "0" },
     "noise-check": { type: "string", default: "1" },
     "rate-check": { type: "string", default: "4" },
+    "agreement-check": { type: "boolean", default: true },
     nodes: { type: "string" },
     capacity: { type: "string" },
     "prefill-rate": { type: "string" },
@@ -62,6 +66,7 @@ const { values } = parseArgs({
     out: { type: "string", default: join(REPO, "bench") },
   },
   strict: true,
+  allowNegative: true,
 });
 
 const num = (v: string | undefined, d: number) => (v === undefined ? d : Number(v));
@@ -99,23 +104,64 @@ function loadWorkload(name: string): Workload {
   return generate(cfg, { durationSeconds: quick ? cfg.durationSeconds / 4 : undefined });
 }
 
-/** @param rateFactor the router is configured with this multiple of the fleet's true prefill rate */
-function dispatcherFor(policy: string, cfg: FleetConfig, rateFactor: number): { d: Dispatcher; cfg: FleetConfig } {
-  if (policy === "oracle") return { d: new OracleDispatcher(), cfg };
-  if (policy === "pooled") return { d: new PooledDispatcher(), cfg: pooledFleet(cfg) };
-  return { d: new RouterDispatcher(policy, { name: policy as PolicyName }, cfg.prefillRate * rateFactor), cfg };
+/** How a run departs from the plain sweep. */
+interface Variant {
+  /** The router is configured with this multiple of the fleet's true prefill rate. Default 1. */
+  rateFactor?: number;
+  /** The router is told each node's KV capacity times this. Default 1. */
+  capacityFactor?: number;
+  /** Correct the index from usage (default: warmpath only, see router-driver.ts). */
+  learnFromUsage?: boolean;
+  faults?: Faults;
 }
 
-function runOne(w: Workload, speed: number, policy: string, cfg: FleetConfig, rateFactor = 1): RunMetrics {
-  const { d, cfg: c } = dispatcherFor(policy, cfg, rateFactor);
-  const { lives, fleet: f } = simulate(w.requests, speed, c, w.trueBlockTokens, d);
-  return summarise(w.name, speed, policy, cfg.noiseSigma, lives, f);
+function dispatcherFor(policy: string, cfg: FleetConfig, v: Variant): { d: Dispatcher; cfg: FleetConfig } {
+  if (policy === "oracle") return { d: new OracleDispatcher(), cfg };
+  if (policy === "pooled") return { d: new PooledDispatcher(), cfg: pooledFleet(cfg) };
+  const d = new RouterDispatcher(policy, { name: policy as PolicyName }, cfg.prefillRate * (v.rateFactor ?? 1), {
+    learnFromUsage: v.learnFromUsage,
+    capacityFactor: v.capacityFactor,
+  });
+  return { d, cfg };
 }
+
+/** Requests to the restarted node right after a silent restart that its agreement is measured on. */
+const AFTER_RESTART_REQUESTS = 50;
+
+function runOne(w: Workload, speed: number, policy: string, cfg: FleetConfig, v: Variant = {}): RunMetrics {
+  const { d, cfg: c } = dispatcherFor(policy, cfg, v);
+  const { lives, fleet: f } = simulate(w.requests, speed, c, w.trueBlockTokens, d, v.faults);
+  const m = summarise(w.name, speed, policy, cfg.noiseSigma, lives, f);
+  const restart = v.faults?.silentRestart;
+  if (restart) {
+    // Over the whole run one node's restart is diluted; what matters is how soon the index
+    // stops believing in the lost cache: agreement on the node's next requests.
+    const at = lives[Math.min(lives.length - 1, Math.floor(restart.atFraction * lives.length))]!.arrival;
+    const after = lives.filter((l) => l.node === restart.node && l.arrival >= at).slice(0, AFTER_RESTART_REQUESTS);
+    m.indexAgreement = indexAgreement(after);
+  }
+  return m;
+}
+
+/** The index-agreement scenarios: what the router's LRU model cannot foresee. */
+const AGREEMENT_SCENARIOS: Array<{ name: string; description: string; variant: Variant }> = [
+  {
+    name: "evictions",
+    description: "nodes evict more than the router expects (it is told twice their real KV capacity)",
+    variant: { capacityFactor: 2 },
+  },
+  {
+    name: "silent restart",
+    description: "one node loses its whole cache halfway through the run, with no new boot id; agreement is over its next 50 requests",
+    variant: { faults: { silentRestart: { node: 0, atFraction: 0.5 } } },
+  },
+];
 
 const started = performance.now();
 const results: RunMetrics[] = [];
 const noiseResults: RunMetrics[] = [];
 const rateResults: Array<RunMetrics & { rateFactor: number }> = [];
+const agreementResults: Array<RunMetrics & { scenario: string; learnFromUsage: boolean }> = [];
 const workloads: Array<{ name: string; description: string; requests: number }> = [];
 for (const name of workloadNames) {
   const t0 = performance.now();
@@ -143,7 +189,7 @@ for (const name of workloadNames) {
   if (rateCheck > 0 && policies.includes("warmpath")) {
     for (const factor of [rateCheck, 1 / rateCheck]) {
       for (const speed of [...new Set([light, heavy])]) {
-        const m = runOne(w, speed, "warmpath", fleet, factor);
+        const m = runOne(w, speed, "warmpath", fleet, { rateFactor: factor });
         rateResults.push({ ...m, rateFactor: factor });
         process.stderr.write(
           `  rate x${factor} x${speed} warmpath ttft mean ${(m.ttftMean / 1000).toFixed(2)} s  hit ${(m.hitRate * 100).toFixed(1)}%\n`,
@@ -151,10 +197,37 @@ for (const name of workloadNames) {
       }
     }
   }
+  if (values["agreement-check"] && policies.includes("warmpath")) {
+    for (const scenario of AGREEMENT_SCENARIOS) {
+      for (const learnFromUsage of [true, false]) {
+        const m = runOne(w, heavy, "warmpath", fleet, { ...scenario.variant, learnFromUsage });
+        agreementResults.push({ ...m, scenario: scenario.name, learnFromUsage });
+        process.stderr.write(
+          `  agreement ${scenario.name}, learning ${learnFromUsage ? "on" : "off"}: ${(m.indexAgreement * 100).toFixed(1)}%  hit ${(m.hitRate * 100).toFixed(1)}%  ttft mean ${(m.ttftMean / 1000).toFixed(2)} s\n`,
+        );
+      }
+    }
+  }
 }
 
 const command = ["node bench/run.ts", ...process.argv.slice(2)].join(" ");
-writeReport({ outDir: values.out!, command, fleet, workloads, speeds, results, noiseResults, noiseCheck, rateResults, quick });
+writeReport({
+  outDir: values.out!,
+  command,
+  fleet,
+  workloads,
+  speeds,
+  results,
+  noiseResults,
+  noiseCheck,
+  rateResults,
+  agreementResults,
+  agreementScenarios: AGREEMENT_SCENARIOS.map(({ name, description }) => ({ name, description })),
+  quick,
+});
 process.stderr.write(`done in ${((performance.now() - started) / 1000).toFixed(0)} s; wrote ${join(values.out!, "RESULTS.md")}\n`);
 mkdirSync(values.out!, { recursive: true });
-writeFileSync(join(values.out!, "results.json"), JSON.stringify({ command, fleet, results, noiseResults, rateResults }, null, 1) + "\n");
+writeFileSync(
+  join(values.out!, "results.json"),
+  JSON.stringify({ command, fleet, results, noiseResults, rateResults, agreementResults }, null, 1) + "\n",
+);

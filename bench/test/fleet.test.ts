@@ -128,6 +128,22 @@ describe("simulate", () => {
     );
   });
 
+  test("a silent restart empties the node's cache at its time, and nothing else changes", () => {
+    const requests = [req(0, 0, 300, [1, 2, 3]), req(1, 1000, 300, [1, 2, 3]), req(2, 2000, 300, [1, 2, 3]), req(3, 3000, 300, [1, 2, 3])];
+    const fixed = () => new FixedDispatcher(() => 0);
+    const plain = simulate(requests, 1, smallFleet({ nodes: 1 }), BLOCK, fixed());
+    assert.deepEqual(
+      plain.lives.map((l) => l.cachedTokens),
+      [0, 299, 299, 299],
+    );
+    // Restart at the arrival of the request at half the run (request 2): it finds nothing cached.
+    const restarted = simulate(requests, 1, smallFleet({ nodes: 1 }), BLOCK, fixed(), { silentRestart: { node: 0, atFraction: 0.5 } });
+    assert.deepEqual(
+      restarted.lives.map((l) => l.cachedTokens),
+      [0, 299, 0, 299],
+    );
+  });
+
   test("the capacity bound evicts least recently used blocks, tails first", () => {
     // 4 blocks of cache.
     const requests = [

@@ -11,6 +11,7 @@ function life(id: number, arrival: number, ttft: number, promptTokens: number, c
     node: 0,
     ticket: "",
     estimateMs: 0,
+    predictedCachedTokens: NaN,
     noise: 1,
     cachedTokens,
     uncachedTokens: promptTokens - cachedTokens,

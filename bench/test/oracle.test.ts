@@ -15,6 +15,7 @@ function live(r: BenchRequest, over: Partial<Live> = {}): Live {
     node: -1,
     ticket: "",
     estimateMs: 0,
+    predictedCachedTokens: NaN,
     noise: 1,
     cachedTokens: 0,
     uncachedTokens: 0,

@@ -1,14 +1,14 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { simulate, type FleetConfig } from "../fleet.ts";
-import { RouterDispatcher } from "../router-driver.ts";
+import { RouterDispatcher, benchRegionSettings } from "../router-driver.ts";
 import { OracleDispatcher } from "../oracle.ts";
-import { summarise, type RunMetrics } from "../metrics.ts";
+import { indexAgreement, summarise, type RunMetrics } from "../metrics.ts";
 import { engineBlocks, generate, CHAT_HEAVY } from "../workloads/generator.ts";
 import { entityText, KIND } from "../text.ts";
 import { prefixKey, DEFAULT_PREFIX_SETTINGS } from "../../src/core/prefix.ts";
 import { canonicalText } from "../../src/core/canonical.ts";
-import type { PolicyName } from "../../src/core/policies/index.ts";
+import { parsePolicySpec, type PolicyName } from "../../src/core/policies/index.ts";
 import type { BenchRequest, Workload } from "../workloads/types.ts";
 
 const FLEET: FleetConfig = {
@@ -27,10 +27,10 @@ const FLEET: FleetConfig = {
  * apart (light load). Round-robin sends each document's 6 requests to all 3 nodes (3 misses each);
  * a cache-aware router can miss once per document.
  */
-function repeatedPrefixWorkload(): Workload {
+function repeatedPrefixWorkload(documents = 8, requestCount = 48): Workload {
   const requests: BenchRequest[] = [];
-  for (let i = 0; i < 48; i++) {
-    const doc = i % 8;
+  for (let i = 0; i < requestCount; i++) {
+    const doc = i % documents;
     const text = entityText(KIND.document, doc, 16_000) + entityText(KIND.userTurn, i, 400);
     const prompt = { kind: "chat" as const, messages: [{ role: "user", content: text }] };
     const key = prefixKey(prompt, { model: "bench-model", namespace: "t" }, DEFAULT_PREFIX_SETTINGS);
@@ -108,5 +108,33 @@ describe("end to end through RegionRouter", () => {
     assert.ok(results[0]!.requests > 10);
     // Every request finished with a first token after its arrival and an end after that.
     assert.ok((placements[0] as number[][]).every(([, , ft, end]) => Number.isFinite(ft) && end! > ft!));
+  });
+
+  test("index agreement: measured against the nodes' real caches, and raised by learning from usage after a silent restart", () => {
+    // 24 documents, each asked for twice: the first pass spreads them over the nodes, then node 0
+    // silently loses its cache, then the second pass asks for each again.
+    const w = repeatedPrefixWorkload(24, 48);
+    const agreement = (learnFromUsage: boolean) => {
+      const d = new RouterDispatcher("warmpath", { name: "warmpath" }, FLEET.prefillRate, { learnFromUsage });
+      const { lives } = simulate(w.requests, 1, FLEET, w.trueBlockTokens, d, { silentRestart: { node: 0, atFraction: 0.5 } });
+      const after = lives.filter((l) => l.node === 0 && l.arrival >= lives[24]!.arrival);
+      assert.ok(after.length >= 5);
+      assert.ok(lives.every((l) => !Number.isNaN(l.predictedCachedTokens)));
+      return { after: indexAgreement(after), all: indexAgreement(lives) };
+    };
+    const on = agreement(true);
+    const off = agreement(false);
+    assert.ok(on.after > off.after, `after the restart: ${on.after} with learning, ${off.after} without`);
+    assert.ok(on.all >= off.all);
+    // The references make no prediction to agree with.
+    const oracle = simulate(w.requests, 1, FLEET, w.trueBlockTokens, new OracleDispatcher());
+    assert.ok(Number.isNaN(indexAgreement(oracle.lives)));
+  });
+
+  test("only warmpath corrects its index from usage by default: the baselines' anchors do not", () => {
+    assert.equal(benchRegionSettings(parsePolicySpec({ name: "warmpath" }), 10_000).learnFromUsage, true);
+    for (const name of ["sglang-cache-aware", "dynamo-kv", "sticky"] as const) {
+      assert.equal(benchRegionSettings(parsePolicySpec({ name }), 10_000).learnFromUsage, false);
+    }
   });
 });

@@ -16,7 +16,9 @@ import { BoundedLru } from "../lru.ts";
 import { createPolicy, type Decision, type RoutingPolicy } from "../policies/index.ts";
 import { PrefixIndex } from "../prefix-index.ts";
 import { seededRandom } from "../random.ts";
+import { baseBlocksBefore } from "../block-layout.ts";
 import { ActiveBlocks } from "./active-blocks.ts";
+import { ENGINE_BLOCK_ALLOWANCE_TOKENS, compareShares } from "./agreement.ts";
 import { buildCandidates, eligibleNodes, shortestWaitSeconds } from "./candidates.ts";
 import { countAgreement, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
 import { NodeTable, type NodeEntry, type NodeSpec } from "./node-table.ts";
@@ -39,11 +41,11 @@ interface Ticket {
   matchBlocks: number;
   predictedCachedTokens: number;
   /**
-   * When the index last touched the first and the deepest block of that prefix before this
-   * dispatch re-touched them: what the node's answer is compared with (see learnFromUsage).
+   * When the index last touched blocks of that prefix before this dispatch re-touched them, at
+   * depths 0, 1, 2, 4, 8, ... and the deepest (pairs of depth and sequence number): what the
+   * node's answer is compared with (see learnFromUsage).
    */
-  headSeq: number | undefined;
-  deepestSeq: number | undefined;
+  touched: Array<[number, number]>;
 }
 
 /**
@@ -189,8 +191,7 @@ export class RegionRouter {
 
     const estimatedTtftMs = Math.round(entry.load.estimateTtftSeconds(now, chosen.uncachedTokens) * 1000);
     const predicted = entry.load.dispatch(now, chosen.uncachedTokens, req.promptTokens);
-    const headSeq = chosen.matchBlocks > 0 ? this.index.touchedAt(chosen.id, req.hashes[0]!) : undefined;
-    const deepestSeq = chosen.matchBlocks > 0 ? this.index.touchedAt(chosen.id, req.hashes[chosen.matchBlocks - 1]!) : undefined;
+    const touched = this.touchedSamples(chosen.id, req.hashes, chosen.matchBlocks);
     // Speculative insert: the node will hold this prompt once it has prefilled it (rolled back
     // if it refuses the request or fails before computing it).
     this.index.insert(chosen.id, req.hashes);
@@ -209,8 +210,7 @@ export class RegionRouter {
       active: this.active !== undefined,
       matchBlocks: chosen.matchBlocks,
       predictedCachedTokens: chosen.matchTokens,
-      headSeq,
-      deepestSeq,
+      touched,
     });
     countRouted(entry.metrics, decision, req.promptTokens, chosen.matchTokens);
 
@@ -228,6 +228,21 @@ export class RegionRouter {
       estimatedTtftMs,
       candidates: candidates.length,
     };
+  }
+
+  /** When the index last touched the node's blocks of `hashes` at depths 0, 1, 2, 4, ... and `depth - 1`. */
+  private touchedSamples(nodeId: string, hashes: readonly string[], depth: number): Array<[number, number]> {
+    const out: Array<[number, number]> = [];
+    for (let d = 0; d < depth; d = d === 0 ? 1 : d * 2) {
+      const seq = this.index.touchedAt(nodeId, hashes[d]!);
+      if (seq !== undefined) out.push([d, seq]);
+    }
+    const last = depth - 1;
+    if (depth > 0 && out.at(-1)?.[0] !== last) {
+      const seq = this.index.touchedAt(nodeId, hashes[last]!);
+      if (seq !== undefined) out.push([last, seq]);
+    }
+    return out;
   }
 
   /** The first byte of a request's answer arrived: its prefill is done. */
@@ -265,26 +280,25 @@ export class RegionRouter {
   /**
    * Compares what the node says it had cached for a request with what the index predicted, and
    * corrects the index. The comparison is in shares of the prompt, since the router counts
-   * tokens by characters and the node by its tokenizer; within one block (plus 2%) is agreement.
+   * tokens by characters and the node by its tokenizer; within one engine block (plus 2%) is
+   * agreement.
    *
    * Fewer cached than predicted: the node evicted the predicted prefix past what it reported. Its
    * cache evicts least recently used first, so every block the index last touched no later than the
-   * first missing one is gone too: forget them all (the oldest part of the node's LRU). The index
-   * touched the prefix's first block last and its deepest first, so the first missing block was
-   * touched no earlier than the deepest: that one bounds what is forgotten, and when nothing at
-   * all was cached, the first block does. More cached than predicted needs no correction: the
+   * first missing one is gone too: forget them all (the oldest part of the node's LRU). Along a
+   * chain, deeper blocks were touched earlier (every insert touches a prompt last-to-first), so the
+   * touch time sampled at or just past the first missing block bounds what is forgotten from
+   * below. (Bounding by the prompt's first block instead wiped whole nodes: a fleet-wide system
+   * prompt is touched by every request, so "older than it" is nearly everything.) More cached than predicted needs no correction: the
    * dispatch already recorded the whole prompt as held. Several answers in a row with nothing
    * cached, each predicted to reuse a real prefix, mean the node lost its whole cache (a restart
    * without a new boot id): forget everything it was believed to hold.
    */
   private learnFromUsage(n: NodeEntry, t: Ticket, promptTokens: number, cachedTokens: number): void {
-    const { blockTokens } = this.settings;
-    const predictedShare = t.predictedCachedTokens / Math.max(1, t.promptTokens);
-    const measuredShare = cachedTokens / Math.max(1, promptTokens);
-    const tolerance = blockTokens / Math.max(1, t.promptTokens) + 0.02;
-    countAgreement(n.metrics, Math.abs(predictedShare - measuredShare) <= tolerance);
+    const cmp = compareShares(t.predictedCachedTokens, t.promptTokens, cachedTokens, promptTokens, this.settings.blockTokens);
+    countAgreement(n.metrics, cmp.agreed);
     if (!this.settings.learnFromUsage) return;
-    const nothingCached = measuredShare <= tolerance;
+    const nothingCached = cachedTokens === 0 && t.predictedCachedTokens > 2 * ENGINE_BLOCK_ALLOWANCE_TOKENS;
     if (t.matchBlocks >= MIN_EVIDENCE_BLOCKS && nothingCached) {
       if (++n.silentMisses >= SILENT_RESTART_MISSES) {
         n.silentMisses = 0;
@@ -293,10 +307,15 @@ export class RegionRouter {
         return;
       }
     } else if (cachedTokens > 0) n.silentMisses = 0;
-    if (predictedShare - measuredShare <= tolerance) return;
-    const bound = nothingCached ? t.headSeq : t.deepestSeq;
-    if (bound === undefined) return;
-    const forgotten = this.index.forgetOlderThan(t.nodeId, bound);
+    if (cmp.predicted - cmp.measured <= cmp.tolerance) return;
+    // The first block surely missing: past the measured share and its tolerance, in the router's tokens.
+    const held = (cmp.measured + cmp.tolerance) * t.promptTokens;
+    let missing = 0;
+    while (missing < t.matchBlocks && baseBlocksBefore(missing + 1) * this.settings.blockTokens <= held) missing++;
+    // Blocks deeper in a chain were touched earlier, so the sample at or past it bounds what is gone.
+    const sample = t.touched.find(([depth]) => depth >= missing);
+    if (sample === undefined) return;
+    const forgotten = this.index.forgetOlderThan(t.nodeId, sample[1]);
     if (forgotten > 0) {
       n.metrics.corrections++;
       n.metrics.correctedBlocks += forgotten;
