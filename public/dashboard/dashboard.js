@@ -141,15 +141,16 @@ function regionTable(r) {
         <td>${fmt(m.routed)}</td>
         <td><span class="mix">${mix}</span></td>
         <td>${pct(m.promptTokens ? m.predictedCachedTokens / m.promptTokens : null)}</td>
-        <td>${pct(m.measuredPromptTokens ? m.measuredCachedTokens / m.measuredPromptTokens : null)}</td>
+        <td title="from ${fmt(m.measuredRequests)} answers that reported cached tokens">${pct(m.measuredPromptTokens ? m.measuredCachedTokens / m.measuredPromptTokens : null)} <small>(${fmt(m.measuredRequests)})</small></td>
+        <td title="answers whose cached share the index predicted within one engine block, of ${fmt(m.compared)} compared; ${fmt(m.corrections)} corrections, ${fmt(m.silentRestarts)} silent restarts">${pct(m.compared ? m.agreed / m.compared : null)}</td>
         <td>${fmt(m.measuredCachedTokens)}</td>
       </tr>`;
     })
     .join("");
   return `<div class="region"><h2>${esc(r.region)}<small>policy ${esc(r.policy)} · ${r.nodes.length} nodes · index ${fmt(r.index.entries)} entries · ${r.inflight} in flight</small></h2>
     <table><thead><tr><th>node</th><th>state</th><th>running / waiting</th><th>KV usage</th><th>in flight</th><th>prefill queue (tokens)</th>
-    <th>routed</th><th>decisions</th><th>hit predicted</th><th>hit measured</th><th>prefill saved</th></tr></thead><tbody>${
-      rows || '<tr><td colspan="11">no node has reported yet</td></tr>'
+    <th>routed</th><th>decisions</th><th>hit predicted</th><th>hit measured (answers)</th><th>index agrees</th><th>prefill saved</th></tr></thead><tbody>${
+      rows || '<tr><td colspan="12">no node has reported yet</td></tr>'
     }</tbody></table></div>`;
 }
 
