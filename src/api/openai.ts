@@ -4,7 +4,8 @@
  *
  * Per request: read the body (bounded), validate what routing needs, canonicalise and hash the
  * prompt in its cache namespace, order the regions (pinned, or nearest with failover), and
- * dispatch. The body forwarded to the node is the client's original bytes.
+ * dispatch. The body forwarded to the node is the client's original bytes (with usage asked for
+ * on a stream that did not ask: src/proxy/stream-usage.ts).
  */
 import { Hono } from "hono";
 import type { z } from "zod";
@@ -18,6 +19,7 @@ import { parseJsonBody, readBodyLimited } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
 import { tenantAuth } from "../middleware/bearer-guard/guards.ts";
 import { dispatch } from "../proxy/dispatch.ts";
+import { requestStreamUsage } from "../proxy/stream-usage.ts";
 import { requestContext, type RequestContext } from "./request-context.ts";
 import { chatCompletionSchema, completionSchema, firstIssue, type ChatCompletionRequest, type CompletionRequest } from "./schemas.ts";
 
@@ -76,10 +78,13 @@ async function handle(rc: RequestContext, path: Path): Promise<Response> {
   const regions = chooseRegions(request, config, parsed.request.model);
   const hint = request.headers.get("x-session-id") ?? parsed.request.prompt_cache_key ?? parsed.request.user ?? undefined;
 
+  // Ask the node for usage on a stream that did not, so every answer is measured.
+  const forwarded = requestStreamUsage(body, json as Record<string, unknown>);
   return dispatch(rc, {
     model: parsed.request.model,
     path,
-    body,
+    body: forwarded.body,
+    usageInjected: forwarded.injected,
     hashes: key.hashes,
     promptTokens: key.promptTokens,
     // Namespaced by tenant: two tenants' session ids never collide.

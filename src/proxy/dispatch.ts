@@ -15,6 +15,7 @@ import type { RegionDurableObject } from "../../durable-objects/region.ts";
 import type { RouteResult, Usage } from "../contracts/routing.ts";
 import type { Decision } from "../contracts/routing.ts";
 import { relay, type RelayEnd } from "./relay.ts";
+import { UsageEventFilter } from "./stream-usage.ts";
 
 const ignore = () => {};
 /** A lost firstByte/complete only delays the load model's correction (the ticket expires); log it. */
@@ -34,8 +35,10 @@ export interface DispatchInput {
   model: string;
   /** `/v1/chat/completions` or `/v1/completions`. */
   path: string;
-  /** The client's body, forwarded byte for byte. */
+  /** The body forwarded: the client's bytes, with usage asked for on a stream that did not (stream-usage.ts). */
   body: Uint8Array;
+  /** Whether the router asked for usage: its event is then taken out of the client's stream. */
+  usageInjected: boolean;
   hashes: string[];
   promptTokens: number;
   sessionKey: string | undefined;
@@ -233,6 +236,7 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
     finish("ok", undefined, 0);
     return new Response(null, { status: upstream.response.status, headers });
   }
-  const body = relay({ first: upstream.first, reader: upstream.reader, sse, requestId, onEnd: finish });
+  const filter = sse && input.usageInjected ? new UsageEventFilter() : undefined;
+  const body = relay({ first: upstream.first, reader: upstream.reader, sse, requestId, filter, onEnd: finish });
   return new Response(body, { status: upstream.response.status, headers });
 }

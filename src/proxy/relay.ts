@@ -14,6 +14,7 @@
  * read `usage`.
  */
 import { sseErrorEvent } from "../http/errors.ts";
+import type { UsageEventFilter } from "./stream-usage.ts";
 import { USAGE_TAIL_CHARS, parseAnswerTail, type Usage } from "./usage.ts";
 
 /** The last event of an OpenAI-style stream. */
@@ -29,11 +30,13 @@ export interface RelayOptions {
   sse: boolean;
   /** For the relay's own log lines. */
   requestId: string;
+  /** Takes the usage event the router asked for out of the client's stream (stream-usage.ts). */
+  filter?: UsageEventFilter | undefined;
   /** Called once, when the body ends, fails or is cancelled. */
   onEnd: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
 }
 
-export function relay({ first, reader, sse, requestId, onEnd }: RelayOptions): ReadableStream<Uint8Array> {
+export function relay({ first, reader, sse, requestId, filter, onEnd }: RelayOptions): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   let tail = "";
   let bytes = 0;
@@ -43,7 +46,14 @@ export function relay({ first, reader, sse, requestId, onEnd }: RelayOptions): R
     tail += decoder.decode(chunk, { stream: true });
     if (tail.length > USAGE_TAIL_CHARS * 2) tail = tail.slice(-USAGE_TAIL_CHARS);
   };
+  /** What the client gets of a chunk: all of it, or all but the usage event the router asked for. */
+  const emit = (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array) => {
+    const out = filter ? filter.push(chunk) : chunk;
+    if (out.byteLength > 0) controller.enqueue(out);
+  };
   const failStream = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    const rest = filter?.flush();
+    if (rest && rest.byteLength > 0) controller.enqueue(rest);
     controller.enqueue(
       new TextEncoder().encode(sseErrorEvent("The model node failed while streaming the answer", "upstream_stream_error")),
     );
@@ -60,7 +70,7 @@ export function relay({ first, reader, sse, requestId, onEnd }: RelayOptions): R
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
-        if (first && first.byteLength > 0) controller.enqueue(first);
+        if (first && first.byteLength > 0) emit(controller, first);
       },
       async pull(controller) {
         try {
@@ -71,12 +81,14 @@ export function relay({ first, reader, sse, requestId, onEnd }: RelayOptions): R
               failStream(controller);
               return;
             }
+            const rest = filter?.flush();
+            if (rest && rest.byteLength > 0) controller.enqueue(rest);
             controller.close();
             end("ok");
             return;
           }
           observe(value);
-          controller.enqueue(value);
+          emit(controller, value);
         } catch (e) {
           console.log(JSON.stringify({ event: "upstream_stream_error", request_id: requestId, message: String(e) }));
           if (sse) {

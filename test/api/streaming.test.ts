@@ -1,11 +1,13 @@
 /**
  * The proxy path: SSE passes through chunk by chunk, the client's body is forwarded byte for
- * byte, failures before the first byte are retried elsewhere, failures after it end the stream
- * with an error event.
+ * byte (but for usage asked on a stream that did not), every stream is measured, failures before
+ * the first byte are retried elsewhere, failures after it end the stream with an error event.
  */
 import { describe, expect, it } from "vitest";
-import { FAKE_CHUNK_DELAY_MS } from "../fixtures/fake-node.ts";
-import { chat, readChunks, registerAll } from "../helpers.ts";
+import { FAKE_CHUNK_DELAY_MS, handleFakeNode } from "../fixtures/fake-node.ts";
+import { TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
+import { call, chat, readChunks, registerAll } from "../helpers.ts";
+import type { RegionSnapshot } from "../../src/core/region/index.ts";
 
 async function sha256Hex(text: string): Promise<string> {
   const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
@@ -41,6 +43,42 @@ describe("streaming", () => {
     expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(raw));
     expect(res.headers.get("x-fake-authorization")).toBe("none");
     await res.arrayBuffer();
+  });
+});
+
+describe("every stream measured", () => {
+  const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+  const measured = async (nodeId: string) => {
+    const state = await (await call("/admin/state", { headers: admin })).json<{ regions: RegionSnapshot[] }>();
+    return state.regions.flatMap((r) => r.nodes).find((n) => n.id === nodeId)!.metrics.measuredRequests;
+  };
+  const normalise = (text: string) => text.replace(/"created":\d+/g, '"created":0');
+
+  it("asks the node for usage on a stream that did not, and the client sees exactly the stream it asked for", async () => {
+    await registerAll([{ id: "meter-s", region: "us", models: ["m-learn"] }]);
+    const raw = `{"model":"m-learn","stream":true,"messages":[{"role":"user","content":"measure me"}]}`;
+    const res = await chat(raw, { headers: { "x-warmpath-region": "us" } });
+    expect(res.status).toBe(200);
+    // The node was sent the client's bytes with usage asked for, and nothing else changed.
+    expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(raw.replace("{", '{"stream_options":{"include_usage":true},')));
+    const client = (await readChunks(res)).map((c) => c.text).join("");
+    // What the node answers the client's own request (no usage asked): byte for byte the same.
+    const direct = await (
+      await handleFakeNode(new Request("http://meter-s.ok.node.test/v1/chat/completions", { method: "POST", body: raw }))
+    ).text();
+    expect(normalise(client)).toBe(normalise(direct));
+    expect(client).not.toContain('"usage"');
+    await new Promise((r) => setTimeout(r, 50)); // the completion is recorded after the stream ends
+    expect(await measured("meter-s")).toBe(1);
+  });
+
+  it("leaves a stream that asked for usage as the node sent it", async () => {
+    await registerAll([{ id: "meter-t", region: "us", models: ["m-learn"] }]);
+    const raw = `{"model":"m-learn","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"with usage"}]}`;
+    const res = await chat(raw, { headers: { "x-warmpath-region": "us", "x-session-id": "usage-t" } });
+    expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(raw));
+    const client = (await readChunks(res)).map((c) => c.text).join("");
+    expect(client).toContain('"choices":[],"usage"');
   });
 });
 

@@ -1,0 +1,96 @@
+/**
+ * Measuring every stream: ask the node for usage when the client did not, and take the usage
+ * event back out of what the client receives.
+ *
+ * An OpenAI-style stream carries `usage` (and with it the cached tokens the router learns from)
+ * only when the request says `stream_options.include_usage: true`; most clients do not, so most
+ * streams went unmeasured. When a streaming request has no `stream_options`, the router adds
+ * `"stream_options":{"include_usage":true}` right after the body's opening brace (the only change
+ * it ever makes to a client's bytes: everything else, spacing and key order included, is
+ * forwarded as sent), and drops from the answer the one event that option adds: a chunk with no
+ * choices and a `usage` object. Every other event reaches the client byte for byte as the node
+ * sent it. A request that already has `stream_options` is forwarded untouched, whatever it says.
+ *
+ * Engines that add `"usage": null` to every chunk when usage is asked for (OpenAI's API does; vLLM
+ * and SGLang do not) would show the client that field; the node APIs warmpath fronts are the
+ * latter kind.
+ */
+
+const INJECTED = new TextEncoder().encode('"stream_options":{"include_usage":true},');
+const OPEN_BRACE = 0x7b;
+const NEWLINE = 0x0a;
+
+/**
+ * The body to forward: the client's bytes, with usage asked for when it is a stream that did not
+ * say. `parsed` is the same body, already parsed (top-level keys only are read).
+ */
+export function requestStreamUsage(raw: Uint8Array, parsed: Record<string, unknown>): { body: Uint8Array; injected: boolean } {
+  if (parsed.stream !== true || parsed.stream_options !== undefined) return { body: raw, injected: false };
+  let at = 0;
+  while (at < raw.length && raw[at] !== OPEN_BRACE) at++;
+  if (at >= raw.length) return { body: raw, injected: false };
+  const body = new Uint8Array(raw.length + INJECTED.length);
+  body.set(raw.subarray(0, at + 1), 0);
+  body.set(INJECTED, at + 1);
+  body.set(raw.subarray(at + 1), at + 1 + INJECTED.length);
+  return { body, injected: true };
+}
+
+/**
+ * Removes the usage-only event from an SSE byte stream, passing every other event through
+ * unchanged. Events are cut at blank lines (`\n\n`, or `\r\n\r\n`, whose last two bytes are also
+ * `\n`-separated lines); bytes after the last complete event wait for the next chunk, so the
+ * client receives whole events, never a partial one held longer than its own arrival.
+ */
+export class UsageEventFilter {
+  private pending: Uint8Array = new Uint8Array(0);
+  private readonly decoder = new TextDecoder();
+
+  /** The bytes of `chunk` to pass on now. */
+  push(chunk: Uint8Array): Uint8Array {
+    const data = this.pending.length ? concat(this.pending, chunk) : chunk;
+    const out: Uint8Array[] = [];
+    let start = 0;
+    for (let i = 1; i < data.length; i++) {
+      // An event ends at a blank line: "\n\n" (possibly "\n\r\n").
+      if (data[i] !== NEWLINE) continue;
+      const prev = data[i - 1] === 0x0d ? data[i - 2] : data[i - 1];
+      if (prev !== NEWLINE) continue;
+      const event = data.subarray(start, i + 1);
+      if (!this.isUsageOnly(event)) out.push(event);
+      start = i + 1;
+    }
+    this.pending = data.slice(start);
+    return out.length === 1 ? out[0]! : concat(...out);
+  }
+
+  /** Whatever is left at the end of the stream (an unterminated last event), as received. */
+  flush(): Uint8Array {
+    const rest = this.pending;
+    this.pending = new Uint8Array(0);
+    return rest;
+  }
+
+  private isUsageOnly(event: Uint8Array): boolean {
+    const text = this.decoder.decode(event).trim();
+    if (!text.startsWith("data:") || !text.includes('"usage"')) return false;
+    try {
+      const json = JSON.parse(text.slice(5)) as { choices?: unknown; usage?: unknown };
+      return Array.isArray(json.choices) && json.choices.length === 0 && json.usage !== null && typeof json.usage === "object";
+    } catch {
+      return false;
+    }
+  }
+}
+
+function concat(...parts: Uint8Array[]): Uint8Array {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
