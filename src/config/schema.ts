@@ -168,6 +168,14 @@ export const configSchema = z
     limits: limitsSchema.prefault({}),
     prefix: prefixSchema.prefault({}),
     admin_token_secret: secretName().default("ADMIN_TOKEN").describe("Secret holding the admin token (state API and dashboard)."),
+    decision_log_sample_rate: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(1)
+      .describe(
+        "Share of answered requests whose decision is logged (one JSON line each); every error, refusal and failure is logged whatever this says.",
+      ),
   })
   .superRefine((cfg, ctx) => {
     const seen = new Set<string>();

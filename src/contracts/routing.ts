@@ -55,6 +55,25 @@ export type RouteRequest = z.infer<typeof routeRequestSchema>;
 /** The ticket of a dispatched request: handed back with its first byte and its completion. */
 export const ticketSchema = z.string().min(1).max(64);
 
+/** Candidates listed in a decision's log line: enough to see why, bounded however large the region. */
+export const MAX_CONSIDERED = 8;
+
+/** One node a request could have gone to, as the region saw it when it decided. */
+export const consideredSchema = z.object({
+  node: nodeIdSchema,
+  /** Believed cached prefix, in blocks. */
+  matchBlocks: z.number().int().min(0),
+  /** Modelled uncached prefill tokens queued ahead. */
+  workAheadTokens: z.number().min(0),
+  /** The load model's estimated time to first token there. */
+  estimatedTtftMs: z.number().min(0),
+  inflight: z.number().int().min(0),
+  /** Age of the node's last load report, or null before its first. */
+  reportAgeMs: z.number().min(0).nullable(),
+});
+
+export type Considered = z.infer<typeof consideredSchema>;
+
 /** A placement (`ok: true`), or why the region cannot take the request (another region may). */
 export const routeResultSchema = z.discriminatedUnion("ok", [
   z.object({
@@ -70,6 +89,8 @@ export const routeResultSchema = z.discriminatedUnion("ok", [
     workAheadTokens: z.number().min(0),
     estimatedTtftMs: z.number().min(0),
     candidates: z.number().int().min(0),
+    /** The candidates with the soonest estimated first token (the chosen one always among them), for the decision log. */
+    considered: z.array(consideredSchema).max(MAX_CONSIDERED + 1),
   }),
   z.object({
     ok: z.literal(false),

@@ -216,14 +216,19 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
         work_ahead_tokens: routed.workAheadTokens,
         estimated_ttft_ms: routed.estimatedTtftMs,
         candidates: routed.candidates,
+        // The best candidates as the region saw them: why this node and not another.
+        considered: routed.considered,
         attempts,
         first_byte_ms: upstream.firstByteMs,
         duration_ms: Date.now() - rc.startedAt,
         end,
         bytes,
         usage,
+        measured_cached_tokens: usage?.cachedTokens ?? null,
       };
-      console.log(JSON.stringify(log));
+      // Sampled: every answer that is not a clean success is logged; the rest at the configured rate.
+      const clean = end === "ok" && upstream.response.status < 400;
+      if (!clean || Math.random() < rc.config.raw.decision_log_sample_rate) console.log(JSON.stringify(log));
       // A node's own client error (a context-length error, a bad parameter) computed nothing: the
       // region takes the prediction back and forgets the prompt it recorded for that node.
       const status = upstream.response.status >= 400 ? "refused" : end;

@@ -3,9 +3,9 @@
  * byte (but for usage asked on a stream that did not), every stream is measured, failures before
  * the first byte are retried elsewhere, failures after it end the stream with an error event.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { FAKE_CHUNK_DELAY_MS, handleFakeNode } from "../fixtures/fake-node.ts";
-import { TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
+import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { call, chat, readChunks, registerAll } from "../helpers.ts";
 import type { RegionSnapshot } from "../../src/core/region/index.ts";
 
@@ -70,6 +70,45 @@ describe("every stream measured", () => {
     expect(client).not.toContain('"usage"');
     await new Promise((r) => setTimeout(r, 50)); // the completion is recorded after the stream ends
     expect(await measured("meter-s")).toBe(1);
+  });
+
+  it("logs one decision line per request, with the candidates considered, and never a prompt or a key", async () => {
+    await registerAll([
+      { id: "log-a", region: "us", models: ["m-learn"] },
+      { id: "log-b", region: "us", models: ["m-learn"] },
+    ]);
+    const secretPrompt = "the customer's confidential prompt 7f3a9c";
+    const spy = vi.spyOn(console, "log");
+    try {
+      const res = await chat(
+        { model: "m-learn", stream: true, messages: [{ role: "user", content: secretPrompt }] },
+        { key: ACME_KEY, headers: { "x-warmpath-region": "us" } },
+      );
+      await readChunks(res);
+      await new Promise((r) => setTimeout(r, 50));
+      const lines = spy.mock.calls.map((c) => String(c[0]));
+      const line = lines
+        .map((l) => {
+          try {
+            return JSON.parse(l) as Record<string, unknown>;
+          } catch {
+            return {};
+          }
+        })
+        .find((l) => l.event === "request" && l.request_id === res.headers.get("x-request-id"))!;
+      expect(line).toMatchObject({ tenant: "acme", model: "m-learn", region: "us", node: res.headers.get("x-warmpath-node"), status: 200 });
+      expect(line.decision).toBe(res.headers.get("x-warmpath-decision"));
+      const considered = line.considered as Array<{ node: string; estimatedTtftMs: number; reportAgeMs: number | null }>;
+      expect(considered.length).toBeGreaterThanOrEqual(1);
+      expect(considered.some((c) => c.node === line.node)).toBe(true);
+      expect(typeof line.measured_cached_tokens).toBe("number");
+      for (const l of lines) {
+        expect(l).not.toContain("confidential prompt");
+        expect(l).not.toContain(ACME_KEY);
+      }
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it("leaves a stream that asked for usage as the node sent it", async () => {

@@ -11,7 +11,8 @@
  * (released; usage, if the answer carried it, is recorded as the measured cache hit).
  */
 import type { NodeReport } from "../../contracts/node.ts";
-import type { CompletionOutcome, RouteRequest, RouteResult } from "../../contracts/routing.ts";
+import { MAX_CONSIDERED, type CompletionOutcome, type Considered, type RouteRequest, type RouteResult } from "../../contracts/routing.ts";
+import type { Candidate } from "../policies/types.ts";
 import { BoundedLru } from "../lru.ts";
 import { createPolicy, type Decision, type RoutingPolicy } from "../policies/index.ts";
 import { PrefixIndex } from "../prefix-index.ts";
@@ -227,6 +228,7 @@ export class RegionRouter {
       workAheadTokens: Math.round(chosen.workAheadTokens),
       estimatedTtftMs,
       candidates: candidates.length,
+      considered: considered(candidates, eligible, choice.index, now),
     };
   }
 
@@ -356,4 +358,28 @@ export class RegionRouter {
       now,
     );
   }
+}
+
+/**
+ * The candidates with the soonest estimated first token by the load model (work ahead plus this
+ * request's uncached tokens, at the node's rate), at most MAX_CONSIDERED, and the chosen one: what
+ * the decision log shows of the choice.
+ */
+function considered(candidates: readonly Candidate[], eligible: readonly NodeEntry[], chosen: number, now: number): Considered[] {
+  const all = candidates.map((c, i) => ({ i, ms: ((c.workAheadTokens + c.uncachedTokens) * 1000) / c.prefillRate }));
+  all.sort((a, b) => a.ms - b.ms || a.i - b.i);
+  const shown = all.slice(0, MAX_CONSIDERED);
+  if (!shown.some((x) => x.i === chosen)) shown.push(all.find((x) => x.i === chosen)!);
+  return shown.map(({ i, ms }) => {
+    const c = candidates[i]!;
+    const report = eligible[i]!.load.lastReport;
+    return {
+      node: c.id,
+      matchBlocks: c.matchBlocks,
+      workAheadTokens: Math.round(c.workAheadTokens),
+      estimatedTtftMs: Math.round(ms),
+      inflight: c.inflight,
+      reportAgeMs: report ? Math.max(0, now - report.at) : null,
+    };
+  });
 }
