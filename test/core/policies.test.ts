@@ -50,6 +50,19 @@ const pick = (name: PolicyName, i: PolicyInput) => {
 };
 
 describe("warmpath", () => {
+  it("spills a prefix off a busy holder at light load, and keeps it there near saturation", () => {
+    // a holds 70 of the prompt's blocks but has 2 s of prefill queued; b is idle and holds nothing.
+    const busyHolder = (recent: number) => [
+      node("a", { matchBlocks: 70, workAheadTokens: 20_000, recentPrefillTokens: recent }),
+      node("b", { recentPrefillTokens: recent }),
+    ];
+    // Light load: b answers in 1 s against a's 2.1 s.
+    expect(pick("warmpath", input(busyHolder(0)))).toEqual({ id: "b", decision: "hot-spill" });
+    // 95% of each node's prefill capacity used over the last minute: recomputing the prefix on b
+    // would delay everyone queued after it, so the holder wins.
+    expect(pick("warmpath", input(busyHolder(0.95 * 60 * 10_000)))).toEqual({ id: "a", decision: "prefix-hit" });
+  });
+
   it("prefers the longest believed prefix on idle nodes", () => {
     expect(pick("warmpath", input([node("a"), node("b", { matchBlocks: 40 }), node("c", { matchBlocks: 10 })]))).toEqual({
       id: "b",
