@@ -5,15 +5,18 @@
  *
  * - `GET /admin/state`: every region.
  * - `GET /admin/state/{region}`: one region.
+ * - `GET /metrics`: every region in Prometheus' text format.
  */
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types.ts";
 import type { LoadedConfig, LoadedRegion } from "../config/load.ts";
 import { ApiError } from "../http/errors.ts";
 import { adminAuth } from "../middleware/bearer-guard/guards.ts";
+import { renderPrometheus } from "./prometheus.ts";
 
 export const adminApi = new Hono<AppEnv>();
 adminApi.use("/admin/*", adminAuth);
+adminApi.use("/metrics", adminAuth);
 
 async function regionState(env: Env, region: LoadedRegion) {
   const snapshot = await env.REGION.getByName(region.config.name).snapshot(region.init);
@@ -31,6 +34,13 @@ adminApi.get("/admin/state", async (c) => {
   const config = c.get("config");
   const regions = await Promise.all(config.regions.map((r) => regionState(c.env, r)));
   return c.json({ at: Date.now(), regions });
+});
+
+/** Every region's state in Prometheus' text format (src/api/prometheus.ts); the admin token, as /admin/state. */
+adminApi.get("/metrics", async (c) => {
+  const config = c.get("config");
+  const regions = await Promise.all(config.regions.map((r) => regionState(c.env, r)));
+  return c.body(renderPrometheus(regions, Date.now()), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
 });
 
 adminApi.get("/admin/state/:region", async (c) => {

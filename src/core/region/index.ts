@@ -2,5 +2,5 @@
 export { RegionRouter } from "./router.ts";
 export { DEFAULT_REGION_SETTINGS, regionSettingsSchema, type RegionSettings } from "./settings.ts";
 export type { NodeSpec } from "./node-table.ts";
-export type { NodeMetrics } from "./metrics.ts";
+export { LATENCY_BUCKETS_MS, MATCHED_BLOCKS_BUCKETS, type NodeMetrics } from "./metrics.ts";
 export type { RegionSnapshot } from "./snapshot.ts";

@@ -36,6 +36,23 @@ export interface NodeMetrics {
   /** Sum of dispatch-to-first-byte times, for a mean. */
   firstByteMsSum: number;
   firstByteCount: number;
+  /** Histograms (counts per bucket of the bounds below, the last bucket unbounded). */
+  firstByteHistogram: number[];
+  durationHistogram: number[];
+  durationMsSum: number;
+  matchedBlocksHistogram: number[];
+  matchedBlocksSum: number;
+}
+
+/** Upper bounds (ms) of the time-to-first-byte and duration histograms: 10 ms to 10 minutes. */
+export const LATENCY_BUCKETS_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 600_000];
+/** Upper bounds of the matched-prefix histogram, in blocks. */
+export const MATCHED_BLOCKS_BUCKETS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1_024, 2_048];
+
+function observe(histogram: number[], bounds: readonly number[], value: number): void {
+  let i = 0;
+  while (i < bounds.length && value > bounds[i]!) i++;
+  histogram[i]!++;
 }
 
 export function emptyMetrics(): NodeMetrics {
@@ -60,10 +77,23 @@ export function emptyMetrics(): NodeMetrics {
     silentRestarts: 0,
     firstByteMsSum: 0,
     firstByteCount: 0,
+    firstByteHistogram: new Array<number>(LATENCY_BUCKETS_MS.length + 1).fill(0),
+    durationHistogram: new Array<number>(LATENCY_BUCKETS_MS.length + 1).fill(0),
+    durationMsSum: 0,
+    matchedBlocksHistogram: new Array<number>(MATCHED_BLOCKS_BUCKETS.length + 1).fill(0),
+    matchedBlocksSum: 0,
   };
 }
 
-export function countRouted(m: NodeMetrics, decision: Decision, promptTokens: number, predictedCachedTokens: number): void {
+export function countRouted(
+  m: NodeMetrics,
+  decision: Decision,
+  promptTokens: number,
+  predictedCachedTokens: number,
+  matchBlocks: number,
+): void {
+  observe(m.matchedBlocksHistogram, MATCHED_BLOCKS_BUCKETS, matchBlocks);
+  m.matchedBlocksSum += matchBlocks;
   m.routed++;
   m.decisions[decision]++;
   m.promptTokens += promptTokens;
@@ -71,6 +101,7 @@ export function countRouted(m: NodeMetrics, decision: Decision, promptTokens: nu
 }
 
 export function countFirstByte(m: NodeMetrics, waitMs: number): void {
+  observe(m.firstByteHistogram, LATENCY_BUCKETS_MS, waitMs);
   m.firstByteMsSum += waitMs;
   m.firstByteCount++;
 }
@@ -104,4 +135,10 @@ export function uncountPrediction(m: NodeMetrics, promptTokens: number, predicte
 export function countAgreement(m: NodeMetrics, agreed: boolean): void {
   m.compared++;
   if (agreed) m.agreed++;
+}
+
+/** A request's time from dispatch to its completion (answered, failed or cancelled). */
+export function countDuration(m: NodeMetrics, durationMs: number): void {
+  observe(m.durationHistogram, LATENCY_BUCKETS_MS, durationMs);
+  m.durationMsSum += durationMs;
 }

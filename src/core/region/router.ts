@@ -21,7 +21,7 @@ import { baseBlocksBefore } from "../block-layout.ts";
 import { ActiveBlocks } from "./active-blocks.ts";
 import { ENGINE_BLOCK_ALLOWANCE_TOKENS, compareShares } from "./agreement.ts";
 import { buildCandidates, eligibleNodes, shortestWaitSeconds } from "./candidates.ts";
-import { countAgreement, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
+import { countAgreement, countDuration, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
 import { NodeTable, type NodeEntry, type NodeSpec } from "./node-table.ts";
 import type { RegionSettings } from "./settings.ts";
 import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
@@ -213,7 +213,7 @@ export class RegionRouter {
       predictedCachedTokens: chosen.matchTokens,
       touched,
     });
-    countRouted(entry.metrics, decision, req.promptTokens, chosen.matchTokens);
+    countRouted(entry.metrics, decision, req.promptTokens, chosen.matchTokens, chosen.matchBlocks);
 
     return {
       ok: true,
@@ -265,6 +265,7 @@ export class RegionRouter {
     const n = this.nodes.get(t.nodeId);
     if (n) {
       countOutcome(n.metrics, outcome);
+      countDuration(n.metrics, Math.max(0, now - t.dispatchedAt));
       if (outcome.status === "failed") this.nodes.recordFailure(n, now);
       else this.nodes.recordSuccess(n);
       if (outcome.status === "failed" || outcome.status === "refused") {

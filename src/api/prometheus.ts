@@ -1,0 +1,212 @@
+/**
+ * The regions' state in Prometheus' text exposition format (version 0.0.4), rendered from the
+ * region snapshots the admin API serves. Names follow what vLLM and SGLang users know (a
+ * `warmpath_` prefix, `_total` counters, `_seconds` histograms, one label set per region and
+ * node); every metric is documented in README.md ("Prometheus metrics").
+ */
+import { LATENCY_BUCKETS_MS, MATCHED_BLOCKS_BUCKETS, type RegionSnapshot } from "../core/region/index.ts";
+
+type Labels = Record<string, string>;
+type Kind = "counter" | "gauge" | "histogram";
+
+/** Accumulates metric families; each family's help and type are written once, before its samples. */
+class Exposition {
+  private readonly families = new Map<string, { help: string; kind: Kind; lines: string[] }>();
+
+  add(name: string, kind: Kind, help: string, labels: Labels, value: number): void {
+    this.family(name, kind, help).lines.push(`${name}${labelText(labels)} ${formatValue(value)}`);
+  }
+
+  /** A histogram from per-bucket counts (the last bucket unbounded), their sum, in `scale` units per bucket bound. */
+  histogram(
+    name: string,
+    help: string,
+    labels: Labels,
+    bounds: readonly number[],
+    counts: readonly number[],
+    sum: number,
+    scale = 1,
+  ): void {
+    const f = this.family(name, "histogram", help);
+    let cumulative = 0;
+    bounds.forEach((bound, i) => {
+      cumulative += counts[i] ?? 0;
+      f.lines.push(`${name}_bucket${labelText({ ...labels, le: formatValue(bound * scale) })} ${cumulative}`);
+    });
+    cumulative += counts[bounds.length] ?? 0;
+    f.lines.push(`${name}_bucket${labelText({ ...labels, le: "+Inf" })} ${cumulative}`);
+    f.lines.push(`${name}_sum${labelText(labels)} ${formatValue(sum * scale)}`);
+    f.lines.push(`${name}_count${labelText(labels)} ${cumulative}`);
+  }
+
+  text(): string {
+    const out: string[] = [];
+    for (const [name, f] of this.families) out.push(`# HELP ${name} ${f.help}`, `# TYPE ${name} ${f.kind}`, ...f.lines);
+    return out.join("\n") + "\n";
+  }
+
+  private family(name: string, kind: Kind, help: string) {
+    let f = this.families.get(name);
+    if (!f) this.families.set(name, (f = { help, kind, lines: [] }));
+    return f;
+  }
+}
+
+function labelText(labels: Labels): string {
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`);
+  return parts.length ? `{${parts.join(",")}}` : "";
+}
+
+function formatValue(v: number): string {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === Infinity) return "+Inf";
+  if (v === -Infinity) return "-Inf";
+  return String(v);
+}
+
+/** Renders every region's snapshot. */
+export function renderPrometheus(regions: readonly RegionSnapshot[], now: number): string {
+  const e = new Exposition();
+  for (const r of regions) {
+    const region = { region: r.region };
+    e.add("warmpath_index_entries", "gauge", "Node-block entries in the region's prefix index.", region, r.index.entries);
+    e.add("warmpath_index_capacity_entries", "gauge", "Hard bound on the region's prefix index entries.", region, r.index.capacity);
+    e.add("warmpath_inflight_requests_region", "gauge", "Requests in flight in the region (tickets held).", region, r.inflight);
+    e.add(
+      "warmpath_rejections_total",
+      "counter",
+      "Requests the region could not place, by reason.",
+      { ...region, reason: "saturated" },
+      r.rejected.saturated,
+    );
+    e.add(
+      "warmpath_rejections_total",
+      "counter",
+      "Requests the region could not place, by reason.",
+      { ...region, reason: "no_node" },
+      r.rejected.noNode,
+    );
+    for (const n of r.nodes) {
+      const node = { region: r.region, node: n.id };
+      const m = n.metrics;
+      for (const [decision, count] of Object.entries(m.decisions)) {
+        e.add("warmpath_requests_total", "counter", "Requests routed to the node, by decision.", { ...node, decision }, count);
+      }
+      const outcomes: Record<string, number> = {
+        ok: m.completed,
+        refused: m.refused,
+        failed: m.failed,
+        stream_error: m.streamErrors,
+        cancelled: m.cancelled,
+      };
+      for (const [outcome, count] of Object.entries(outcomes)) {
+        e.add("warmpath_request_outcomes_total", "counter", "Completed requests, by how they ended.", { ...node, outcome }, count);
+      }
+      e.add("warmpath_prompt_tokens_total", "counter", "Prompt tokens routed (the router's estimate).", node, m.promptTokens);
+      e.add(
+        "warmpath_predicted_cached_tokens_total",
+        "counter",
+        "Prompt tokens the router predicted cached.",
+        node,
+        m.predictedCachedTokens,
+      );
+      e.add(
+        "warmpath_measured_prompt_tokens_total",
+        "counter",
+        "Prompt tokens of answers that reported cached tokens.",
+        node,
+        m.measuredPromptTokens,
+      );
+      e.add(
+        "warmpath_measured_cached_tokens_total",
+        "counter",
+        "Cached prompt tokens the node reported (prefill saved).",
+        node,
+        m.measuredCachedTokens,
+      );
+      e.add(
+        "warmpath_prefill_tokens_computed_total",
+        "counter",
+        "Prompt tokens the node reported computing (measured prompt minus cached).",
+        node,
+        m.measuredPromptTokens - m.measuredCachedTokens,
+      );
+      e.add("warmpath_generation_tokens_total", "counter", "Completion tokens the node reported.", node, m.completionTokens);
+      e.add(
+        "warmpath_index_agreement_total",
+        "counter",
+        "Answers compared with the prediction, by result.",
+        { ...node, result: "agreed" },
+        m.agreed,
+      );
+      e.add(
+        "warmpath_index_agreement_total",
+        "counter",
+        "Answers compared with the prediction, by result.",
+        { ...node, result: "disagreed" },
+        m.compared - m.agreed,
+      );
+      e.add(
+        "warmpath_index_corrections_total",
+        "counter",
+        "Evictions the node's answers showed, corrected in the index.",
+        node,
+        m.corrections,
+      );
+      e.add("warmpath_silent_restarts_total", "counter", "Cache losses found without a new boot id.", node, m.silentRestarts);
+      e.add("warmpath_node_inflight_requests", "gauge", "Requests this router has in flight on the node.", node, n.load.inflight);
+      e.add("warmpath_node_prefilling_requests", "gauge", "Requests sent and not yet answered with a first byte.", node, n.load.prefilling);
+      e.add(
+        "warmpath_node_prefill_queue_tokens",
+        "gauge",
+        "Modelled uncached prefill tokens queued on the node.",
+        node,
+        n.load.workAheadTokens,
+      );
+      e.add("warmpath_node_prefill_tokens_per_second", "gauge", "The node's learned prefill rate.", node, n.load.prefillTokensPerSecond);
+      e.add("warmpath_node_index_blocks", "gauge", "Base blocks the index believes the node holds.", node, n.indexBlocks);
+      e.add("warmpath_node_available", "gauge", "1 if the node may take requests now.", node, n.available ? 1 : 0);
+      e.add("warmpath_node_consecutive_failures", "gauge", "Failures in a row (cool-down doubles with each).", node, n.consecutiveFailures);
+      if (n.load.report) {
+        e.add("warmpath_node_running_requests", "gauge", "Requests running, as the node last reported.", node, n.load.report.running);
+        e.add("warmpath_node_waiting_requests", "gauge", "Requests waiting, as the node last reported.", node, n.load.report.waiting);
+        e.add(
+          "warmpath_node_kv_cache_usage_ratio",
+          "gauge",
+          "KV cache usage, as the node last reported (0..1).",
+          node,
+          n.load.report.kvUsage,
+        );
+        e.add("warmpath_node_load_report_age_seconds", "gauge", "Age of the node's last load report.", node, n.load.report.ageMs / 1000);
+      }
+      e.histogram(
+        "warmpath_time_to_first_byte_seconds",
+        "Dispatch to the node's first body byte.",
+        node,
+        LATENCY_BUCKETS_MS,
+        m.firstByteHistogram,
+        m.firstByteMsSum,
+        1 / 1000,
+      );
+      e.histogram(
+        "warmpath_request_duration_seconds",
+        "Dispatch to completion.",
+        node,
+        LATENCY_BUCKETS_MS,
+        m.durationHistogram,
+        m.durationMsSum,
+        1 / 1000,
+      );
+      e.histogram(
+        "warmpath_prefix_matched_blocks",
+        "Believed cached prefix at dispatch, in blocks.",
+        node,
+        MATCHED_BLOCKS_BUCKETS,
+        m.matchedBlocksHistogram,
+        m.matchedBlocksSum,
+      );
+    }
+  }
+  e.add("warmpath_scrape_timestamp_seconds", "gauge", "When this page was rendered.", {}, Math.floor(now / 1000));
+  return e.text();
+}
