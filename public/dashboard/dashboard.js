@@ -10,6 +10,38 @@ const PALETTE = ["#58a6ff", "#3fb950", "#f0883e", "#a371f7", "#d29922", "#f85149
 const history = [];
 /** @type {any} */
 let previous = null;
+/** Recent snapshots (the last THROUGHPUT_WINDOW), to compute each node's token throughput. */
+/** @type {any[]} */
+const recent = [];
+const THROUGHPUT_WINDOW = 10; // snapshots: token rates are averaged over about ten seconds
+
+/**
+ * Per node, prefill tokens computed and tokens generated per second over the recent window, from
+ * the nodes' own usage (measured prompt minus cached tokens; completion tokens).
+ * @returns {Map<string, { prefill: number, decode: number }>}
+ */
+function throughput() {
+  const out = new Map();
+  if (recent.length < 2) return out;
+  const first = recent[0];
+  const last = recent[recent.length - 1];
+  const dt = Math.max(0.001, (last.at - first.at) / 1000);
+  const before = new Map(first.regions.flatMap((r) => r.nodes.map((n) => [r.region + "/" + n.id, n.metrics])));
+  for (const r of last.regions)
+    for (const n of r.nodes) {
+      const m = n.metrics;
+      const b = before.get(r.region + "/" + n.id);
+      if (!b) continue;
+      const computed = (x) => x.measuredPromptTokens - x.measuredCachedTokens;
+      out.set(r.region + "/" + n.id, {
+        prefill: Math.max(0, computed(m) - computed(b)) / dt,
+        decode: Math.max(0, m.completionTokens - b.completionTokens) / dt,
+      });
+    }
+  return out;
+}
+/** @type {Map<string, { prefill: number, decode: number }>} */
+let rates = new Map();
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const fmt = (/** @type {number} */ n) =>
@@ -84,6 +116,9 @@ function render(state) {
         sample.rps[r.region + "/" + n.id] = (n.metrics.routed - (before.get(r.region + "/" + n.id) ?? n.metrics.routed)) / dt;
   }
   previous = state;
+  recent.push(state);
+  if (recent.length > THROUGHPUT_WINDOW) recent.shift();
+  rates = throughput();
   history.push(sample);
   if (history.length > HISTORY) history.shift();
 
@@ -131,6 +166,7 @@ function regionTable(r) {
         m.decisions[d] ? `<span class="${d}" style="flex:${m.decisions[d]}" title="${d}: ${m.decisions[d]}"></span>` : "",
       ).join("");
       const kv = rep ? rep.kvUsage : 0;
+      const tput = rates.get(r.region + "/" + n.id);
       return `<tr>
         <td><b>${esc(n.id)}</b></td>
         <td class="${n.available ? "up" : "down"}">${n.available ? "up" : n.cooldownMs ? "cooling down" : "silent"}</td>
@@ -144,13 +180,14 @@ function regionTable(r) {
         <td title="from ${fmt(m.measuredRequests)} answers that reported cached tokens">${pct(m.measuredPromptTokens ? m.measuredCachedTokens / m.measuredPromptTokens : null)} <small>(${fmt(m.measuredRequests)})</small></td>
         <td title="answers whose cached share the index predicted within one engine block, of ${fmt(m.compared)} compared; ${fmt(m.corrections)} corrections, ${fmt(m.silentRestarts)} silent restarts">${pct(m.compared ? m.agreed / m.compared : null)}</td>
         <td>${fmt(m.measuredCachedTokens)}</td>
+        <td title="prefill tokens computed / tokens generated per second, over the last ~10 s (from the nodes' usage)">${tput ? `${fmt(tput.prefill)} / ${fmt(tput.decode)}` : "–"}</td>
       </tr>`;
     })
     .join("");
   return `<div class="region"><h2>${esc(r.region)}<small>policy ${esc(r.policy)} · ${r.nodes.length} nodes · index ${fmt(r.index.entries)} entries · ${r.inflight} in flight</small></h2>
     <table><thead><tr><th>node</th><th>state</th><th>running / waiting</th><th>KV usage</th><th>in flight</th><th>prefill queue (tokens)</th>
-    <th>routed</th><th>decisions</th><th>hit predicted</th><th>hit measured (answers)</th><th>index agrees</th><th>prefill saved</th></tr></thead><tbody>${
-      rows || '<tr><td colspan="12">no node has reported yet</td></tr>'
+    <th>routed</th><th>decisions</th><th>hit predicted</th><th>hit measured (answers)</th><th>index agrees</th><th>prefill saved</th><th>tokens/s prefill / decode</th></tr></thead><tbody>${
+      rows || '<tr><td colspan="13">no node has reported yet</td></tr>'
     }</tbody></table></div>`;
 }
 

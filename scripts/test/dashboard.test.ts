@@ -80,6 +80,12 @@ test("the dashboard shows live routing and hit rates after traffic", async () =>
   assert.ok(text?.includes("us-east") && text.includes("eu-west"), "both regions are shown");
   for (const node of ["use1-a", "use1-b", "use1-c", "euw1-a"]) assert.ok(text?.includes(node), `node ${node} is shown`);
   assert.ok((await page.$$(".mix span")).length > 0, "decision mix bars are drawn");
+  // Per-node token throughput, from the nodes' usage over the last few seconds.
+  await page.waitForFunction(
+    () => [...document.querySelectorAll("td[title^='prefill tokens computed']")].some((td) => /\d.* \/ \d/.test(td.textContent ?? "")),
+    undefined,
+    { timeout: 15_000 },
+  );
   const measured = await page.textContent(".card:nth-child(2) .value");
   assert.match(measured ?? "", /^\d+(\.\d)?%$/, "a measured hit rate is shown");
   assert.notEqual(measured, "0.0%", "repeated system prompts were measured as cache hits");
