@@ -86,6 +86,18 @@ export function renderPrometheus(regions: readonly RegionSnapshot[], now: number
       { ...region, reason: "no_node" },
       r.rejected.noNode,
     );
+    for (const [tenant, t] of Object.entries(r.tenants)) {
+      const labels = { ...region, tenant };
+      e.add("warmpath_tenant_requests_total", "counter", "Requests routed in the region, by tenant.", labels, t.requests);
+      e.add("warmpath_tenant_prompt_tokens_total", "counter", "Prompt tokens routed (estimated), by tenant.", labels, t.promptTokens);
+      e.add(
+        "warmpath_tenant_predicted_cached_tokens_total",
+        "counter",
+        "Prompt tokens predicted cached, by tenant.",
+        labels,
+        t.predictedCachedTokens,
+      );
+    }
     for (const n of r.nodes) {
       const node = { region: r.region, node: n.id };
       const m = n.metrics;

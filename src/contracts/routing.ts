@@ -48,6 +48,8 @@ export const routeRequestSchema = z.object({
   sessionKey: z.string().max(1024).optional(),
   /** Nodes already tried for this request (a retry). */
   exclude: z.array(nodeIdSchema).max(16).optional(),
+  /** The tenant's id (never its key), for per-tenant counters. */
+  tenant: z.string().min(1).max(64).optional(),
 });
 
 export type RouteRequest = z.infer<typeof routeRequestSchema>;

@@ -69,6 +69,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
       try {
         routed = await stub.route(region.init, {
           requestId: rc.requestId,
+          tenant: rc.tenant.id,
           model: input.model,
           hashes: input.hashes,
           promptTokens: input.promptTokens,

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: the package ships no types; its result is typed by Family below.
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
-import { TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
+import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { call, chat, readChunks, registerAll } from "../helpers.ts";
 
 const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
@@ -76,6 +76,9 @@ describe("GET /metrics", () => {
     expect(byName.get("warmpath_request_duration_seconds")!.type).toBe("HISTOGRAM");
     expect(text).toMatch(/^warmpath_time_to_first_byte_seconds_count\{region="us",node="prom-1"\} 2$/m);
     expect(Number(sample("warmpath_index_entries", { region: "us" })!.value)).toBeGreaterThan(0);
+    // Per tenant (its id, never its key).
+    expect(Number(sample("warmpath_tenant_requests_total", { region: "us", tenant: "acme" })!.value)).toBe(2);
+    expect(text).not.toContain(ACME_KEY);
   });
 
   it("needs the admin token outside local development", async () => {

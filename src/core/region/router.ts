@@ -56,6 +56,8 @@ interface Ticket {
  * prompts is the whole cache.
  */
 const SILENT_RESTART_MISSES = 3;
+/** Tenants counted per region (the configuration's tenants, with room to spare). */
+const MAX_TENANTS = 1_024;
 /** A prediction below this many blocks is too small to say anything about the node's cache. */
 const MIN_EVIDENCE_BLOCKS = 2;
 
@@ -72,6 +74,8 @@ export class RegionRouter {
   private ticketSeq = 0;
   private readonly ticketPrefix: string;
   private saturatedCount = 0;
+  /** Per tenant: requests routed, and their estimated prompt and predicted cached tokens (at most MAX_TENANTS). */
+  private readonly tenants = new Map<string, { requests: number; promptTokens: number; predictedCachedTokens: number }>();
   private noNodeCount = 0;
 
   constructor(settings: RegionSettings, instanceId = "0") {
@@ -214,6 +218,7 @@ export class RegionRouter {
       touched,
     });
     countRouted(entry.metrics, decision, req.promptTokens, chosen.matchTokens, chosen.matchBlocks);
+    this.countTenant(req.tenant, req.promptTokens, chosen.matchTokens);
 
     return {
       ok: true,
@@ -245,6 +250,19 @@ export class RegionRouter {
       if (seq !== undefined) out.push([last, seq]);
     }
     return out;
+  }
+
+  private countTenant(tenant: string | undefined, promptTokens: number, predictedCachedTokens: number): void {
+    const key = tenant ?? "";
+    let t = this.tenants.get(key);
+    if (!t) {
+      // Bounded: tenants come from the configuration, but a region object must not grow without end.
+      if (this.tenants.size >= MAX_TENANTS) return;
+      this.tenants.set(key, (t = { requests: 0, promptTokens: 0, predictedCachedTokens: 0 }));
+    }
+    t.requests++;
+    t.promptTokens += promptTokens;
+    t.predictedCachedTokens += predictedCachedTokens;
   }
 
   /** The first byte of a request's answer arrived: its prefill is done. */
@@ -355,6 +373,7 @@ export class RegionRouter {
         inflight: this.tickets.size,
         sessions: this.sessions.size,
         rejected: { saturated: this.saturatedCount, noNode: this.noNodeCount },
+        tenants: Object.fromEntries(this.tenants),
       },
       now,
     );

@@ -35,6 +35,8 @@ export interface RegionSnapshot {
   inflight: number;
   sessions: number;
   rejected: { saturated: number; noNode: number };
+  /** Per tenant id ("" for requests without one): requests routed and their tokens. */
+  tenants: Record<string, { requests: number; promptTokens: number; predictedCachedTokens: number }>;
 }
 
 export interface SnapshotSource {
@@ -46,6 +48,7 @@ export interface SnapshotSource {
   inflight: number;
   sessions: number;
   rejected: { saturated: number; noNode: number };
+  tenants: RegionSnapshot["tenants"];
 }
 
 export function buildSnapshot(s: SnapshotSource, now: number): RegionSnapshot {
@@ -80,5 +83,6 @@ export function buildSnapshot(s: SnapshotSource, now: number): RegionSnapshot {
     inflight: s.inflight,
     sessions: s.sessions,
     rejected: s.rejected,
+    tenants: s.tenants,
   };
 }
