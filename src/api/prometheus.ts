@@ -72,20 +72,10 @@ export function renderPrometheus(regions: readonly RegionSnapshot[], now: number
     e.add("warmpath_index_entries", "gauge", "Node-block entries in the region's prefix index.", region, r.index.entries);
     e.add("warmpath_index_capacity_entries", "gauge", "Hard bound on the region's prefix index entries.", region, r.index.capacity);
     e.add("warmpath_inflight_requests_region", "gauge", "Requests in flight in the region (tickets held).", region, r.inflight);
-    e.add(
-      "warmpath_rejections_total",
-      "counter",
-      "Requests the region could not place, by reason.",
-      { ...region, reason: "saturated" },
-      r.rejected.saturated,
-    );
-    e.add(
-      "warmpath_rejections_total",
-      "counter",
-      "Requests the region could not place, by reason.",
-      { ...region, reason: "no_node" },
-      r.rejected.noNode,
-    );
+    const rejected: Record<string, number> = { saturated: r.rejected.saturated, no_node: r.rejected.noNode };
+    for (const [reason, count] of Object.entries(rejected)) {
+      e.add("warmpath_rejections_total", "counter", "Requests the region could not place, by reason.", { ...region, reason }, count);
+    }
     for (const [tenant, t] of Object.entries(r.tenants)) {
       const labels = { ...region, tenant };
       e.add("warmpath_tenant_requests_total", "counter", "Requests routed in the region, by tenant.", labels, t.requests);
@@ -144,20 +134,10 @@ export function renderPrometheus(regions: readonly RegionSnapshot[], now: number
         m.measuredPromptTokens - m.measuredCachedTokens,
       );
       e.add("warmpath_generation_tokens_total", "counter", "Completion tokens the node reported.", node, m.completionTokens);
-      e.add(
-        "warmpath_index_agreement_total",
-        "counter",
-        "Answers compared with the prediction, by result.",
-        { ...node, result: "agreed" },
-        m.agreed,
-      );
-      e.add(
-        "warmpath_index_agreement_total",
-        "counter",
-        "Answers compared with the prediction, by result.",
-        { ...node, result: "disagreed" },
-        m.compared - m.agreed,
-      );
+      const agreement: Record<string, number> = { agreed: m.agreed, disagreed: m.compared - m.agreed };
+      for (const [result, count] of Object.entries(agreement)) {
+        e.add("warmpath_index_agreement_total", "counter", "Answers compared with the prediction, by result.", { ...node, result }, count);
+      }
       e.add(
         "warmpath_index_corrections_total",
         "counter",

@@ -23,12 +23,19 @@ export async function readBodyLimited(request: Request, maxBytes: number): Promi
     }
     chunks.push(value);
   }
-  if (chunks.length === 1) return chunks[0]!;
+  return concatBytes(chunks);
+}
+
+/** The parts as one array (the part itself when there is only one). */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  let total = 0;
+  for (const p of parts) total += p.byteLength;
   const out = new Uint8Array(total);
   let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.byteLength;
+  for (const p of parts) {
+    out.set(p, offset);
+    offset += p.byteLength;
   }
   return out;
 }

@@ -51,9 +51,13 @@ export function relay({ first, reader, sse, requestId, filter, onEnd }: RelayOpt
     const out = filter ? filter.push(chunk) : chunk;
     if (out.byteLength > 0) controller.enqueue(out);
   };
-  const failStream = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+  /** At the end of the body: whatever the filter still holds (an unterminated last event). */
+  const flush = (controller: ReadableStreamDefaultController<Uint8Array>) => {
     const rest = filter?.flush();
     if (rest && rest.byteLength > 0) controller.enqueue(rest);
+  };
+  const failStream = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    flush(controller);
     controller.enqueue(
       new TextEncoder().encode(sseErrorEvent("The model node failed while streaming the answer", "upstream_stream_error")),
     );
@@ -81,8 +85,7 @@ export function relay({ first, reader, sse, requestId, filter, onEnd }: RelayOpt
               failStream(controller);
               return;
             }
-            const rest = filter?.flush();
-            if (rest && rest.byteLength > 0) controller.enqueue(rest);
+            flush(controller);
             controller.close();
             end("ok");
             return;

@@ -16,6 +16,8 @@
  * latter kind.
  */
 
+import { concatBytes } from "../http/body.ts";
+
 const INJECTED = new TextEncoder().encode('"stream_options":{"include_usage":true},');
 const OPEN_BRACE = 0x7b;
 const NEWLINE = 0x0a;
@@ -48,7 +50,7 @@ export class UsageEventFilter {
 
   /** The bytes of `chunk` to pass on now. */
   push(chunk: Uint8Array): Uint8Array {
-    const data = this.pending.length ? concat(this.pending, chunk) : chunk;
+    const data = this.pending.length ? concatBytes([this.pending, chunk]) : chunk;
     const out: Uint8Array[] = [];
     let start = 0;
     for (let i = 1; i < data.length; i++) {
@@ -61,7 +63,7 @@ export class UsageEventFilter {
       start = i + 1;
     }
     this.pending = data.slice(start);
-    return out.length === 1 ? out[0]! : concat(...out);
+    return out.length === 0 ? new Uint8Array(0) : concatBytes(out);
   }
 
   /** Whatever is left at the end of the stream (an unterminated last event), as received. */
@@ -81,16 +83,4 @@ export class UsageEventFilter {
       return false;
     }
   }
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

@@ -14,17 +14,23 @@ export const USAGE_TAIL_CHARS = 8192;
 
 /** Finds the last `"usage": {...}` object in `tail` (one nested level, for prompt_tokens_details). */
 export function parseUsageTail(tail: string): Usage | undefined {
-  let at = tail.lastIndexOf('"usage"');
+  return lastObject(tail, '"usage"', toUsage);
+}
+
+/**
+ * The last object following `key` in `tail` that `read` accepts (walking back past values that
+ * are cut off, not objects, or not of the expected shape, such as `"usage": null`).
+ */
+function lastObject<T>(tail: string, key: string, read: (value: unknown) => T | undefined): T | undefined {
+  let at = tail.lastIndexOf(key);
   while (at >= 0) {
     const open = tail.indexOf("{", at);
     if (open >= 0) {
       const object = balancedObject(tail, open);
-      if (object !== undefined) {
-        const usage = toUsage(object);
-        if (usage) return usage;
-      }
+      const value = object === undefined ? undefined : read(object);
+      if (value !== undefined) return value;
     }
-    at = tail.lastIndexOf('"usage"', at - 1);
+    at = tail.lastIndexOf(key, at - 1);
   }
   return undefined;
 }
@@ -70,19 +76,12 @@ function toUsage(value: unknown): Usage | undefined {
  * answer, rather than in `usage.prompt_tokens_details`. Finds the last such object in `tail`.
  */
 export function parseLlamaTimingsTail(tail: string): Pick<Usage, "promptTokens" | "cachedTokens"> | undefined {
-  let at = tail.lastIndexOf('"timings"');
-  while (at >= 0) {
-    const open = tail.indexOf("{", at);
-    const object = open >= 0 ? balancedObject(tail, open) : undefined;
-    if (object && typeof object === "object") {
-      const t = object as Record<string, unknown>;
-      if (typeof t.cache_n === "number" && typeof t.prompt_n === "number") {
-        return { promptTokens: t.cache_n + t.prompt_n, cachedTokens: t.cache_n };
-      }
-    }
-    at = tail.lastIndexOf('"timings"', at - 1);
-  }
-  return undefined;
+  return lastObject(tail, '"timings"', (object) => {
+    if (!object || typeof object !== "object") return undefined;
+    const t = object as Record<string, unknown>;
+    if (typeof t.cache_n !== "number" || typeof t.prompt_n !== "number") return undefined;
+    return { promptTokens: t.cache_n + t.prompt_n, cachedTokens: t.cache_n };
+  });
 }
 
 /** The answer's usage, with llama.cpp's cache counters filling in what `usage` does not say. */

@@ -194,7 +194,7 @@ export class RegionRouter {
     const entry = eligible[choice.index]!;
     const decision: Decision = req.exclude?.length ? "retry" : choice.decision;
 
-    const estimatedTtftMs = Math.round(entry.load.estimateTtftSeconds(now, chosen.uncachedTokens) * 1000);
+    const estimatedTtftMs = Math.round(estimateMs(chosen));
     const predicted = entry.load.dispatch(now, chosen.uncachedTokens, req.promptTokens);
     const touched = this.touchedSamples(chosen.id, req.hashes, chosen.matchBlocks);
     // Speculative insert: the node will hold this prompt once it has prefilled it (rolled back
@@ -310,10 +310,11 @@ export class RegionRouter {
    * chain, deeper blocks were touched earlier (every insert touches a prompt last-to-first), so the
    * touch time sampled at or just past the first missing block bounds what is forgotten from
    * below. (Bounding by the prompt's first block instead wiped whole nodes: a fleet-wide system
-   * prompt is touched by every request, so "older than it" is nearly everything.) More cached than predicted needs no correction: the
-   * dispatch already recorded the whole prompt as held. Several answers in a row with nothing
-   * cached, each predicted to reuse a real prefix, mean the node lost its whole cache (a restart
-   * without a new boot id): forget everything it was believed to hold.
+   * prompt is touched by every request, so "older than it" is nearly everything.) More cached
+   * than predicted needs no correction: the dispatch already recorded the whole prompt as held.
+   * Several answers in a row with nothing cached, each predicted to reuse a real prefix, mean the
+   * node lost its whole cache (a restart without a new boot id): forget everything it was
+   * believed to hold.
    */
   private learnFromUsage(n: NodeEntry, t: Ticket, promptTokens: number, cachedTokens: number): void {
     const cmp = compareShares(t.predictedCachedTokens, t.promptTokens, cachedTokens, promptTokens, this.settings.blockTokens);
@@ -380,13 +381,18 @@ export class RegionRouter {
   }
 }
 
+/** The load model's time to first token on a candidate, ms (NodeLoad.estimateTtftSeconds, from the candidate's own figures). */
+function estimateMs(c: Candidate): number {
+  return ((c.workAheadTokens + c.uncachedTokens) * 1000) / c.prefillRate;
+}
+
 /**
  * The candidates with the soonest estimated first token by the load model (work ahead plus this
  * request's uncached tokens, at the node's rate), at most MAX_CONSIDERED, and the chosen one: what
  * the decision log shows of the choice.
  */
 function considered(candidates: readonly Candidate[], eligible: readonly NodeEntry[], chosen: number, now: number): Considered[] {
-  const all = candidates.map((c, i) => ({ i, ms: ((c.workAheadTokens + c.uncachedTokens) * 1000) / c.prefillRate }));
+  const all = candidates.map((c, i) => ({ i, ms: estimateMs(c) }));
   all.sort((a, b) => a.ms - b.ms || a.i - b.i);
   const shown = all.slice(0, MAX_CONSIDERED);
   if (!shown.some((x) => x.i === chosen)) shown.push(all.find((x) => x.i === chosen)!);
