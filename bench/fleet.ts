@@ -173,6 +173,11 @@ export class Fleet {
   }
 }
 
+/** When a silent restart happens: the arrival of the request at its fraction of the run. */
+export function silentRestartAt(lives: readonly Live[], restart: { atFraction: number }): number {
+  return lives[Math.min(lives.length - 1, Math.floor(restart.atFraction * lives.length))]!.arrival;
+}
+
 /** Deterministic per-request noise factor: lognormal with mean 1, same draw for every policy. */
 export function noiseFactor(id: number, sigma: number): number {
   if (sigma <= 0) return 1;
@@ -228,7 +233,7 @@ export function simulate(
   }
   let outstanding = lives.length;
   if (faults.silentRestart && lives.length > 0) {
-    const at = lives[Math.min(lives.length - 1, Math.floor(faults.silentRestart.atFraction * lives.length))]!.arrival;
+    const at = silentRestartAt(lives, faults.silentRestart);
     heap.push({ t: at, seq: 0, kind: 3, node: faults.silentRestart.node, live: undefined });
   }
 

@@ -19,7 +19,11 @@ const MODEL = "bench-model";
  * approximate tree, Dynamo's approximate mode), so giving them warmpath's correction would make
  * them something their sources are not.
  */
-export function benchRegionSettings(policy: PolicySpec, prefillRate: number, learnFromUsage = policy.name === "warmpath"): RegionSettings {
+export function benchRegionSettings(
+  policy: PolicySpec,
+  prefillRate: number,
+  learnFromUsage: boolean = policy.name === "warmpath",
+): RegionSettings {
   return {
     ...DEFAULT_REGION_SETTINGS,
     learnFromUsage,
@@ -38,7 +42,8 @@ export function benchRegionSettings(policy: PolicySpec, prefillRate: number, lea
 export class RouterDispatcher implements Dispatcher {
   readonly name: string;
   private readonly settings: RegionSettings;
-  private router: RegionRouter;
+  /** Built in init, once the fleet (and so the baseline's index bound) is known. */
+  private router!: RegionRouter;
   private readonly indexOf = new Map<string, number>();
   private fleet: Fleet | undefined;
 
@@ -57,9 +62,7 @@ export class RouterDispatcher implements Dispatcher {
     options: { learnFromUsage?: boolean | undefined; capacityFactor?: number } = {},
   ) {
     this.name = label;
-    const spec = parsePolicySpec(policy);
-    this.settings = benchRegionSettings(spec, prefillRate, options.learnFromUsage ?? spec.name === "warmpath");
-    this.router = new RegionRouter(this.settings);
+    this.settings = benchRegionSettings(parsePolicySpec(policy), prefillRate, options.learnFromUsage);
     this.capacityFactor = options.capacityFactor ?? 1;
   }
 
@@ -69,10 +72,8 @@ export class RouterDispatcher implements Dispatcher {
     // characters per worker) is not held to warmpath's global memory cap either: that cap is a
     // bound of warmpath's Durable Object, not of the system the baseline stands for.
     const bound = createPolicy(this.settings.policy).indexCapacityTokens?.(fleet.cfg.capacityTokens);
-    if (bound !== undefined) {
-      const entries = Math.ceil((fleet.nodes.length * bound) / this.settings.blockTokens);
-      this.router = new RegionRouter({ ...this.settings, maxIndexEntries: Math.max(this.settings.maxIndexEntries, entries) });
-    }
+    const entries = bound === undefined ? 0 : Math.ceil((fleet.nodes.length * bound) / this.settings.blockTokens);
+    this.router = new RegionRouter({ ...this.settings, maxIndexEntries: Math.max(this.settings.maxIndexEntries, entries) });
     for (const n of fleet.nodes) {
       this.indexOf.set(n.id, n.index);
       this.router.upsertNode(

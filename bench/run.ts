@@ -26,7 +26,7 @@ import { parseArgs } from "node:util";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_FLEET, simulate, type Dispatcher, type Faults, type FleetConfig } from "./fleet.ts";
+import { DEFAULT_FLEET, silentRestartAt, simulate, type Dispatcher, type Faults, type FleetConfig } from "./fleet.ts";
 import { RouterDispatcher } from "./router-driver.ts";
 import { OracleDispatcher, PooledDispatcher, pooledFleet } from "./oracle.ts";
 import { indexAgreement, summarise, type RunMetrics } from "./metrics.ts";
@@ -136,7 +136,7 @@ function runOne(w: Workload, speed: number, policy: string, cfg: FleetConfig, v:
   if (restart) {
     // Over the whole run one node's restart is diluted; what matters is how soon the index
     // stops believing in the lost cache: agreement on the node's next requests.
-    const at = lives[Math.min(lives.length - 1, Math.floor(restart.atFraction * lives.length))]!.arrival;
+    const at = silentRestartAt(lives, restart);
     const after = lives.filter((l) => l.node === restart.node && l.arrival >= at).slice(0, AFTER_RESTART_REQUESTS);
     m.indexAgreement = indexAgreement(after);
   }
