@@ -19,7 +19,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { nodeIdSchema, nodeReportSchema } from "../src/contracts/node.ts";
 import { completionOutcomeSchema, routeRequestSchema, ticketSchema, type RouteResult } from "../src/contracts/routing.ts";
-import { RegionRouter, type NodeSpec, type RegionSnapshot } from "../src/core/region/index.ts";
+import { RegionRouter, type NodeSpec, type RegionHistoryView, type RegionSnapshot } from "../src/core/region/index.ts";
 import { regionInitSchema, type RegionInit } from "./region-init.ts";
 
 /**
@@ -198,6 +198,11 @@ export class RegionDurableObject extends DurableObject<Env> {
   /** The region's state for operators and the dashboard. */
   snapshot(init: RegionInit): RegionSnapshot {
     return this.ensure(init).snapshot(Date.now());
+  }
+
+  /** The last hour in buckets and the recent decisions, for the dashboard (in memory: lost with the object). */
+  history(init: RegionInit): RegionHistoryView {
+    return this.ensure(init).historyView(Date.now());
   }
 
   override async alarm(): Promise<void> {

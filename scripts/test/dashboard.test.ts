@@ -55,22 +55,21 @@ async function send(i: number, system: System): Promise<void> {
   await res.arrayBuffer();
 }
 
-test("the dashboard shows live routing and hit rates after traffic", async () => {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+test("the dashboard opens on the router's history: charts, decisions and hit rates from traffic sent before it", async () => {
+  // Traffic first: the page must show it from the router's own history, not from what it saw.
+  for (let i = 0; i < 16; i++) await send(i, system);
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1400 } });
   await page.goto(`${system.url}/dashboard/`);
-  // First sample before traffic, then traffic, so the charts have a rate to draw.
   await page.waitForSelector("#app:not([hidden])", { timeout: 15_000 });
-  // Traffic over a few seconds, so the charts (rates between one-second samples) have lines.
-  for (let i = 0; i < 16; i++) {
-    await send(i, system);
-    await new Promise((r) => setTimeout(r, 200));
-  }
   await page.waitForFunction(
     () => {
       const cards = [...document.querySelectorAll(".card")].map((c) => c.textContent ?? "");
       const routed = cards.find((c) => c.startsWith("Requests routed"));
       return (
-        routed !== undefined && /1[6-9]|[2-9]\d/.test(routed) && document.querySelectorAll("#chart-hit path, #chart-hit circle").length >= 2
+        routed !== undefined &&
+        /1[6-9]|[2-9]\d/.test(routed) &&
+        document.querySelectorAll("#chart-hit circle").length >= 2 &&
+        document.querySelectorAll("#decisions tbody tr .candidates span").length > 0
       );
     },
     undefined,
@@ -80,15 +79,28 @@ test("the dashboard shows live routing and hit rates after traffic", async () =>
   assert.ok(text?.includes("us-east") && text.includes("eu-west"), "both regions are shown");
   for (const node of ["use1-a", "use1-b", "use1-c", "euw1-a"]) assert.ok(text?.includes(node), `node ${node} is shown`);
   assert.ok((await page.$$(".mix span")).length > 0, "decision mix bars are drawn");
-  // Per-node token throughput, from the nodes' usage over the last few seconds.
-  await page.waitForFunction(
-    () => [...document.querySelectorAll("td[title^='prefill tokens computed']")].some((td) => /\d.* \/ \d/.test(td.textContent ?? "")),
-    undefined,
-    { timeout: 15_000 },
+  // Per-node token throughput, from the nodes' usage in the router's history, in the table and the charts.
+  assert.ok(
+    (await page.$$eval("td[title^='prefill tokens computed']", (tds) => tds.map((td) => td.textContent ?? ""))).some((t) =>
+      /\d.* \/ \d/.test(t),
+    ),
+    "per-node token throughput is shown",
   );
+  for (const chart of ["rps", "prefill", "decode"]) {
+    assert.ok((await page.$$(`#chart-${chart} circle`)).length > 0, `the ${chart} chart has a series`);
+  }
+  // The recent decisions: the 16 requests, newest first, each with its node, decision and candidates.
+  const rows = await page.$$eval("#decisions tbody tr", (trs) =>
+    trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent ?? "")),
+  );
+  assert.ok(rows.length >= 16, `${rows.length} decisions shown`);
+  for (const row of rows.slice(0, 16)) {
+    assert.match(row[5] ?? "", /prefix-hit|cold-spread|hot-spill|session/, "each row names its decision");
+    assert.equal(row[8], "ok");
+  }
   const measured = await page.textContent(".card:nth-child(2) .value");
-  assert.match(measured ?? "", /^\d+(\.\d)?%$/, "a measured hit rate is shown");
-  assert.notEqual(measured, "0.0%", "repeated system prompts were measured as cache hits");
+  assert.match(measured ?? "", /^\d+(\.\d)?% of \d+ answers$/, "a measured hit rate is shown with its sample count");
+  assert.ok(!measured?.startsWith("0.0%"), "repeated system prompts were measured as cache hits");
 
   const png = await page.screenshot({ fullPage: true });
   mkdirSync(join(ROOT, ".tmp"), { recursive: true });

@@ -5,6 +5,7 @@
  *
  * - `GET /admin/state`: every region.
  * - `GET /admin/state/{region}`: one region.
+ * - `GET /admin/history`: every region's last hour (10 s buckets) and its recent decisions.
  * - `GET /metrics`: every region in Prometheus' text format.
  */
 import { Hono } from "hono";
@@ -45,4 +46,10 @@ adminApi.get("/metrics", async (c) => {
 
 adminApi.get("/admin/state/:region", async (c) => {
   return c.json(await regionState(c.env, regionFromPath(c.get("config"), c.req.param("region"))));
+});
+
+adminApi.get("/admin/history", async (c) => {
+  const config = c.get("config");
+  const regions = await Promise.all(config.regions.map((r) => c.env.REGION.getByName(r.config.name).history(r.init)));
+  return c.json({ at: Date.now(), regions });
 });

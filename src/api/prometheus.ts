@@ -71,6 +71,23 @@ export function renderPrometheus(regions: readonly RegionSnapshot[], now: number
     const region = { region: r.region };
     e.add("warmpath_index_entries", "gauge", "Node-block entries in the region's prefix index.", region, r.index.entries);
     e.add("warmpath_index_capacity_entries", "gauge", "Hard bound on the region's prefix index entries.", region, r.index.capacity);
+    e.add(
+      "warmpath_index_evictions_total",
+      "counter",
+      "Index entries evicted because a node's believed cache (or the index's bound) was full.",
+      region,
+      r.index.evictions,
+    );
+    e.add(
+      "warmpath_retries_total",
+      "counter",
+      "Requests placed on another node after one failed before its first byte.",
+      region,
+      r.retries,
+    );
+    for (const [from, count] of Object.entries(r.failovers)) {
+      e.add("warmpath_failovers_total", "counter", "Requests taken over from a nearer region, by that region.", { ...region, from }, count);
+    }
     e.add("warmpath_inflight_requests_region", "gauge", "Requests in flight in the region (tickets held).", region, r.inflight);
     const rejected: Record<string, number> = { saturated: r.rejected.saturated, no_node: r.rejected.noNode };
     for (const [reason, count] of Object.entries(rejected)) {
@@ -86,6 +103,27 @@ export function renderPrometheus(regions: readonly RegionSnapshot[], now: number
         "Prompt tokens predicted cached, by tenant.",
         labels,
         t.predictedCachedTokens,
+      );
+      e.add(
+        "warmpath_tenant_measured_prompt_tokens_total",
+        "counter",
+        "Prompt tokens of answers that reported cached tokens, by tenant.",
+        labels,
+        t.measuredPromptTokens,
+      );
+      e.add(
+        "warmpath_tenant_measured_cached_tokens_total",
+        "counter",
+        "Cached prompt tokens the nodes reported, by tenant.",
+        labels,
+        t.measuredCachedTokens,
+      );
+      e.add(
+        "warmpath_tenant_generation_tokens_total",
+        "counter",
+        "Completion tokens the nodes reported, by tenant.",
+        labels,
+        t.completionTokens,
       );
     }
     for (const n of r.nodes) {
@@ -146,6 +184,10 @@ export function renderPrometheus(regions: readonly RegionSnapshot[], now: number
         m.corrections,
       );
       e.add("warmpath_silent_restarts_total", "counter", "Cache losses found without a new boot id.", node, m.silentRestarts);
+      for (const [reason, count] of Object.entries(m.failures)) {
+        e.add("warmpath_node_failures_total", "counter", "Failures before the first byte, by reason.", { ...node, reason }, count);
+      }
+      e.add("warmpath_node_cooldowns_total", "counter", "Cool-downs started after a failure.", node, m.cooldowns);
       e.add("warmpath_node_inflight_requests", "gauge", "Requests this router has in flight on the node.", node, n.load.inflight);
       e.add("warmpath_node_prefilling_requests", "gauge", "Requests sent and not yet answered with a first byte.", node, n.load.prefilling);
       e.add(

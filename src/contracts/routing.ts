@@ -50,6 +50,8 @@ export const routeRequestSchema = z.object({
   exclude: z.array(nodeIdSchema).max(16).optional(),
   /** The tenant's id (never its key), for per-tenant counters. */
   tenant: z.string().min(1).max(64).optional(),
+  /** The nearer region that could not take the request: this one is its failover. */
+  failoverFrom: z.string().min(1).max(64).optional(),
 });
 
 export type RouteRequest = z.infer<typeof routeRequestSchema>;
@@ -104,6 +106,11 @@ export const routeResultSchema = z.discriminatedUnion("ok", [
 
 export type RouteResult = z.infer<typeof routeResultSchema>;
 
+/** Why a node failed a request before its first byte (what made the worker try another). */
+export const failureReasonSchema = z.enum(["timeout", "connection", "http-429", "http-5xx", "empty-body"]);
+
+export type FailureReason = z.infer<typeof failureReasonSchema>;
+
 /** What the worker learned about a request's outcome. */
 export const completionOutcomeSchema = z.object({
   /**
@@ -112,6 +119,8 @@ export const completionOutcomeSchema = z.object({
    * `stream-error`: failed after it; `cancelled`: the client went away.
    */
   status: z.enum(["ok", "refused", "failed", "stream-error", "cancelled"]),
+  /** With `failed`: why. */
+  reason: failureReasonSchema.optional(),
   /** From the answer's `usage`, when present. */
   usage: usageSchema.optional(),
 });

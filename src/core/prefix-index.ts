@@ -58,6 +58,8 @@ export class PrefixIndex {
   private readonly holders = new Map<string, string | string[]>();
   private readonly nodes = new Map<string, NodeBlocks>();
   private entries = 0;
+  /** Entries dropped because a node's capacity (or its share of the global cap) was full. */
+  private evictedEntries = 0;
 
   private readonly maxEntries: number;
   /** Touch sequence: every insert of a block takes the next number. */
@@ -206,6 +208,11 @@ export class PrefixIndex {
     return this.holders.size;
   }
 
+  /** Entries evicted for capacity so far (not counting those forgotten on a node's evidence). */
+  get evictions(): number {
+    return this.evictedEntries;
+  }
+
   get capacity(): number {
     return this.maxEntries;
   }
@@ -228,6 +235,7 @@ export class PrefixIndex {
     for (const hash of lru.keys()) {
       if (node.held <= node.capacityBlocks && lru.size <= node.entryLimit) break;
       this.forgetEntry(nodeId, node, hash);
+      this.evictedEntries++;
     }
   }
 

@@ -12,8 +12,9 @@ import type { RequestContext } from "../api/request-context.ts";
 import type { LoadedRegion } from "../config/load.ts";
 import { ApiError } from "../http/errors.ts";
 import type { RegionDurableObject } from "../../durable-objects/region.ts";
-import type { RouteResult, Usage } from "../contracts/routing.ts";
+import type { FailureReason, RouteResult, Usage } from "../contracts/routing.ts";
 import type { Decision } from "../contracts/routing.ts";
+import { recordDecision, type DecisionLine, type DecisionSinks } from "./decision-log.ts";
 import { relay, type RelayEnd } from "./relay.ts";
 import { UsageEventFilter } from "./stream-usage.ts";
 
@@ -61,6 +62,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
   let retryAfter = Infinity;
   let lastMessage = "no region serves this model";
 
+  const nearest = input.regions[0]?.config.name;
   for (const [regionIndex, region] of input.regions.slice(0, limits.max_region_attempts).entries()) {
     const stub = env.REGION.getByName(region.config.name);
     const exclude: string[] = [];
@@ -75,6 +77,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
           promptTokens: input.promptTokens,
           sessionKey: input.sessionKey,
           exclude: exclude.length ? exclude : undefined,
+          failoverFrom: regionIndex > 0 ? nearest : undefined,
         });
       } catch (e) {
         // The region's Durable Object is unreachable or overloaded: treat the region as down.
@@ -89,29 +92,31 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
       }
       const upstream = await callNode(rc, routed, region, input);
       if (!upstream.ok) {
-        attempts.push({ region: region.config.name, node: routed.nodeId, outcome: upstream.reason });
-        lastMessage = `node ${routed.nodeId} in ${region.config.name} failed: ${upstream.reason}`;
-        ctx.waitUntil(stub.complete(routed.ticket, { status: "failed" }).then(ignore, logBookkeepingError));
+        attempts.push({ region: region.config.name, node: routed.nodeId, outcome: upstream.detail });
+        lastMessage = `node ${routed.nodeId} in ${region.config.name} failed: ${upstream.detail}`;
+        ctx.waitUntil(stub.complete(routed.ticket, { status: "failed", reason: upstream.reason }).then(ignore, logBookkeepingError));
         exclude.push(routed.nodeId);
         continue;
       }
       ctx.waitUntil(stub.firstByte(routed.ticket).then(ignore, logBookkeepingError));
-      const decision: Decision = regionIndex > 0 ? "failover" : routed.decision;
       attempts.push({ region: region.config.name, node: routed.nodeId, outcome: "ok" });
-      return respond({ rc, input, stub, region, routed, decision, upstream, attempts });
+      return respond({ rc, input, stub, region, routed, decision: routed.decision, upstream, attempts });
     }
   }
 
-  console.log(
-    JSON.stringify({
+  recordDecision(
+    {
       event: "request",
       request_id: rc.requestId,
       tenant: rc.tenant.id,
       model: input.model,
       status: 503,
+      prompt_tokens_estimated: input.promptTokens,
       attempts,
       duration_ms: Date.now() - rc.startedAt,
-    }),
+      measured_cached_tokens: null,
+    },
+    sinks(rc),
   );
   const seconds = Number.isFinite(retryAfter) ? retryAfter : 5;
   const tried = attempts.map((a) => (a.node ? `${a.region}/${a.node}: ${a.outcome}` : `${a.region}: ${a.outcome}`)).join("; ");
@@ -129,7 +134,7 @@ type Upstream =
       reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
       firstByteMs: number;
     }
-  | { ok: false; reason: string };
+  | { ok: false; reason: FailureReason; detail: string };
 
 /** Calls the node and waits for its first body byte (or a definitive non-retryable answer). */
 async function callNode(rc: RequestContext, routed: Ok, region: LoadedRegion, input: DispatchInput): Promise<Upstream> {
@@ -154,17 +159,19 @@ async function callNode(rc: RequestContext, routed: Ok, region: LoadedRegion, in
     });
     if (RETRYABLE_STATUS.has(response.status)) {
       await response.body?.cancel().catch(() => {});
-      return { ok: false, reason: `HTTP ${response.status}` };
+      return { ok: false, reason: response.status === 429 ? "http-429" : "http-5xx", detail: `HTTP ${response.status}` };
     }
     if (!response.body) return { ok: true, response, first: undefined, reader: undefined, firstByteMs: Date.now() - started };
     const reader = response.body.getReader();
     const { done, value } = await reader.read();
     if (done && response.ok) {
-      return { ok: false, reason: "empty body" };
+      return { ok: false, reason: "empty-body", detail: "empty body" };
     }
     return { ok: true, response, first: value, reader, firstByteMs: Date.now() - started };
   } catch (e) {
-    return { ok: false, reason: controller.signal.aborted ? "timeout before first byte" : `connection failed (${(e as Error).message})` };
+    return controller.signal.aborted
+      ? { ok: false, reason: "timeout", detail: "timeout before first byte" }
+      : { ok: false, reason: "connection", detail: `connection failed (${(e as Error).message})` };
   } finally {
     clearTimeout(timer);
   }
@@ -200,7 +207,7 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
   let finish!: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
   const finished = new Promise<void>((resolve) => {
     finish = (end, usage, bytes) => {
-      const log = {
+      const line: DecisionLine = {
         event: "request",
         request_id: requestId,
         tenant: rc.tenant.id,
@@ -217,7 +224,6 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
         work_ahead_tokens: routed.workAheadTokens,
         estimated_ttft_ms: routed.estimatedTtftMs,
         candidates: routed.candidates,
-        // The best candidates as the region saw them: why this node and not another.
         considered: routed.considered,
         attempts,
         first_byte_ms: upstream.firstByteMs,
@@ -227,9 +233,7 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
         usage,
         measured_cached_tokens: usage?.cachedTokens ?? null,
       };
-      // Sampled: every answer that is not a clean success is logged; the rest at the configured rate.
-      const clean = end === "ok" && upstream.response.status < 400;
-      if (!clean || Math.random() < rc.config.raw.decision_log_sample_rate) console.log(JSON.stringify(log));
+      recordDecision(line, sinks(rc));
       // A node's own client error (a context-length error, a bad parameter) computed nothing: the
       // region takes the prediction back and forgets the prompt it recorded for that node.
       const status = upstream.response.status >= 400 ? "refused" : end;
@@ -245,4 +249,9 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
   const filter = sse && input.usageInjected ? new UsageEventFilter() : undefined;
   const body = relay({ first: upstream.first, reader: upstream.reader, sse, requestId, filter, onEnd: finish });
   return new Response(body, { status: upstream.response.status, headers });
+}
+
+/** Where a request's decision line goes: the log (sampled) and, if bound, the Analytics Engine dataset. */
+function sinks(rc: RequestContext): DecisionSinks {
+  return { dataset: rc.env.ANALYTICS, sampleRate: rc.config.raw.decision_log_sample_rate, random: Math.random };
 }

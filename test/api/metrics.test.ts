@@ -78,6 +78,15 @@ describe("GET /metrics", () => {
     expect(Number(sample("warmpath_index_entries", { region: "us" })!.value)).toBeGreaterThan(0);
     // Per tenant (its id, never its key).
     expect(Number(sample("warmpath_tenant_requests_total", { region: "us", tenant: "acme" })!.value)).toBe(2);
+    expect(Number(sample("warmpath_tenant_measured_prompt_tokens_total", { region: "us", tenant: "acme" })!.value)).toBeGreaterThan(0);
+    expect(Number(sample("warmpath_tenant_generation_tokens_total", { region: "us", tenant: "acme" })!.value)).toBeGreaterThan(0);
+    // Failures by reason, cool-downs, retries and index evictions are exported from the first scrape, at zero.
+    for (const reason of ["timeout", "connection", "http-429", "http-5xx", "empty-body"]) {
+      expect(sample("warmpath_node_failures_total", { ...node, reason })!.value).toBe("0");
+    }
+    expect(sample("warmpath_node_cooldowns_total", node)!.value).toBe("0");
+    expect(sample("warmpath_retries_total", { region: "us" })!.value).toBe("0");
+    expect(sample("warmpath_index_evictions_total", { region: "us" })!.value).toBe("0");
     expect(text).not.toContain(ACME_KEY);
   });
 

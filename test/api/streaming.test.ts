@@ -46,8 +46,9 @@ describe("streaming", () => {
   });
 });
 
+const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+
 describe("every stream measured", () => {
-  const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
   const measured = async (nodeId: string) => {
     const state = await (await call("/admin/state", { headers: admin })).json<{ regions: RegionSnapshot[] }>();
     return state.regions.flatMap((r) => r.nodes).find((n) => n.id === nodeId)!.metrics.measuredRequests;
@@ -142,6 +143,17 @@ describe("failures", () => {
     }
     // At least one request met a failing node first and was retried.
     expect(seen.has("retry")).toBe(true);
+    // Each failure is counted by its reason, with its cool-down.
+    await new Promise((r) => setTimeout(r, 50));
+    const state = await (await call("/admin/state/eu", { headers: admin })).json<RegionSnapshot>();
+    const metrics = (id: string) => state.nodes.find((n) => n.id === id)!.metrics;
+    const [fail, refuse] = [metrics("bad-a"), metrics("bad-b")];
+    expect(fail.failures).toMatchObject({ "http-5xx": fail.failed, connection: 0, timeout: 0 });
+    // (Through miniflare's outbound service a refused connection reaches the worker as a 5xx answer.)
+    expect(Object.values(refuse.failures).reduce((a, b) => a + b, 0)).toBe(refuse.failed);
+    expect(fail.failed + refuse.failed).toBeGreaterThanOrEqual(1);
+    expect(fail.cooldowns + refuse.cooldowns).toBe(fail.failed + refuse.failed);
+    expect(state.retries).toBe(fail.failed + refuse.failed);
   });
 
   it("passes a node's client error (4xx) through without retrying", async () => {

@@ -22,6 +22,7 @@ describe("PrefixIndex", () => {
     index.insert("a", chain("p", 4));
     index.insert("a", chain("q", 4)); // 8 blocks > 6: p's two last blocks go first
     expect(index.blocksOf("a")).toBe(6);
+    expect(index.evictions).toBe(2);
     expect(index.matchDepths(chain("p", 4), ["a"])).toEqual([2]);
     expect(index.matchDepths(chain("q", 4), ["a"])).toEqual([4]);
     // Touching p again makes q the older prompt.

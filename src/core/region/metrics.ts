@@ -2,7 +2,7 @@
  * Counters per node: what operators read (in the snapshot) to see where recomputation happens,
  * kept apart from the routing state so that counting never influences a decision.
  */
-import type { CompletionOutcome } from "../../contracts/routing.ts";
+import { failureReasonSchema, type CompletionOutcome, type FailureReason } from "../../contracts/routing.ts";
 import { DECISIONS, type Decision } from "../policies/types.ts";
 
 export interface NodeMetrics {
@@ -10,6 +10,10 @@ export interface NodeMetrics {
   decisions: Record<Decision, number>;
   completed: number;
   failed: number;
+  /** Failures before the first byte, by why (each made the worker try another node). */
+  failures: Record<FailureReason, number>;
+  /** Cool-downs started (one per failure; each doubles while failures continue). */
+  cooldowns: number;
   /** Answered with a client error (4xx): nothing computed, nothing learned, not predicted. */
   refused: number;
   streamErrors: number;
@@ -61,6 +65,8 @@ export function emptyMetrics(): NodeMetrics {
     decisions: Object.fromEntries(DECISIONS.map((d) => [d, 0])) as Record<Decision, number>,
     completed: 0,
     failed: 0,
+    failures: Object.fromEntries(failureReasonSchema.options.map((r) => [r, 0])) as Record<FailureReason, number>,
+    cooldowns: 0,
     refused: 0,
     streamErrors: 0,
     cancelled: 0,
@@ -107,8 +113,10 @@ export function countFirstByte(m: NodeMetrics, waitMs: number): void {
 }
 
 export function countOutcome(m: NodeMetrics, outcome: CompletionOutcome): void {
-  if (outcome.status === "failed") m.failed++;
-  else if (outcome.status === "refused") m.refused++;
+  if (outcome.status === "failed") {
+    m.failed++;
+    if (outcome.reason) m.failures[outcome.reason]++;
+  } else if (outcome.status === "refused") m.refused++;
   else if (outcome.status === "ok") m.completed++;
   else if (outcome.status === "stream-error") m.streamErrors++;
   else m.cancelled++;

@@ -102,6 +102,7 @@ export class NodeTable {
     n.consecutiveFailures++;
     const cooldown = this.settings.failureCooldownMs * 2 ** Math.min(10, n.consecutiveFailures - 1);
     n.cooldownUntil = now + Math.min(MAX_FAILURE_COOLDOWN_MS, cooldown);
+    if (cooldown > 0) n.metrics.cooldowns++;
   }
 
   /** A request ended without a node failure: the failure streak is over. */

@@ -24,6 +24,7 @@ import { buildCandidates, eligibleNodes, shortestWaitSeconds } from "./candidate
 import { countAgreement, countDuration, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
 import { NodeTable, type NodeEntry, type NodeSpec } from "./node-table.ts";
 import type { RegionSettings } from "./settings.ts";
+import { RegionLedger, type LedgerEntry, type RegionHistoryView } from "./ledger.ts";
 import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
 
 /** A dispatched request, until it completes or times out. */
@@ -47,6 +48,8 @@ interface Ticket {
    * node's answer is compared with (see learnFromUsage).
    */
   touched: Array<[number, number]>;
+  /** Its place in the region's ledger (tenant counters, history, recent decisions). */
+  ledger: LedgerEntry;
 }
 
 /**
@@ -56,8 +59,6 @@ interface Ticket {
  * prompts is the whole cache.
  */
 const SILENT_RESTART_MISSES = 3;
-/** Tenants counted per region (the configuration's tenants, with room to spare). */
-const MAX_TENANTS = 1_024;
 /** A prediction below this many blocks is too small to say anything about the node's cache. */
 const MIN_EVIDENCE_BLOCKS = 2;
 
@@ -73,10 +74,7 @@ export class RegionRouter {
   private readonly random: () => number;
   private ticketSeq = 0;
   private readonly ticketPrefix: string;
-  private saturatedCount = 0;
-  /** Per tenant: requests routed, and their estimated prompt and predicted cached tokens (at most MAX_TENANTS). */
-  private readonly tenants = new Map<string, { requests: number; promptTokens: number; predictedCachedTokens: number }>();
-  private noNodeCount = 0;
+  private readonly ledger = new RegionLedger();
 
   constructor(settings: RegionSettings, instanceId = "0") {
     this.settings = settings;
@@ -153,10 +151,10 @@ export class RegionRouter {
     const { nodes: eligible, servesModel } = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode);
     if (eligible.length === 0) {
       if (servesModel === 0) {
-        this.noNodeCount++;
+        this.ledger.rejected(req, "no-node", [], now);
         return { ok: false, reason: "no-node", message: `region ${name} has no node serving model ${req.model}`, retryAfterSeconds: 5 };
       }
-      this.saturatedCount++;
+      this.ledger.rejected(req, "saturated", [], now);
       return {
         ok: false,
         reason: "saturated",
@@ -169,7 +167,7 @@ export class RegionRouter {
     // Saturation: if even the best node's queue is past the bound, another region should serve.
     const minWait = shortestWaitSeconds(candidates);
     if (minWait > maxQueueSeconds) {
-      this.saturatedCount++;
+      this.ledger.rejected(req, "saturated", considered(candidates, eligible, -1, now), now);
       return {
         ok: false,
         reason: "saturated",
@@ -192,7 +190,8 @@ export class RegionRouter {
     });
     const chosen = candidates[choice.index]!;
     const entry = eligible[choice.index]!;
-    const decision: Decision = req.exclude?.length ? "retry" : choice.decision;
+    // A failover is one whatever else happens in this region; a retry is another node after a failure.
+    const decision: Decision = req.failoverFrom !== undefined ? "failover" : req.exclude?.length ? "retry" : choice.decision;
 
     const estimatedTtftMs = Math.round(estimateMs(chosen));
     const predicted = entry.load.dispatch(now, chosen.uncachedTokens, req.promptTokens);
@@ -204,6 +203,19 @@ export class RegionRouter {
     this.active?.add(chosen.id, req.hashes);
 
     const ticket = this.ticketPrefix + (++this.ticketSeq).toString(36);
+    const shown = considered(candidates, eligible, choice.index, now);
+    const ledger = this.ledger.placed(
+      req,
+      {
+        nodeId: chosen.id,
+        decision,
+        matchBlocks: chosen.matchBlocks,
+        predictedCachedTokens: chosen.matchTokens,
+        estimatedTtftMs,
+        considered: shown,
+      },
+      now,
+    );
     this.tickets.set(ticket, {
       nodeId: chosen.id,
       dispatchedAt: now,
@@ -216,9 +228,9 @@ export class RegionRouter {
       matchBlocks: chosen.matchBlocks,
       predictedCachedTokens: chosen.matchTokens,
       touched,
+      ledger,
     });
     countRouted(entry.metrics, decision, req.promptTokens, chosen.matchTokens, chosen.matchBlocks);
-    this.countTenant(req.tenant, req.promptTokens, chosen.matchTokens);
 
     return {
       ok: true,
@@ -233,7 +245,7 @@ export class RegionRouter {
       workAheadTokens: Math.round(chosen.workAheadTokens),
       estimatedTtftMs,
       candidates: candidates.length,
-      considered: considered(candidates, eligible, choice.index, now),
+      considered: shown,
     };
   }
 
@@ -252,24 +264,12 @@ export class RegionRouter {
     return out;
   }
 
-  private countTenant(tenant: string | undefined, promptTokens: number, predictedCachedTokens: number): void {
-    const key = tenant ?? "";
-    let t = this.tenants.get(key);
-    if (!t) {
-      // Bounded: tenants come from the configuration, but a region object must not grow without end.
-      if (this.tenants.size >= MAX_TENANTS) return;
-      this.tenants.set(key, (t = { requests: 0, promptTokens: 0, predictedCachedTokens: 0 }));
-    }
-    t.requests++;
-    t.promptTokens += promptTokens;
-    t.predictedCachedTokens += predictedCachedTokens;
-  }
-
   /** The first byte of a request's answer arrived: its prefill is done. */
   firstByte(ticketId: string, now: number): void {
     const t = this.tickets.get(ticketId);
     if (!t || t.firstByteAt !== undefined) return;
     t.firstByteAt = now;
+    this.ledger.firstByte(t.ledger, now);
     const n = this.nodes.get(t.nodeId);
     if (!n) return;
     if (n.load.firstByte(now, t.dispatchedAt, t.predicted, t.uncachedTokens)) this.nodes.poolRates();
@@ -294,6 +294,7 @@ export class RegionRouter {
         this.learnFromUsage(n, t, outcome.usage.promptTokens, outcome.usage.cachedTokens);
       }
     }
+    this.ledger.completed(t.ledger, outcome, now);
     this.release(ticketId, t, now);
     return true;
   }
@@ -373,11 +374,15 @@ export class RegionRouter {
         index: this.index,
         inflight: this.tickets.size,
         sessions: this.sessions.size,
-        rejected: { saturated: this.saturatedCount, noNode: this.noNodeCount },
-        tenants: Object.fromEntries(this.tenants),
+        ledger: this.ledger.counters(),
       },
       now,
     );
+  }
+
+  /** The last hour in buckets and the most recent decisions: what the dashboard opens with. */
+  historyView(now: number): RegionHistoryView {
+    return this.ledger.view(this.settings.name, now);
   }
 }
 
@@ -388,14 +393,14 @@ function estimateMs(c: Candidate): number {
 
 /**
  * The candidates with the soonest estimated first token by the load model (work ahead plus this
- * request's uncached tokens, at the node's rate), at most MAX_CONSIDERED, and the chosen one: what
- * the decision log shows of the choice.
+ * request's uncached tokens, at the node's rate), at most MAX_CONSIDERED, and the chosen one (none
+ * for a rejection: -1): what the decision log and the recent decisions show of the choice.
  */
 function considered(candidates: readonly Candidate[], eligible: readonly NodeEntry[], chosen: number, now: number): Considered[] {
   const all = candidates.map((c, i) => ({ i, ms: estimateMs(c) }));
   all.sort((a, b) => a.ms - b.ms || a.i - b.i);
   const shown = all.slice(0, MAX_CONSIDERED);
-  if (!shown.some((x) => x.i === chosen)) shown.push(all.find((x) => x.i === chosen)!);
+  if (chosen >= 0 && !shown.some((x) => x.i === chosen)) shown.push(all.find((x) => x.i === chosen)!);
   return shown.map(({ i, ms }) => {
     const c = candidates[i]!;
     const report = eligible[i]!.load.lastReport;

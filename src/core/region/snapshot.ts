@@ -4,10 +4,11 @@
  */
 import type { LoadReport } from "../node-load.ts";
 import type { PrefixIndex } from "../prefix-index.ts";
+import type { LedgerCounters } from "./ledger.ts";
 import type { NodeMetrics } from "./metrics.ts";
 import type { NodeTable } from "./node-table.ts";
 
-export interface RegionSnapshot {
+export interface RegionSnapshot extends LedgerCounters {
   region: string;
   policy: string;
   at: number;
@@ -31,12 +32,10 @@ export interface RegionSnapshot {
     indexBlocks: number;
     metrics: NodeMetrics;
   }>;
-  index: { entries: number; distinctBlocks: number; capacity: number };
+  /** Entries, distinct blocks, the hard cap, and entries evicted for capacity so far. */
+  index: { entries: number; distinctBlocks: number; capacity: number; evictions: number };
   inflight: number;
   sessions: number;
-  rejected: { saturated: number; noNode: number };
-  /** Per tenant id ("" for requests without one): requests routed and their tokens. */
-  tenants: Record<string, { requests: number; promptTokens: number; predictedCachedTokens: number }>;
 }
 
 export interface SnapshotSource {
@@ -47,8 +46,7 @@ export interface SnapshotSource {
   /** Requests in flight (tickets held). */
   inflight: number;
   sessions: number;
-  rejected: { saturated: number; noNode: number };
-  tenants: RegionSnapshot["tenants"];
+  ledger: LedgerCounters;
 }
 
 export function buildSnapshot(s: SnapshotSource, now: number): RegionSnapshot {
@@ -79,10 +77,9 @@ export function buildSnapshot(s: SnapshotSource, now: number): RegionSnapshot {
     policy: s.policy,
     at: now,
     nodes,
-    index: { entries: s.index.size, distinctBlocks: s.index.distinctBlocks, capacity: s.index.capacity },
+    index: { entries: s.index.size, distinctBlocks: s.index.distinctBlocks, capacity: s.index.capacity, evictions: s.index.evictions },
     inflight: s.inflight,
     sessions: s.sessions,
-    rejected: s.rejected,
-    tenants: s.tenants,
+    ...s.ledger,
   };
 }

@@ -1,0 +1,209 @@
+/**
+ * The region's ledger: what happened to the requests it saw, region-wide and per tenant (the node
+ * counters are metrics.ts'). Rejections, retries and failovers, per-tenant tokens, the last hour
+ * in buckets (history.ts) and the recent decisions (recent-decisions.ts). Kept apart from the
+ * routing state: the router tells it what it decided, and nothing here influences a decision.
+ */
+import type { CompletionOutcome, Considered, Decision, RouteRequest } from "../../contracts/routing.ts";
+import { HISTORY_BUCKET_MS, RegionHistory, type HistoryBucket } from "./history.ts";
+import { RecentDecisions, type DecisionRecord } from "./recent-decisions.ts";
+
+/** Tenants counted per region (the configuration's tenants, with room to spare). */
+const MAX_TENANTS = 1_024;
+/** Regions counted as failover sources (the configuration's regions, with room to spare). */
+const MAX_FAILOVER_SOURCES = 64;
+
+/** One tenant's counters in a region. */
+export interface TenantCounters {
+  requests: number;
+  /** Router-estimated prompt tokens, and those predicted cached (refused and failed requests taken back out). */
+  promptTokens: number;
+  predictedCachedTokens: number;
+  /** From the nodes' usage: prompt tokens of answers that reported cached tokens, those cached, and completion tokens. */
+  measuredPromptTokens: number;
+  measuredCachedTokens: number;
+  completionTokens: number;
+}
+
+/** The ledger's region-wide counters, as the snapshot shows them. */
+export interface LedgerCounters {
+  rejected: { saturated: number; noNode: number };
+  /** Requests retried in this region after a node failed them before its first byte. */
+  retries: number;
+  /** Requests this region took over from a nearer one, by that region's name. */
+  failovers: Record<string, number>;
+  /** Per tenant id ("" for requests without one). */
+  tenants: Record<string, TenantCounters>;
+}
+
+/** The region's past, for the dashboard (GET /admin/history). */
+export interface RegionHistoryView {
+  region: string;
+  at: number;
+  bucketMs: number;
+  buckets: HistoryBucket[];
+  /** Newest first. */
+  decisions: DecisionRecord[];
+}
+
+/** What the router decided for a placed request. */
+export interface Placement {
+  nodeId: string;
+  decision: Decision;
+  matchBlocks: number;
+  predictedCachedTokens: number;
+  estimatedTtftMs: number;
+  considered: Considered[];
+}
+
+/** A placed request's place in the ledger, held by its ticket until it completes. */
+export interface LedgerEntry {
+  nodeId: string;
+  /** Its tenant counters' key. */
+  tenant: string;
+  promptTokens: number;
+  predictedCachedTokens: number;
+  dispatchedAt: number;
+  /** Its entry among the recent decisions (filled in as it ends; it may have left the ring). */
+  record: DecisionRecord;
+}
+
+export class RegionLedger {
+  private saturated = 0;
+  private noNode = 0;
+  private retries = 0;
+  private readonly failovers = new Map<string, number>();
+  private readonly tenants = new Map<string, TenantCounters>();
+  private readonly history = new RegionHistory();
+  private readonly recent = new RecentDecisions();
+
+  placed(req: RouteRequest, p: Placement, now: number): LedgerEntry {
+    if (req.exclude?.length) this.retries++;
+    const from = req.failoverFrom;
+    if (from !== undefined && (this.failovers.has(from) || this.failovers.size < MAX_FAILOVER_SOURCES)) {
+      this.failovers.set(from, (this.failovers.get(from) ?? 0) + 1);
+    }
+    const tenant = req.tenant ?? "";
+    const t = this.tenantCounters(tenant);
+    if (t) {
+      t.requests++;
+      t.promptTokens += req.promptTokens;
+      t.predictedCachedTokens += p.predictedCachedTokens;
+    }
+    this.history.routed(p.nodeId, now);
+    const record = this.recent.add({
+      ...recordOf(req, now),
+      node: p.nodeId,
+      decision: p.decision,
+      matchBlocks: p.matchBlocks,
+      predictedCachedTokens: p.predictedCachedTokens,
+      estimatedTtftMs: p.estimatedTtftMs,
+      considered: p.considered,
+      status: "in-flight",
+    });
+    return {
+      nodeId: p.nodeId,
+      tenant,
+      promptTokens: req.promptTokens,
+      predictedCachedTokens: p.predictedCachedTokens,
+      dispatchedAt: now,
+      record,
+    };
+  }
+
+  /** A request the region could not place: counted, and kept among the recent decisions with the candidates it weighed. */
+  rejected(req: RouteRequest, reason: "saturated" | "no-node", considered: Considered[], now: number): void {
+    if (reason === "saturated") this.saturated++;
+    else this.noNode++;
+    this.history.rejected(now);
+    this.recent.add({ ...recordOf(req, now), decision: reason, considered, status: "rejected" });
+  }
+
+  firstByte(e: LedgerEntry, now: number): void {
+    e.record.firstByteMs = now - e.dispatchedAt;
+  }
+
+  /**
+   * A placed request ended. A refused or failed one computed nothing: its prediction is taken back
+   * out of its tenant's figures and never enters the history's.
+   */
+  completed(e: LedgerEntry, outcome: CompletionOutcome, now: number): void {
+    const computed = outcome.status !== "failed" && outcome.status !== "refused";
+    const usage = outcome.usage;
+    const measured = usage?.cachedTokens !== undefined ? { promptTokens: usage.promptTokens, cachedTokens: usage.cachedTokens } : undefined;
+    const t = this.tenants.get(e.tenant);
+    if (t) {
+      if (!computed) {
+        t.promptTokens -= e.promptTokens;
+        t.predictedCachedTokens -= e.predictedCachedTokens;
+      }
+      t.completionTokens += usage?.completionTokens ?? 0;
+      if (measured) {
+        t.measuredPromptTokens += measured.promptTokens;
+        t.measuredCachedTokens += measured.cachedTokens;
+      }
+    }
+    this.history.completed(
+      {
+        nodeId: e.nodeId,
+        computed,
+        failed: outcome.status === "failed",
+        promptTokens: e.promptTokens,
+        predictedCachedTokens: e.predictedCachedTokens,
+        measured,
+        completionTokens: usage?.completionTokens ?? 0,
+      },
+      now,
+    );
+    e.record.status = outcome.status;
+    e.record.durationMs = now - e.dispatchedAt;
+    e.record.measuredPromptTokens = measured?.promptTokens ?? null;
+    e.record.measuredCachedTokens = measured?.cachedTokens ?? null;
+  }
+
+  counters(): LedgerCounters {
+    return {
+      rejected: { saturated: this.saturated, noNode: this.noNode },
+      retries: this.retries,
+      failovers: Object.fromEntries(this.failovers),
+      tenants: Object.fromEntries(this.tenants),
+    };
+  }
+
+  view(region: string, now: number): RegionHistoryView {
+    return { region, at: now, bucketMs: HISTORY_BUCKET_MS, buckets: this.history.buckets(now), decisions: this.recent.list() };
+  }
+
+  private tenantCounters(key: string): TenantCounters | undefined {
+    let t = this.tenants.get(key);
+    // Bounded: tenants come from the configuration, but a region object must not grow without end.
+    if (!t && this.tenants.size < MAX_TENANTS) {
+      t = { requests: 0, promptTokens: 0, predictedCachedTokens: 0, measuredPromptTokens: 0, measuredCachedTokens: 0, completionTokens: 0 };
+      this.tenants.set(key, t);
+    }
+    return t;
+  }
+}
+
+/** A decision record's request fields, the rest as for an unplaced request. */
+function recordOf(req: RouteRequest, now: number): DecisionRecord {
+  return {
+    at: now,
+    requestId: req.requestId,
+    tenant: req.tenant ?? null,
+    model: req.model,
+    node: null,
+    decision: "no-node",
+    matchBlocks: 0,
+    totalBlocks: req.hashes.length,
+    promptTokens: req.promptTokens,
+    predictedCachedTokens: 0,
+    estimatedTtftMs: null,
+    considered: [],
+    status: "rejected",
+    firstByteMs: null,
+    durationMs: null,
+    measuredPromptTokens: null,
+    measuredCachedTokens: null,
+  };
+}

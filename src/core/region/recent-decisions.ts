@@ -1,0 +1,52 @@
+/**
+ * The region's last decisions, for the dashboard: why each request went where it did (or why it
+ * could not be placed), the candidates weighed, and how it ended. A ring of
+ * {@link RECENT_DECISIONS} records; ids and figures only, never a prompt or a key.
+ */
+import type { CompletionOutcome, Considered, Decision } from "../../contracts/routing.ts";
+
+/** Decisions kept per region: enough for a screenful, ~100 KB at the most. */
+export const RECENT_DECISIONS = 100;
+
+export interface DecisionRecord {
+  at: number;
+  requestId: string;
+  tenant: string | null;
+  model: string;
+  /** The node chosen, or null when the region could not place the request. */
+  node: string | null;
+  decision: Decision | "saturated" | "no-node";
+  matchBlocks: number;
+  totalBlocks: number;
+  promptTokens: number;
+  predictedCachedTokens: number;
+  estimatedTtftMs: number | null;
+  considered: Considered[];
+  /** `in-flight` until the worker reports its end. */
+  status: CompletionOutcome["status"] | "in-flight" | "rejected";
+  firstByteMs: number | null;
+  durationMs: number | null;
+  /** From the node's usage, when it reported them. */
+  measuredPromptTokens: number | null;
+  measuredCachedTokens: number | null;
+}
+
+export class RecentDecisions {
+  private readonly ring: DecisionRecord[] = [];
+  private next = 0;
+
+  /** Keeps a record (the caller may fill in its end later: the ring holds the same object). */
+  add(record: DecisionRecord): DecisionRecord {
+    if (this.ring.length < RECENT_DECISIONS) this.ring.push(record);
+    else this.ring[this.next] = record;
+    this.next = (this.next + 1) % RECENT_DECISIONS;
+    return record;
+  }
+
+  /** Newest first. */
+  list(): DecisionRecord[] {
+    const out: DecisionRecord[] = [];
+    for (let i = 1; i <= this.ring.length; i++) out.push({ ...this.ring[(this.next - i + RECENT_DECISIONS) % RECENT_DECISIONS]! });
+    return out;
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The decision log: one structured line per request (Workers Logs), and optionally the same
+ * figures as a Workers Analytics Engine data point, so operators can query hit rate and wasted
+ * prefill by tenant and region over time (README, "Decision log and Analytics Engine").
+ *
+ * What goes in is ids and figures: the request id, the tenant's id (never its key), the model, the
+ * region and node, the decision and the candidates weighed, tokens and timings. Never a prompt, a
+ * key, a header or a node's answer: the line is built from routing results and usage counts only.
+ */
+import type { Considered, Decision } from "../contracts/routing.ts";
+import type { Usage } from "./usage.ts";
+
+/** One request, as logged. Fields absent from a request no region could place are left out. */
+export interface DecisionLine {
+  event: "request";
+  request_id: string;
+  tenant: string;
+  model: string;
+  /** The HTTP status the client got. */
+  status: number;
+  region?: string;
+  node?: string;
+  decision?: Decision;
+  policy?: string;
+  prefix_match_blocks?: number;
+  prefix_total_blocks?: number;
+  prompt_tokens_estimated: number;
+  predicted_cached_tokens?: number;
+  work_ahead_tokens?: number;
+  estimated_ttft_ms?: number;
+  candidates?: number;
+  /** The best candidates as the region saw them: why this node and not another. */
+  considered?: Considered[];
+  /** Every region and node tried, and how each attempt ended. */
+  attempts: Array<{ region: string; node?: string; outcome: string }>;
+  first_byte_ms?: number;
+  duration_ms: number;
+  /** How the answer's body ended (`ok`, `stream-error`, `cancelled`). */
+  end?: string;
+  bytes?: number;
+  usage?: Usage | undefined;
+  /** The node's cached tokens, or null when it did not report them (not the same as none). */
+  measured_cached_tokens: number | null;
+}
+
+/**
+ * Whether the line is written: every request that did not end cleanly (an error status, a broken
+ * or cancelled stream, no capacity) always; clean answers at the configured rate.
+ */
+export function shouldLog(line: DecisionLine, sampleRate: number, random: () => number): boolean {
+  const clean = line.status < 400 && (line.end === undefined || line.end === "ok");
+  return !clean || random() < sampleRate;
+}
+
+/**
+ * The Analytics Engine data point of a line. Sampling index: the tenant (Analytics Engine samples
+ * per index value, so a quiet tenant keeps its points beside a loud one). Blob and double positions
+ * are the schema the SQL in README relies on; append, never reorder.
+ */
+export function dataPoint(line: DecisionLine): AnalyticsEngineDataPoint {
+  const measured = line.measured_cached_tokens !== null && line.usage !== undefined;
+  return {
+    indexes: [line.tenant],
+    blobs: [
+      line.tenant, // blob1
+      line.region ?? "", // blob2
+      line.node ?? "", // blob3
+      line.model, // blob4
+      line.decision ?? "none", // blob5
+      line.end ?? "none", // blob6
+      line.policy ?? "", // blob7
+    ],
+    doubles: [
+      line.status, // double1
+      line.prompt_tokens_estimated, // double2
+      line.predicted_cached_tokens ?? 0, // double3
+      measured ? 1 : 0, // double4: whether the node reported cached tokens
+      measured ? line.usage!.promptTokens : 0, // double5
+      measured ? line.measured_cached_tokens! : 0, // double6
+      line.usage?.completionTokens ?? 0, // double7
+      line.first_byte_ms ?? -1, // double8
+      line.duration_ms, // double9
+      line.prefix_match_blocks ?? 0, // double10
+      line.prefix_total_blocks ?? 0, // double11
+      line.attempts.length, // double12
+    ],
+  };
+}
+
+/** The dataset binding, when the deployment declares one (wrangler.toml `analytics_engine_datasets`). */
+export interface DecisionSinks {
+  dataset: AnalyticsEngineDataset | undefined;
+  sampleRate: number;
+  random: () => number;
+}
+
+/** Writes the line to the log (sampled) and the dataset (every request: Analytics Engine samples itself). */
+export function recordDecision(line: DecisionLine, sinks: DecisionSinks): void {
+  if (shouldLog(line, sinks.sampleRate, sinks.random)) console.log(JSON.stringify(line));
+  try {
+    sinks.dataset?.writeDataPoint(dataPoint(line));
+  } catch (e) {
+    // Analytics are best effort: a full or missing dataset must never fail a request.
+    console.error(JSON.stringify({ event: "analytics_error", request_id: line.request_id, message: String(e) }));
+  }
+}
