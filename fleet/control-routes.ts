@@ -1,6 +1,6 @@
 /**
  * A node's control endpoints, for tests and demos: GET /admin/state, and POST /admin/faults,
- * /admin/restart and /admin/crash. Each POST reads an optional JSON object body first, so a bad
+ * /admin/restart and /admin/crash; and POST /reset_prefix_cache, named as vLLM names it. Each POST reads an optional JSON object body first, so a bad
  * body is a 400 even on an unknown admin path.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -57,6 +57,11 @@ export async function postCrash(node: NodeRuntime, life: Lifecycle, req: Incomin
     });
   });
   sendJson(res, 200, { crashing: true, restart_after_ms: after ?? null });
+}
+
+/** Drops the cached prefixes no running request pins, keeping the process and its boot id (vLLM's endpoint). */
+export function postResetPrefixCache(node: NodeRuntime, res: ServerResponse): void {
+  sendJson(res, 200, { dropped_blocks: node.engine.cache.reset(), boot_id: node.bootId });
 }
 
 /** POST /admin/<anything else>: the body is still read and checked, then 404. */

@@ -118,6 +118,18 @@ export class PrefixCache {
     }
   }
 
+  /**
+   * Drops every block no running request pins (vLLM's `POST /reset_prefix_cache`, SGLang's
+   * `/flush_cache`): the cache is lost while the process, and its boot id, carry on. Returns the
+   * blocks dropped.
+   */
+  reset(): number {
+    const dropped = this.evictable.size;
+    for (const h of this.evictable.keys()) this.refs.delete(h);
+    this.evictable.clear();
+    return dropped;
+  }
+
   /** Drops everything (a restart: GPU memory is gone). */
   clear(): void {
     this.refs.clear();

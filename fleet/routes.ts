@@ -8,7 +8,7 @@ import { RequestError } from "./prompt.ts";
 import { sendError } from "./http-io.ts";
 import { inference, listModels } from "./openai-routes.ts";
 import { serveMetrics } from "./metrics-route.ts";
-import { getState, postCrash, postFaults, postRestart, postUnknownAdmin, type Lifecycle } from "./control-routes.ts";
+import { getState, postCrash, postFaults, postResetPrefixCache, postRestart, postUnknownAdmin, type Lifecycle } from "./control-routes.ts";
 import type { NodeRuntime } from "./node-runtime.ts";
 
 export interface RouteContext {
@@ -36,6 +36,7 @@ const ROUTES: readonly Route[] = [
   { method: "GET", path: "/health", handler: health },
   { method: "GET", path: "/v1/models", handler: ({ node }, _req, res) => listModels(node, res) },
   { method: "GET", path: "/metrics", handler: ({ node }, _req, res) => serveMetrics(node, res) },
+  { method: "POST", path: "/reset_prefix_cache", handler: ({ node }, _req, res) => postResetPrefixCache(node, res) },
   { method: "GET", path: "/admin/state", handler: ({ node }, _req, res) => getState(node, res) },
   { method: "POST", path: "/admin/faults", handler: ({ node }, req, res) => postFaults(node, req, res) },
   { method: "POST", path: "/admin/restart", handler: ({ node, life }, req, res) => postRestart(node, life, req, res) },

@@ -17,7 +17,6 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadFleet } from "../fleet/config.ts";
 import { startFleet, type Fleet } from "../fleet/fleet.ts";
-import { DEV_ADMIN_TOKEN } from "../src/config/dev-credentials.ts";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
@@ -36,6 +35,8 @@ export interface SystemOptions {
   timeFactorScale?: number;
   /** A full configuration document replacing wrangler.toml's WARMPATH_CONFIG. */
   config?: unknown;
+  /** More variables for the worker (as `.dev.vars` would carry secrets), by name. */
+  secrets?: Record<string, string>;
   /** Where wrangler's output goes. Default: discarded unless it fails to start. */
   onRouterOutput?: (line: string) => void;
   log?: (event: Record<string, unknown>) => void;
@@ -100,10 +101,16 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   const state = mkdtempSync(join(tmpdir(), "warmpath-"));
   const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(await freePort()), "--persist-to", state];
   args.push("--show-interactive-dev-session=false", "--log-level", "log");
-  if (options.config !== undefined) {
+  const vars = { ...options.secrets, ...(options.config !== undefined ? { WARMPATH_CONFIG: JSON.stringify(options.config) } : {}) };
+  if (Object.keys(vars).length > 0) {
     const envFile = join(state, "config.env");
-    // Single quotes: dotenv takes the JSON literally.
-    writeFileSync(envFile, `WARMPATH_CONFIG='${JSON.stringify(options.config)}'\n`);
+    // Single quotes: dotenv takes the value literally.
+    writeFileSync(
+      envFile,
+      Object.entries(vars)
+        .map(([name, value]) => `${name}='${value}'\n`)
+        .join(""),
+    );
     args.push("--env-file", envFile);
   }
   const output: string[] = [];
@@ -141,7 +148,8 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     fleet = await startFleet(fleetConfig, { routerUrl: url, timeFactorScale: options.timeFactorScale, log: options.log });
     const expected = fleetConfig.regions.reduce((n, r) => n + r.nodes.length, 0);
     await waitFor(`${expected} nodes to register`, FLEET_READY_TIMEOUT_MS, async () => {
-      const res = await fetch(`${url}/admin/state`, { headers: { authorization: `Bearer ${DEV_ADMIN_TOKEN}` } });
+      // A local development server on loopback needs no admin token (whichever secret the configuration names).
+      const res = await fetch(`${url}/admin/state`);
       const body = (await res.json()) as { regions: { nodes: unknown[] }[] };
       return body.regions.reduce((n, r) => n + r.nodes.length, 0) >= expected;
     });

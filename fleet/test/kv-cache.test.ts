@@ -59,3 +59,17 @@ test("shared blocks are reference counted", () => {
   c.clear();
   assert.equal(c.heldBlocks, 0);
 });
+
+test("a prefix-cache reset drops every unpinned block and keeps those running requests hold", () => {
+  const c = new PrefixCache(16 * 10);
+  const done = chain("d", 3);
+  c.commit(done, 0);
+  c.release(done, 3);
+  const running = chain("r", 2);
+  c.commit(running, 0);
+  assert.equal(c.reset(), 3);
+  assert.equal(c.matchLength(done), 0);
+  assert.equal(c.matchLength(running), 2, "a running request's blocks survive the reset");
+  c.release(running, 2);
+  assert.equal(c.heldBlocks, 2);
+});

@@ -19,6 +19,11 @@ export interface AdminState {
         measuredRequests: number;
         measuredPromptTokens: number;
         measuredCachedTokens: number;
+        /** Answers whose cached share the index predicted within one engine block, of those compared. */
+        compared: number;
+        agreed: number;
+        corrections: number;
+        silentRestarts: number;
       };
     }>;
   }>;

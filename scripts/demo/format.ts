@@ -45,6 +45,8 @@ export function formatResult(result: DemoResult): string {
       row("requests per node min / max", nodeMinMax),
       row("requests per node max / mean (worst region)", (p) => p.requestSpread.toFixed(2)),
       row("prefill tokens per node max / mean (worst region)", (p) => p.prefillSpread.toFixed(2)),
+      row("index agreed with the nodes' caches", (p) => pct(p.indexAgreement)),
+      row("index corrections / silent restarts found", (p) => `${p.indexCorrections} / ${p.silentRestarts}`),
       row("errors", (p) => String(p.errors)),
       row("wall time (s)", (p) => p.wallSeconds.toFixed(1)),
     ]),

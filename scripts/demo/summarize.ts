@@ -49,6 +49,14 @@ export interface PolicyResult {
   /** The hit rate the router's /admin/state recorded (cross-check of `hitRate`). */
   adminHitRate: number;
   /**
+   * How often the router's index predicted the nodes' cached share within one engine block (of the
+   * answers compared), and the corrections and silent restarts it made from their usage: the index
+   * against the nodes' real caches, on the running system.
+   */
+  indexAgreement: number;
+  indexCorrections: number;
+  silentRestarts: number;
+  /**
    * Health of the run itself: wrangler dev reloads during the replay (a watched source file
    * changed: the region objects lost their state, results are not comparable), and this
    * process's event-loop delay p99 in ms (the client and the fleet share it; past ~100 ms the
@@ -96,6 +104,8 @@ export function summarize(
     }
     return worst;
   };
+  const allMetrics = state.regions.flatMap((r) => r.nodes.map((n) => n.metrics));
+  const total = (f: (m: (typeof allMetrics)[number]) => number) => allMetrics.reduce((n, m) => n + f(m), 0);
   const adminPrompt = nodes.reduce((n, x) => n + x.promptTokens, 0);
   const adminCached = nodes.reduce((n, x) => n + x.cachedTokens, 0);
   const errorSamples = [...new Set(results.filter((r) => !r.ok).map((r) => r.error ?? "unknown"))].slice(0, 5);
@@ -120,6 +130,14 @@ export function summarize(
     requestSpread: spread((n) => n.routed),
     prefillSpread: spread((n) => n.prefillTokens),
     adminHitRate: adminPrompt ? adminCached / adminPrompt : 0,
+    indexAgreement:
+      total((m) => m.agreed) /
+      Math.max(
+        1,
+        total((m) => m.compared),
+      ),
+    indexCorrections: total((m) => m.corrections),
+    silentRestarts: total((m) => m.silentRestarts),
     ...health,
     errorSamples,
     results,

@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
+import { devConfigWithPolicy } from "../demo/policy-config.ts";
 import { ROOT, startSystem, type System } from "../system.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -22,14 +23,24 @@ const CHROMIUM_ARGS = [
   "--disable-background-networking",
   "--disable-component-update",
   "--disable-sync",
+  // A host name that is not loopback, as a deployed router's would be: the admin API then wants its token.
+  `--host-resolver-rules=MAP ${"router.test"} 127.0.0.1`,
 ];
+
+/** The admin token of this test's router (not a development credential: those only work on loopback). */
+const ADMIN_TOKEN = "dashboard-test-admin-token-4f1c";
 
 let system: System;
 let browser: Browser;
 
 before(async () => {
   assert.ok(existsSync(CHROMIUM), `chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
-  system = await startSystem({ port: 0, timeFactorScale: 20 });
+  system = await startSystem({
+    port: 0,
+    timeFactorScale: 20,
+    config: { ...devConfigWithPolicy("warmpath"), admin_token_secret: "DASHBOARD_ADMIN_TOKEN" },
+    secrets: { DASHBOARD_ADMIN_TOKEN: ADMIN_TOKEN },
+  });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
 });
 
@@ -125,4 +136,22 @@ test("the dashboard opens on the router's history: charts, decisions and hit rat
     `data:image/png;base64,${png.toString("base64")}`,
   );
   assert.ok(colours > 20, `screenshot has ${colours} distinct colours: not blank`);
+});
+
+test("on a non-loopback host the dashboard asks for the admin token, refuses a wrong one and works with the right one", async () => {
+  const page = await browser.newPage();
+  await page.goto(`${system.url.replace("127.0.0.1", "router.test")}/dashboard/`);
+  await page.waitForSelector("#login:not([hidden])", { timeout: 15_000 });
+  assert.equal(await page.textContent("#status"), "admin token needed");
+  await page.fill("#token", "not-the-token");
+  await page.click("#login button");
+  await new Promise((r) => setTimeout(r, 1_000));
+  assert.equal(await page.isHidden("#app"), true, "a wrong token shows nothing");
+  await page.fill("#token", ADMIN_TOKEN);
+  await page.click("#login button");
+  await page.waitForSelector("#app:not([hidden])", { timeout: 15_000 });
+  await page.waitForFunction(() => document.querySelectorAll("#decisions tbody tr .candidates span").length > 0, undefined, {
+    timeout: 15_000,
+  });
+  assert.ok((await page.textContent("main"))?.includes("use1-a"));
 });

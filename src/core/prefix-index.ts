@@ -198,6 +198,11 @@ export class PrefixIndex {
     return this.nodes.get(nodeId)?.held ?? 0;
   }
 
+  /** A node's capacity in base blocks (0 for an unknown node). */
+  capacityOf(nodeId: string): number {
+    return this.nodes.get(nodeId)?.capacityBlocks ?? 0;
+  }
+
   /** Total node-block entries. */
   get size(): number {
     return this.entries;

@@ -184,17 +184,40 @@ describe("RegionRouter: learning from what the nodes report", () => {
       r.complete(x.ticket, { status: "ok", usage: usage(0) }, 1);
     }
     expect(r.snapshot(2).nodes[0]!.indexBlocks).toBeGreaterThan(60);
-    // The node restarted. Its answers for the three oldest prefixes come back with nothing cached;
-    // each such answer alone only says that prefix (and anything older) was evicted, so "d", the
-    // newest, would still be believed. Three in a row say the whole cache is gone.
+    // The node restarted. Its answers for the three oldest prefixes come back with nothing cached
+    // but the chat template's first engine block, which the first of them cached again (as the
+    // simulated fleet's nodes do after a reset, with 16 tokens); each such answer alone only says
+    // that prefix (and anything older) was evicted, so "d", the newest, would still be believed.
+    // Three in a row say the whole cache is gone.
+    for (const [i, p] of ["a", "b", "c"].entries()) {
+      const x = routeOk(r, p, 10 + i);
+      expect(x.matchBlocks).toBeGreaterThan(0);
+      r.complete(x.ticket, { status: "ok", usage: usage(i === 0 ? 0 : 16) }, 20 + i);
+    }
+    expect(metrics(r).silentRestarts).toBe(1);
+    // All it is believed to hold is the prompt it just computed, the third.
+    const held = r.snapshot(30).nodes[0]!.indexBlocks;
+    expect(held).toBeGreaterThan(0);
+    expect(held).toBeLessThanOrEqual(20); // (this file's hashes repeat "c1" and "c10")
+    expect(routeOk(r, "d", 40).matchBlocks).toBe(0);
+    expect(routeOk(r, "c", 41).matchBlocks).toBe(20);
+  });
+
+  it("misses on prefixes an LRU would long have evicted are evictions, not a lost cache", () => {
+    const r = oneNode();
+    for (const p of ["a", "b", "c", ...Array.from({ length: 25 }, (_, i) => `new${i}-`)]) {
+      const x = routeOk(r, p, 0);
+      r.complete(x.ticket, { status: "ok", usage: usage(0) }, 1);
+    }
+    // 25 newer prompts (~475 blocks, over half the node's 781) came in after a, b and c:
+    // an LRU could have evicted those three, so three misses on them say nothing of the rest.
     for (const [i, p] of ["a", "b", "c"].entries()) {
       const x = routeOk(r, p, 10 + i);
       expect(x.matchBlocks).toBeGreaterThan(0);
       r.complete(x.ticket, { status: "ok", usage: usage(0) }, 20 + i);
     }
-    expect(metrics(r).silentRestarts).toBe(1);
-    expect(r.snapshot(30).nodes[0]!.indexBlocks).toBe(0);
-    expect(routeOk(r, "d", 40).matchBlocks).toBe(0);
+    expect(metrics(r).silentRestarts).toBe(0);
+    expect(routeOk(r, "new24-", 40).matchBlocks).toBe(20);
   });
 
   it("an answer with nothing cached forgets every prefix touched before that one", () => {

@@ -53,12 +53,22 @@ interface Ticket {
 }
 
 /**
- * A node whose answers show nothing cached this many times in a row, each predicted to reuse at
- * least MIN_EVIDENCE_BLOCKS, has lost its cache (restarted without a new boot id): forget all it
+ * A node whose answers show nothing cached (within one engine block) this many times in a row,
+ * each predicted to reuse at least MIN_EVIDENCE_BLOCKS, has lost its cache (restarted without a new boot id): forget all it
  * was believed to hold. Three: one such answer is an eviction, three in a row on different
  * prompts is the whole cache.
  */
 const SILENT_RESTART_MISSES = 3;
+/**
+ * A miss counts towards a cache loss only on a prefix touched within the most recent half of the
+ * node's believed capacity: an LRU evicts a block only once about its capacity in newer blocks has
+ * come in, so only a node whose real capacity is under half what it reports could have evicted it.
+ * Measured: counting every near-empty answer instead (no recency) cleared nodes under ordinary
+ * evictions and cost a point of hit rate on Mooncake with the capacity overstated 2x (17.0% ->
+ * 16.0%, bench "Index agreement"); a quarter missed a node that lost a third of its capacity's
+ * worth of documents (bench/test/router-e2e.test.ts).
+ */
+const CAPACITY_MISESTIMATE_FACTOR = 2;
 /** A prediction below this many blocks is too small to say anything about the node's cache. */
 const MIN_EVIDENCE_BLOCKS = 2;
 
@@ -313,35 +323,42 @@ export class RegionRouter {
    * below. (Bounding by the prompt's first block instead wiped whole nodes: a fleet-wide system
    * prompt is touched by every request, so "older than it" is nearly everything.) More cached
    * than predicted needs no correction: the dispatch already recorded the whole prompt as held.
-   * Several answers in a row with nothing cached, each predicted to reuse a real prefix, mean the
-   * node lost its whole cache (a restart without a new boot id): forget everything it was
-   * believed to hold.
+   * Several answers in a row with nothing cached (within one engine block), each predicted to reuse
+   * a real prefix, mean the node lost its whole cache (a restart, or a prefix-cache reset, without a
+   * new boot id): forget everything it was believed to hold but the prompt it has just computed.
    */
   private learnFromUsage(n: NodeEntry, t: Ticket, promptTokens: number, cachedTokens: number): void {
     const cmp = compareShares(t.predictedCachedTokens, t.promptTokens, cachedTokens, promptTokens, this.settings.blockTokens);
     countAgreement(n.metrics, cmp.agreed);
     if (!this.settings.learnFromUsage) return;
-    const nothingCached = cachedTokens === 0 && t.predictedCachedTokens > 2 * ENGINE_BLOCK_ALLOWANCE_TOKENS;
-    if (t.matchBlocks >= MIN_EVIDENCE_BLOCKS && nothingCached) {
-      if (++n.silentMisses >= SILENT_RESTART_MISSES) {
-        n.silentMisses = 0;
-        n.metrics.silentRestarts++;
-        this.index.clearNode(t.nodeId);
-        return;
-      }
-    } else if (cachedTokens > 0) n.silentMisses = 0;
+    if (cachedTokens > ENGINE_BLOCK_ALLOWANCE_TOKENS) n.silentMisses = 0;
     if (cmp.predicted - cmp.measured <= cmp.tolerance) return;
     // The first block surely missing: past the measured share and its tolerance, in the router's tokens.
-    const held = (cmp.measured + cmp.tolerance) * t.promptTokens;
+    const heldTokens = (cmp.measured + cmp.tolerance) * t.promptTokens;
     let missing = 0;
-    while (missing < t.matchBlocks && baseBlocksBefore(missing + 1) * this.settings.blockTokens <= held) missing++;
+    while (missing < t.matchBlocks && baseBlocksBefore(missing + 1) * this.settings.blockTokens <= heldTokens) missing++;
     // Blocks deeper in a chain were touched earlier, so the sample at or past it bounds what is gone.
     const sample = t.touched.find(([depth]) => depth >= missing);
     if (sample === undefined) return;
+    const held = this.index.blocksOf(t.nodeId);
     const forgotten = this.index.forgetOlderThan(t.nodeId, sample[1]);
     if (forgotten > 0) {
       n.metrics.corrections++;
       n.metrics.correctedBlocks += forgotten;
+    }
+    // A cache loss rather than an eviction: nothing cached (within one engine block: the first
+    // answer after a loss caches the chat template's first block again, and every later one
+    // reports it) of a prefix used so recently that an LRU of even a fraction of the node's
+    // believed capacity would still hold it.
+    const newer = held - forgotten;
+    const nothingCached = cachedTokens <= ENGINE_BLOCK_ALLOWANCE_TOKENS && t.predictedCachedTokens > 2 * ENGINE_BLOCK_ALLOWANCE_TOKENS;
+    const recent = newer < this.index.capacityOf(t.nodeId) / CAPACITY_MISESTIMATE_FACTOR;
+    if (nothingCached && recent && t.matchBlocks >= MIN_EVIDENCE_BLOCKS && ++n.silentMisses >= SILENT_RESTART_MISSES) {
+      n.silentMisses = 0;
+      n.metrics.silentRestarts++;
+      this.index.clearNode(t.nodeId);
+      // What it does hold: the prompt it has just computed.
+      this.index.insert(t.nodeId, t.hashes);
     }
   }
 
