@@ -18,7 +18,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { nodeIdSchema, nodeReportSchema } from "../src/contracts/node.ts";
-import { completionOutcomeSchema, routeRequestSchema, ticketSchema, type RouteResult } from "../src/contracts/routing.ts";
+import { completionOutcomeSchema, responseIdSchema, routeRequestSchema, ticketSchema, type RouteResult } from "../src/contracts/routing.ts";
 import { RegionRouter, type NodeSpec, type RegionHistoryView, type RegionSnapshot } from "../src/core/region/index.ts";
 import { regionInitSchema, type RegionInit } from "./region-init.ts";
 
@@ -155,9 +155,10 @@ export class RegionDurableObject extends DurableObject<Env> {
     return result;
   }
 
-  /** The first byte of a dispatched request's answer arrived. */
-  firstByte(ticket: unknown): void {
-    this.router?.firstByte(ticketSchema.parse(ticket), Date.now());
+  /** The first byte of a dispatched request's answer arrived (with the id of a stored response, if any). */
+  firstByte(ticket: unknown, responseId?: unknown): void {
+    const id = responseId === undefined ? undefined : responseIdSchema.parse(responseId);
+    this.router?.firstByte(ticketSchema.parse(ticket), Date.now(), id);
   }
 
   /** Releases a dispatched request and records its outcome. */

@@ -6,9 +6,10 @@ import { Hono } from "hono";
 import type { AppEnv } from "./app-types.ts";
 import { adminApi } from "./api/admin.ts";
 import { nodesApi } from "./api/nodes.ts";
-import { openaiApi } from "./api/openai.ts";
+import { CLIENT_PATHS, openaiApi } from "./api/openai.ts";
 import { ConfigError, loadConfig } from "./config/load.ts";
 import { ApiError } from "./http/errors.ts";
+import { clientCors } from "./middleware/cors.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -29,6 +30,8 @@ export function createApp(): Hono<AppEnv> {
     await next();
   });
 
+  // The client API only: the node and admin APIs are not for browsers on other origins.
+  for (const path of CLIENT_PATHS) app.use(path, clientCors);
   app.route("/", openaiApi);
   app.route("/", nodesApi);
   app.route("/", adminApi);

@@ -6,7 +6,7 @@
 // Plain JS, no dependencies; charts are SVG built here.
 // @ts-check
 
-const DECISIONS = ["prefix-hit", "session", "cold-spread", "hot-spill", "balance", "retry", "failover"];
+const DECISIONS = ["prefix-hit", "session", "pinned", "cold-spread", "hot-spill", "balance", "retry", "failover"];
 const PALETTE = ["#58a6ff", "#3fb950", "#f0883e", "#a371f7", "#d29922", "#f85149", "#39c5cf", "#db61a2", "#8b98a5"];
 /** History is refetched this often (ms): the buckets are 10 s wide. */
 const HISTORY_POLL_MS = 5_000;

@@ -47,8 +47,41 @@ export const completionSchema = z.looseObject({
   ]),
 });
 
+/**
+ * The Responses API: `input` is a string or a list of items (messages, function calls and their
+ * outputs, ...); `previous_response_id` continues a response stored on the node that produced it.
+ */
+export const responsesSchema = z.looseObject({
+  ...common,
+  input: z.union([z.string(), z.array(z.record(z.string(), z.unknown())).max(MAX_MESSAGES)]),
+  instructions: z.string().nullish(),
+  tools: z.array(z.record(z.string(), z.unknown())).nullish(),
+  previous_response_id: z.string().min(1).max(256).nullish(),
+});
+
+/** Anthropic's Messages API (`max_tokens` is required there, as Anthropic requires it). */
+export const messagesSchema = z.looseObject({
+  model: common.model,
+  stream: common.stream,
+  max_tokens: z.number().int().positive(),
+  messages: z
+    .array(
+      z.looseObject({
+        role: z.enum(["user", "assistant"]),
+        content: z.union([z.string(), z.array(contentPart)]),
+      }),
+    )
+    .min(1, "messages must contain at least one message")
+    .max(MAX_MESSAGES),
+  system: z.union([z.string(), z.array(contentPart)]).nullish(),
+  tools: z.array(z.record(z.string(), z.unknown())).nullish(),
+  metadata: z.looseObject({ user_id: z.string().max(512).nullish() }).nullish(),
+});
+
 export type ChatCompletionRequest = z.output<typeof chatCompletionSchema>;
 export type CompletionRequest = z.output<typeof completionSchema>;
+export type ResponsesRequest = z.output<typeof responsesSchema>;
+export type MessagesRequest = z.output<typeof messagesSchema>;
 
 /** The schema error as one message naming the field, e.g. `messages.0.role: Invalid option...`. */
 export function firstIssue(error: z.ZodError): { message: string; param: string } {

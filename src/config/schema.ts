@@ -168,6 +168,13 @@ export const configSchema = z
     limits: limitsSchema.prefault({}),
     prefix: prefixSchema.prefault({}),
     admin_token_secret: secretName().default("ADMIN_TOKEN").describe("Secret holding the admin token (state API and dashboard)."),
+    cors_allowed_origins: z
+      .array(z.union([z.literal("*"), z.string().regex(/^https?:\/\/[^/\s]+$/, "must be an origin such as https://app.example.com, or *")]))
+      .max(64)
+      .default([])
+      .describe(
+        "Browser origins allowed to call the client API (CORS), e.g. `https://app.example.com`; `*` allows any. None: browsers get no CORS headers.",
+      ),
     decision_log_sample_rate: z
       .number()
       .min(0)

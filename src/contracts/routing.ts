@@ -14,11 +14,12 @@ import { nodeIdSchema } from "./node.ts";
  * - `hot-spill`: a node holds a longer prefix but is too loaded; sent to a less loaded node.
  * - `cold-spread`: no node holds a useful prefix; placed by consistent hashing with bounded loads.
  * - `session`: the session hint (`x-session-id` / `prompt_cache_key`) picked among equal choices.
+ * - `pinned`: the request continues a stored response (`previous_response_id`) only its node holds.
  * - `balance`: a load-balancing baseline (round-robin, random, least-loaded) chose it.
  * - `retry`: the first node failed before the first byte; this is another node.
  * - `failover`: the nearest region could not take the request; another region served it.
  */
-export const decisionSchema = z.enum(["prefix-hit", "hot-spill", "cold-spread", "session", "balance", "retry", "failover"]);
+export const decisionSchema = z.enum(["prefix-hit", "hot-spill", "cold-spread", "session", "pinned", "balance", "retry", "failover"]);
 
 export type Decision = z.infer<typeof decisionSchema>;
 
@@ -36,6 +37,9 @@ export const usageSchema = z.object({
 
 export type Usage = z.infer<typeof usageSchema>;
 
+/** A stored response's id as the region keys it: `tenant:resp_...`. */
+export const responseIdSchema = z.string().min(1).max(320);
+
 /** A request to place: its prefix hashes and size, and what the worker knows about it. */
 export const routeRequestSchema = z.object({
   requestId: z.string().min(1).max(128),
@@ -52,6 +56,8 @@ export const routeRequestSchema = z.object({
   tenant: z.string().min(1).max(64).optional(),
   /** The nearer region that could not take the request: this one is its failover. */
   failoverFrom: z.string().min(1).max(64).optional(),
+  /** The stored response (Responses API) this request continues, scoped by tenant: only its node holds it. */
+  previousResponseId: responseIdSchema.optional(),
 });
 
 export type RouteRequest = z.infer<typeof routeRequestSchema>;

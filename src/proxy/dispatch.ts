@@ -16,6 +16,7 @@ import type { FailureReason, RouteResult, Usage } from "../contracts/routing.ts"
 import type { Decision } from "../contracts/routing.ts";
 import { recordDecision, type DecisionLine, type DecisionSinks } from "./decision-log.ts";
 import { relay, type RelayEnd } from "./relay.ts";
+import type { StreamEnd } from "./stream-end.ts";
 import { UsageEventFilter } from "./stream-usage.ts";
 
 const ignore = () => {};
@@ -26,7 +27,7 @@ const logBookkeepingError = (e: unknown) => console.error(JSON.stringify({ event
 const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504]);
 
 /** Request headers passed to the node; everything else (notably the client's API key) stays at the edge. */
-const FORWARDED_HEADERS = ["content-type", "accept", "accept-encoding", "user-agent", "openai-beta"];
+const FORWARDED_HEADERS = ["content-type", "accept", "accept-encoding", "user-agent", "openai-beta", "anthropic-version", "anthropic-beta"];
 
 /** Response headers never copied from the node. */
 const DROPPED_RESPONSE_HEADERS = ["content-length", "connection", "keep-alive", "transfer-encoding", "set-cookie", "server"];
@@ -43,6 +44,12 @@ export interface DispatchInput {
   hashes: string[];
   promptTokens: number;
   sessionKey: string | undefined;
+  /** Responses API: the stored response this continues, scoped by tenant (`tenant:resp_...`). */
+  previousResponseId?: string | undefined;
+  /** Whether the answer's id may be continued from (the Responses API): the region remembers its node. */
+  storesResponses?: boolean | undefined;
+  /** How the API's stream says it finished. Default: OpenAI's `data: [DONE]`. */
+  streamEnd?: StreamEnd | undefined;
   /** Regions to try, nearest first. */
   regions: LoadedRegion[];
 }
@@ -78,6 +85,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
           sessionKey: input.sessionKey,
           exclude: exclude.length ? exclude : undefined,
           failoverFrom: regionIndex > 0 ? nearest : undefined,
+          previousResponseId: input.previousResponseId,
         });
       } catch (e) {
         // The region's Durable Object is unreachable or overloaded: treat the region as down.
@@ -98,7 +106,9 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
         exclude.push(routed.nodeId);
         continue;
       }
-      ctx.waitUntil(stub.firstByte(routed.ticket).then(ignore, logBookkeepingError));
+      // A stored response's id is in its first bytes: the region remembers which node holds it.
+      const responseId = input.storesResponses ? responseIdOf(upstream.first, rc.tenant.id) : undefined;
+      ctx.waitUntil(stub.firstByte(routed.ticket, responseId).then(ignore, logBookkeepingError));
       attempts.push({ region: region.config.name, node: routed.nodeId, outcome: "ok" });
       return respond({ rc, input, stub, region, routed, decision: routed.decision, upstream, attempts });
     }
@@ -247,11 +257,25 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
     return new Response(null, { status: upstream.response.status, headers });
   }
   const filter = sse && input.usageInjected ? new UsageEventFilter() : undefined;
-  const body = relay({ first: upstream.first, reader: upstream.reader, sse, requestId, filter, onEnd: finish });
+  const body = relay({ first: upstream.first, reader: upstream.reader, sse, requestId, filter, onEnd: finish, streamEnd: input.streamEnd });
   return new Response(body, { status: upstream.response.status, headers });
 }
 
 /** Where a request's decision line goes: the log (sampled) and, if bound, the Analytics Engine dataset. */
 function sinks(rc: RequestContext): DecisionSinks {
   return { dataset: rc.env.ANALYTICS, sampleRate: rc.config.raw.decision_log_sample_rate, random: Math.random };
+}
+
+/** How far into an answer a response id is looked for: the Responses API puts it first (JSON and SSE alike). */
+const RESPONSE_ID_SCAN_CHARS = 4096;
+
+/**
+ * The response id at the head of a Responses API answer (`{"id":"resp_...` in JSON, or the
+ * `response.created` event's `"response":{"id":"resp_...`), scoped by tenant as requests name it.
+ */
+export function responseIdOf(first: Uint8Array | undefined, tenant: string): string | undefined {
+  if (!first) return undefined;
+  const head = new TextDecoder().decode(first.subarray(0, RESPONSE_ID_SCAN_CHARS));
+  const m = /"id"\s*:\s*"([^"\\]{1,200})"/.exec(head);
+  return m ? `${tenant}:${m[1]}` : undefined;
 }

@@ -7,18 +7,17 @@
  * first chunk has already been read by the dispatcher (a retry is possible until then), so it is
  * emitted first. When the node fails after that, an SSE stream ends with an OpenAI-shaped error
  * event (clients see an error, not a silently truncated answer); a JSON body is errored, which the
- * client sees as a broken connection. An SSE stream that simply stops without the final
- * `data: [DONE]` (which OpenAI, vLLM, SGLang and TGI all send) was cut short too: a proxy or a
+ * client sees as a broken connection. An SSE stream that simply stops without its API's final
+ * event (`data: [DONE]` for chat and completions, which OpenAI, vLLM, SGLang and TGI all send;
+ * see stream-end.ts for the others) was cut short too: a proxy or a
  * transport can turn a broken connection into a clean end of body, so the relay checks the
  * protocol's own terminator rather than trusting the transport. The tail of the text is kept to
  * read `usage`.
  */
 import { sseErrorEvent } from "../http/errors.ts";
+import { openaiStreamEnd, type StreamEnd } from "./stream-end.ts";
 import type { UsageEventFilter } from "./stream-usage.ts";
 import { USAGE_TAIL_CHARS, parseAnswerTail, type Usage } from "./usage.ts";
-
-/** The last event of an OpenAI-style stream. */
-const SSE_DONE = "data: [DONE]";
 
 export type RelayEnd = "ok" | "stream-error" | "cancelled";
 
@@ -32,11 +31,21 @@ export interface RelayOptions {
   requestId: string;
   /** Takes the usage event the router asked for out of the client's stream (stream-usage.ts). */
   filter?: UsageEventFilter | undefined;
+  /** Whether an SSE stream's tail shows it finished (stream-end.ts). Default: OpenAI's `data: [DONE]`. */
+  streamEnd?: StreamEnd | undefined;
   /** Called once, when the body ends, fails or is cancelled. */
   onEnd: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
 }
 
-export function relay({ first, reader, sse, requestId, filter, onEnd }: RelayOptions): ReadableStream<Uint8Array> {
+export function relay({
+  first,
+  reader,
+  sse,
+  requestId,
+  filter,
+  onEnd,
+  streamEnd = openaiStreamEnd,
+}: RelayOptions): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   let tail = "";
   let bytes = 0;
@@ -80,7 +89,7 @@ export function relay({ first, reader, sse, requestId, filter, onEnd }: RelayOpt
         try {
           const { done, value } = await reader.read();
           if (done) {
-            if (sse && !tail.trimEnd().endsWith(SSE_DONE)) {
+            if (sse && !streamEnd(tail)) {
               console.log(JSON.stringify({ event: "upstream_stream_truncated", request_id: requestId }));
               failStream(controller);
               return;

@@ -56,17 +56,34 @@ function balancedObject(text: string, open: number): unknown {
   return undefined;
 }
 
+/**
+ * A usage object in any of the three shapes engines answer with:
+ * - chat and completions: `prompt_tokens`, `completion_tokens`, `prompt_tokens_details.cached_tokens`;
+ * - the Responses API: `input_tokens`, `output_tokens`, `input_tokens_details.cached_tokens`;
+ * - Anthropic's Messages API: `input_tokens` are the tokens *not* read from the cache, and
+ *   `cache_read_input_tokens` (and `cache_creation_input_tokens`) the rest, so the prompt is their sum.
+ */
 function toUsage(value: unknown): Usage | undefined {
   if (!value || typeof value !== "object") return undefined;
   const u = value as Record<string, unknown>;
-  if (typeof u.prompt_tokens !== "number") return undefined;
-  const details = u.prompt_tokens_details as Record<string, unknown> | null | undefined;
-  const usage: Usage = {
-    promptTokens: u.prompt_tokens,
-    completionTokens: typeof u.completion_tokens === "number" ? u.completion_tokens : 0,
-  };
+  const num = (v: unknown) => (typeof v === "number" ? v : undefined);
+  let usage: Usage;
+  let cached: number | undefined;
+  if (num(u.prompt_tokens) !== undefined) {
+    usage = { promptTokens: num(u.prompt_tokens)!, completionTokens: num(u.completion_tokens) ?? 0 };
+    cached = num((u.prompt_tokens_details as Record<string, unknown> | null | undefined)?.cached_tokens);
+  } else if (num(u.input_tokens) !== undefined && num(u.cache_read_input_tokens) !== undefined) {
+    cached = num(u.cache_read_input_tokens)!;
+    usage = {
+      promptTokens: num(u.input_tokens)! + cached + (num(u.cache_creation_input_tokens) ?? 0),
+      completionTokens: num(u.output_tokens) ?? 0,
+    };
+  } else if (num(u.input_tokens) !== undefined) {
+    usage = { promptTokens: num(u.input_tokens)!, completionTokens: num(u.output_tokens) ?? 0 };
+    cached = num((u.input_tokens_details as Record<string, unknown> | null | undefined)?.cached_tokens);
+  } else return undefined;
   // Absent is not zero: an engine that does not report cached tokens must not look evicted.
-  if (typeof details?.cached_tokens === "number") usage.cachedTokens = details.cached_tokens;
+  if (cached !== undefined) usage.cachedTokens = cached;
   return usage;
 }
 

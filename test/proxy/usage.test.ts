@@ -37,3 +37,19 @@ describe("parseAnswerTail: llama.cpp's timings", () => {
     expect(parseAnswerTail(both)).toMatchObject({ cachedTokens: 90 });
   });
 });
+
+describe("usage of the Responses and Messages APIs", () => {
+  it("reads the Responses API's input_tokens_details.cached_tokens (the last event's response.usage)", () => {
+    const tail =
+      'event: response.completed\ndata: {"type":"response.completed","response":{"id":"resp_1","usage":{"input_tokens":2000,"input_tokens_details":{"cached_tokens":1536},"output_tokens":12,"total_tokens":2012}}}\n\n';
+    expect(parseAnswerTail(tail)).toEqual({ promptTokens: 2000, cachedTokens: 1536, completionTokens: 12 });
+  });
+
+  it("adds Anthropic's cache reads and writes to input_tokens, which counts only the rest", () => {
+    const body =
+      '{"type":"message","usage":{"input_tokens":100,"cache_read_input_tokens":1800,"cache_creation_input_tokens":50,"output_tokens":7}}';
+    expect(parseAnswerTail(body)).toEqual({ promptTokens: 1950, cachedTokens: 1800, completionTokens: 7 });
+    // Without cache fields nothing is known about the cache: not "none cached".
+    expect(parseAnswerTail('{"usage":{"input_tokens":100,"output_tokens":7}}')).toEqual({ promptTokens: 100, completionTokens: 7 });
+  });
+});

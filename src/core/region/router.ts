@@ -12,7 +12,7 @@
  */
 import type { NodeReport } from "../../contracts/node.ts";
 import { MAX_CONSIDERED, type CompletionOutcome, type Considered, type RouteRequest, type RouteResult } from "../../contracts/routing.ts";
-import type { Candidate } from "../policies/types.ts";
+import type { Candidate, PolicyChoice } from "../policies/types.ts";
 import { BoundedLru } from "../lru.ts";
 import { createPolicy, type Decision, type RoutingPolicy } from "../policies/index.ts";
 import { PrefixIndex } from "../prefix-index.ts";
@@ -78,6 +78,8 @@ export class RegionRouter {
   private readonly index: PrefixIndex;
   private readonly tickets = new Map<string, Ticket>();
   private readonly sessions: BoundedLru<string, string>;
+  /** Stored responses (Responses API, `tenant:resp_...`) -> the node holding each: a follow-up must go there. */
+  private readonly responses: BoundedLru<string, string>;
   private readonly policy: RoutingPolicy;
   /** In-flight prompt blocks per node, for a policy that reads them (dynamo-kv). */
   private readonly active: ActiveBlocks | undefined;
@@ -91,6 +93,7 @@ export class RegionRouter {
     this.nodes = new NodeTable(settings);
     this.index = new PrefixIndex(settings.maxIndexEntries);
     this.sessions = new BoundedLru(settings.maxSessions);
+    this.responses = new BoundedLru(settings.maxSessions);
     this.policy = createPolicy(settings.policy);
     this.active = this.policy.tracksActiveBlocks ? new ActiveBlocks() : undefined;
     this.random = seededRandom(settings.seed);
@@ -103,6 +106,7 @@ export class RegionRouter {
       // Restarted: its cache and its requests are gone (their tickets stay, to be released).
       this.index.clearNode(spec.id);
       this.active?.forget(spec.id);
+      this.responses.deleteWhere((n) => n === spec.id);
       for (const t of this.tickets.values()) if (t.nodeId === spec.id) t.active = false;
     }
     const believable = this.policy.indexCapacityTokens?.(spec.kvCapacityTokens) ?? spec.kvCapacityTokens;
@@ -135,6 +139,7 @@ export class RegionRouter {
     this.index.removeNode(nodeId);
     this.active?.forget(nodeId);
     this.sessions.deleteWhere((n) => n === nodeId);
+    this.responses.deleteWhere((n) => n === nodeId);
     for (const [t, ticket] of this.tickets) if (ticket.nodeId === nodeId) this.tickets.delete(t);
     return true;
   }
@@ -187,17 +192,24 @@ export class RegionRouter {
     }
 
     const sessionNode = req.sessionKey !== undefined ? this.sessions.get(req.sessionKey) : undefined;
-    const choice = this.policy.choose({
-      candidates,
-      request: {
-        hashes: req.hashes,
-        promptTokens: req.promptTokens,
-        blockTokens,
-        sessionKey: req.sessionKey,
-        sessionNode: sessionNode !== undefined && candidates.some((c) => c.id === sessionNode) ? sessionNode : undefined,
-      },
-      random: this.random,
-    });
+    // A follow-up of a stored response goes to the node that stores it, if it can take it; elsewhere
+    // it would fail. (Gone or unavailable, the policy places it and the node answers for itself.)
+    const pinnedNode = req.previousResponseId !== undefined ? this.responses.get(req.previousResponseId) : undefined;
+    const pinned = pinnedNode !== undefined ? candidates.findIndex((c) => c.id === pinnedNode) : -1;
+    const choice: PolicyChoice =
+      pinned >= 0
+        ? { index: pinned, decision: "pinned" }
+        : this.policy.choose({
+            candidates,
+            request: {
+              hashes: req.hashes,
+              promptTokens: req.promptTokens,
+              blockTokens,
+              sessionKey: req.sessionKey,
+              sessionNode: sessionNode !== undefined && candidates.some((c) => c.id === sessionNode) ? sessionNode : undefined,
+            },
+            random: this.random,
+          });
     const chosen = candidates[choice.index]!;
     const entry = eligible[choice.index]!;
     // A failover is one whatever else happens in this region; a retry is another node after a failure.
@@ -274,10 +286,11 @@ export class RegionRouter {
     return out;
   }
 
-  /** The first byte of a request's answer arrived: its prefill is done. */
-  firstByte(ticketId: string, now: number): void {
+  /** The first byte of a request's answer arrived: its prefill is done. A stored response's id, if any, is remembered with its node. */
+  firstByte(ticketId: string, now: number, responseId?: string): void {
     const t = this.tickets.get(ticketId);
     if (!t || t.firstByteAt !== undefined) return;
+    if (responseId !== undefined) this.responses.set(responseId, t.nodeId);
     t.firstByteAt = now;
     this.ledger.firstByte(t.ledger, now);
     const n = this.nodes.get(t.nodeId);

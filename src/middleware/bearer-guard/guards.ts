@@ -1,6 +1,6 @@
 /**
  * The three credentials warmpath accepts, each a {@link bearerGuard}:
- * - tenants: `Authorization: Bearer <API key>`, identified by the key's SHA-256 (configuration
+ * - tenants: `Authorization: Bearer <API key>` (or `x-api-key`, as Anthropic's SDKs send it), identified by the key's SHA-256 (configuration
  *   stores hashes only); sets `tenant`;
  * - nodes: the region's node token; sets `nodeRegions`, the regions whose token it is;
  * - operators: the admin token (secret named by `admin_token_secret`); a local development
@@ -13,6 +13,7 @@ import { isLocalDevelopment, sha256Hex, timingSafeEqual } from "./credentials.ts
 export const tenantAuth = bearerGuard({
   credential: "api_key",
   label: "API key",
+  keyHeader: "x-api-key",
   async verifyToken(token, c) {
     const tenant = c.get("config").tenantByKeyHash.get(await sha256Hex(token));
     if (!tenant) return false;

@@ -25,12 +25,17 @@ export interface BearerGuardOptions {
   verifyToken: (token: string, c: Context<AppEnv>) => boolean | Promise<boolean>;
   /** Admits a request without a token when true (the local development server's admin API). Default: never. */
   tokenless?: ((c: Context<AppEnv>) => boolean) | undefined;
+  /**
+   * A header that may carry the token instead of `Authorization: Bearer` (Anthropic's SDKs send
+   * `x-api-key`). Default: none.
+   */
+  keyHeader?: string | undefined;
 }
 
 export function bearerGuard(options: BearerGuardOptions): MiddlewareHandler<AppEnv> {
-  const { credential, label, verifyToken, tokenless } = options;
+  const { credential, label, verifyToken, tokenless, keyHeader } = options;
   return createMiddleware<AppEnv>(async (c, next) => {
-    const token = bearerToken(c.req.raw);
+    const token = bearerToken(c.req.raw) ?? (keyHeader ? c.req.header(keyHeader)?.trim() || undefined : undefined);
     if (!token) {
       if (tokenless?.(c)) return next();
       throw ApiError.authentication(

@@ -1,0 +1,201 @@
+/**
+ * The inference endpoints, one table: OpenAI's chat completions, completions and Responses API,
+ * and Anthropic's Messages API. Each entry validates what routing needs and turns the body into a
+ * canonical prompt (src/core/canonical.ts, canonical-apis.ts) and routing hints; everything else
+ * is shared: read the body (bounded), hash the prompt in its cache namespace, order the regions,
+ * dispatch. The body forwarded to the node is the client's original bytes (with usage asked for on
+ * a chat or completion stream that did not: src/proxy/stream-usage.ts; the Responses and Messages
+ * streams carry usage in their last event anyway).
+ */
+import type { z } from "zod";
+import type { LoadedConfig, LoadedRegion } from "../config/load.ts";
+import type { TenantConfig } from "../config/schema.ts";
+import type { CanonicalPrompt } from "../core/canonical.ts";
+import { anthropicPrompt, responsesPrompt } from "../core/canonical-apis.ts";
+import { prefixKey } from "../core/prefix.ts";
+import { orderRegions, type ClientLocation } from "../core/region-select.ts";
+import { parseJsonBody, readBodyLimited } from "../http/body.ts";
+import { ApiError } from "../http/errors.ts";
+import { dispatch } from "../proxy/dispatch.ts";
+import { messagesStreamEnd, openaiStreamEnd, responsesStreamEnd, type StreamEnd } from "../proxy/stream-end.ts";
+import { requestStreamUsage } from "../proxy/stream-usage.ts";
+import type { RequestContext } from "./request-context.ts";
+import { chatCompletionSchema, completionSchema, firstIssue, messagesSchema, responsesSchema } from "./schemas.ts";
+
+/** What an endpoint's body says that routing uses. */
+interface Parsed {
+  model: string;
+  prompt: CanonicalPrompt;
+  /** Session hints, strongest first (the `x-session-id` header comes before all of them). */
+  hints: Array<string | null | undefined>;
+  cacheSalt: string | null | undefined;
+  /** Responses API: the stored response this request continues (only its node holds it). */
+  previousResponseId?: string | null | undefined;
+}
+
+export interface Endpoint {
+  path: "/v1/chat/completions" | "/v1/completions" | "/v1/responses" | "/v1/messages";
+  parse(json: Record<string, unknown>): Parsed;
+  /** Whether a stream carries usage only when asked (`stream_options.include_usage`). */
+  usageOnRequest: boolean;
+  /** Whether the node's answer carries a response id a later request may continue from. */
+  storesResponses: boolean;
+  /** How the API's stream says it finished (src/proxy/stream-end.ts). */
+  streamEnd: StreamEnd;
+}
+
+function parseWith<S extends z.ZodType>(schema: S, json: unknown): z.output<S> {
+  const r = schema.safeParse(json);
+  if (r.success) return r.data;
+  const { message, param } = firstIssue(r.error);
+  throw ApiError.invalidRequest(message, param);
+}
+
+export const CHAT: Endpoint = {
+  path: "/v1/chat/completions",
+  usageOnRequest: true,
+  storesResponses: false,
+  streamEnd: openaiStreamEnd,
+  parse(json) {
+    const r = parseWith(chatCompletionSchema, json);
+    return {
+      model: r.model,
+      prompt: { kind: "chat", messages: r.messages, tools: r.tools ?? undefined },
+      hints: [r.prompt_cache_key, r.user],
+      cacheSalt: r.cache_salt,
+    };
+  },
+};
+
+export const COMPLETIONS: Endpoint = {
+  path: "/v1/completions",
+  usageOnRequest: true,
+  storesResponses: false,
+  streamEnd: openaiStreamEnd,
+  parse(json) {
+    const r = parseWith(completionSchema, json);
+    return {
+      model: r.model,
+      prompt: { kind: "completion", prompt: r.prompt },
+      hints: [r.prompt_cache_key, r.user],
+      cacheSalt: r.cache_salt,
+    };
+  },
+};
+
+export const RESPONSES: Endpoint = {
+  path: "/v1/responses",
+  usageOnRequest: false,
+  storesResponses: true,
+  streamEnd: responsesStreamEnd,
+  parse(json) {
+    const r = parseWith(responsesSchema, json);
+    return {
+      model: r.model,
+      prompt: responsesPrompt(r),
+      hints: [r.prompt_cache_key, r.user],
+      cacheSalt: r.cache_salt,
+      previousResponseId: r.previous_response_id,
+    };
+  },
+};
+
+export const MESSAGES: Endpoint = {
+  path: "/v1/messages",
+  usageOnRequest: false,
+  storesResponses: false,
+  streamEnd: messagesStreamEnd,
+  parse(json) {
+    const r = parseWith(messagesSchema, json);
+    return { model: r.model, prompt: anthropicPrompt(r), hints: [r.metadata?.user_id], cacheSalt: undefined };
+  },
+};
+
+export async function handleInference(rc: RequestContext, endpoint: Endpoint): Promise<Response> {
+  const { request, config, tenant } = rc;
+  const contentType = request.headers.get("content-type") ?? "";
+  if (contentType && !contentType.toLowerCase().includes("application/json")) {
+    throw ApiError.unsupportedMediaType(`Content-Type must be application/json, not ${contentType.slice(0, 64)}`);
+  }
+  const body = await readBodyLimited(request, config.raw.limits.max_body_bytes);
+  const json = parseJsonBody(body);
+  if (json === null || typeof json !== "object" || Array.isArray(json)) {
+    throw ApiError.invalidRequest("Request body must be a JSON object");
+  }
+  const parsed = endpoint.parse(json as Record<string, unknown>);
+
+  if (!config.models.includes(parsed.model)) {
+    throw ApiError.notFound(
+      "model_not_found",
+      `The model '${parsed.model.slice(0, 256)}' does not exist or is not served here`,
+      "model",
+      "invalid_request_error",
+    );
+  }
+  const namespace = resolveNamespace(request, tenant);
+  const key = prefixKey(parsed.prompt, { model: parsed.model, namespace, cacheSalt: parsed.cacheSalt ?? undefined }, config.prefix);
+  const regions = chooseRegions(request, config, parsed.model);
+  const hint = [request.headers.get("x-session-id"), ...parsed.hints].find((h) => typeof h === "string" && h !== "");
+
+  // Ask the node for usage on a stream that did not, so every answer is measured.
+  const forwarded = endpoint.usageOnRequest ? requestStreamUsage(body, json as Record<string, unknown>) : { body, injected: false };
+  return dispatch(rc, {
+    model: parsed.model,
+    path: endpoint.path,
+    body: forwarded.body,
+    usageInjected: forwarded.injected,
+    hashes: key.hashes,
+    promptTokens: key.promptTokens,
+    // Namespaced by tenant: two tenants' session ids never collide.
+    sessionKey: hint ? `${tenant.id}:${hint.slice(0, 512)}` : undefined,
+    // Response ids are the node's own (random): scoped by tenant as well, so one tenant cannot steer another's.
+    previousResponseId: parsed.previousResponseId ? `${tenant.id}:${parsed.previousResponseId}` : undefined,
+    storesResponses: endpoint.storesResponses,
+    streamEnd: endpoint.streamEnd,
+    regions,
+  });
+}
+
+/** The cache namespace: the tenant's own, or a shared one it may use (`x-warmpath-namespace`). */
+function resolveNamespace(request: Request, tenant: TenantConfig): string {
+  const asked = request.headers.get("x-warmpath-namespace");
+  if (asked === null || asked === tenant.id) return `tenant:${tenant.id}`;
+  if (!tenant.shared_namespaces.includes(asked)) {
+    throw ApiError.permission(
+      "namespace_not_allowed",
+      `This API key may not use cache namespace '${asked.slice(0, 64)}'`,
+      "x-warmpath-namespace",
+    );
+  }
+  return `shared:${asked}`;
+}
+
+/** Regions to try: the pinned one (`x-warmpath-region`), or those serving the model, nearest first. */
+function chooseRegions(request: Request, config: LoadedConfig, model: string): LoadedRegion[] {
+  const pinned = request.headers.get("x-warmpath-region");
+  if (pinned !== null) {
+    const region = config.regionByName.get(pinned);
+    if (!region) {
+      throw ApiError.invalidRequest(`Unknown region '${pinned.slice(0, 64)}' in x-warmpath-region`, "x-warmpath-region", "unknown_region");
+    }
+    if (!region.config.models.includes(model)) {
+      throw ApiError.invalidRequest(
+        `Region '${pinned}' does not serve model '${model.slice(0, 256)}'`,
+        "x-warmpath-region",
+        "model_not_in_region",
+      );
+    }
+    return [region];
+  }
+  const cf = (request as Request & { cf?: IncomingRequestCfProperties }).cf;
+  const client: ClientLocation = {
+    lat: cf?.latitude !== undefined ? Number(cf.latitude) : undefined,
+    lon: cf?.longitude !== undefined ? Number(cf.longitude) : undefined,
+    continent: cf?.continent,
+  };
+  return orderRegions(
+    config.regions.map((r) => ({ ...r, name: r.config.name, location: r.config.location, models: r.config.models })),
+    model,
+    client,
+  );
+}

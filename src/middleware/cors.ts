@@ -1,0 +1,48 @@
+/**
+ * CORS for the client API, for the origins the configuration allows (`cors_allowed_origins`).
+ * Hono's `cors` middleware answers a preflight (`OPTIONS`) itself, before any guard: a browser's
+ * preflight carries no credentials. The headers a client sends (its key, Anthropic's version,
+ * warmpath's hints) are allowed, and warmpath's explanation headers are exposed to scripts.
+ */
+import { cors } from "hono/cors";
+import { createMiddleware } from "hono/factory";
+import type { AppEnv } from "../app-types.ts";
+
+const ALLOWED_HEADERS = [
+  "authorization",
+  "content-type",
+  "x-api-key",
+  "anthropic-version",
+  "anthropic-beta",
+  "openai-beta",
+  "x-session-id",
+  "x-warmpath-region",
+  "x-warmpath-namespace",
+  "x-request-id",
+];
+
+const EXPOSED_HEADERS = [
+  "x-request-id",
+  "x-warmpath-region",
+  "x-warmpath-node",
+  "x-warmpath-decision",
+  "x-warmpath-prefix-match",
+  "x-warmpath-policy",
+  "x-warmpath-attempts",
+  "retry-after",
+];
+
+/** Preflight answers may be cached this long (seconds). */
+const MAX_AGE_SECONDS = 600;
+
+export const clientCors = createMiddleware<AppEnv>(async (c, next) => {
+  const allowed = c.get("config").raw.cors_allowed_origins;
+  if (allowed.length === 0) return next();
+  return cors({
+    origin: (origin) => (allowed.includes("*") ? "*" : allowed.includes(origin) ? origin : null),
+    allowMethods: ["GET", "POST", "OPTIONS"],
+    allowHeaders: ALLOWED_HEADERS,
+    exposeHeaders: EXPOSED_HEADERS,
+    maxAge: MAX_AGE_SECONDS,
+  })(c, next);
+});
