@@ -2,7 +2,8 @@
  * `npm test`: everything CI runs, in order, with one summary line at the end.
  *
  *  1. format (Prettier), generated files up to date (README configuration table, `wrangler types`),
- *     and strict typecheck of every part (worker, fleet, bench, scripts);
+ *     `wrangler deploy --dry-run` for staging and production, and strict typecheck of every part
+ *     (worker, fleet, bench, scripts);
  *  2. the worker's tests in workerd (vitest + the Cloudflare plugin);
  *  3. the Node-side tests: fleet, bench, scripts (node reporter, `npm start`, the demo end to end,
  *     the dashboard in headless chromium);
@@ -65,6 +66,17 @@ check("worker-configuration.d.ts up to date (wrangler types --check)", bin("wran
   "--strict-vars=false",
   "--check",
 ]);
+// Deployable: the bundle builds and the configuration binds for each deployed environment (no account needed).
+for (const environment of ["staging", "production"]) {
+  check(`deployable: wrangler deploy --dry-run --env ${environment}`, bin("wrangler"), [
+    "deploy",
+    "--dry-run",
+    "--env",
+    environment,
+    "--outdir",
+    join(TMP, `dry-run-${environment}`),
+  ]);
+}
 for (const project of ["tsconfig.json", "fleet/tsconfig.json", "bench/tsconfig.json", "scripts/tsconfig.json"]) {
   check(`typecheck ${project}`, bin("tsc"), ["--noEmit", "-p", project]);
 }

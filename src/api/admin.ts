@@ -10,7 +10,7 @@
  */
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types.ts";
-import type { LoadedConfig, LoadedRegion } from "../config/load.ts";
+import { regionStub, type LoadedConfig, type LoadedRegion } from "../config/load.ts";
 import { ApiError } from "../http/errors.ts";
 import { adminAuth } from "../middleware/bearer-guard/guards.ts";
 import { renderPrometheus } from "./prometheus.ts";
@@ -20,7 +20,7 @@ adminApi.use("/admin/*", adminAuth);
 adminApi.use("/metrics", adminAuth);
 
 async function regionState(env: Env, region: LoadedRegion) {
-  const snapshot = await env.REGION.getByName(region.config.name).snapshot(region.init);
+  const snapshot = await regionStub(env, region).snapshot(region.init);
   return { ...snapshot, location: region.config.location, models: region.config.models };
 }
 
@@ -50,6 +50,6 @@ adminApi.get("/admin/state/:region", async (c) => {
 
 adminApi.get("/admin/history", async (c) => {
   const config = c.get("config");
-  const regions = await Promise.all(config.regions.map((r) => c.env.REGION.getByName(r.config.name).history(r.init)));
+  const regions = await Promise.all(config.regions.map((r) => regionStub(c.env, r).history(r.init)));
   return c.json({ at: Date.now(), regions });
 });

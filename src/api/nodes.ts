@@ -15,7 +15,7 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-types.ts";
-import type { LoadedRegion } from "../config/load.ts";
+import { regionStub, type LoadedRegion } from "../config/load.ts";
 import { NODE_ID_PATTERN, nodeReportSchema } from "../contracts/node.ts";
 import { parseJsonBody, readBodyLimited } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
@@ -50,7 +50,7 @@ nodesApi.post("/v1/nodes/report", async (c) => {
     throw ApiError.invalidRequest(`Invalid report: region: unknown region '${report.region.slice(0, 64)}'`, "region", "unknown_region");
   }
   requireRegionToken(c, region);
-  const spec = await c.env.REGION.getByName(region.config.name).report(region.init, report);
+  const spec = await regionStub(c.env, region).report(region.init, report);
   return c.json({ ok: true, node_id: spec.id, region: region.config.name, expires_after_ms: region.init.settings.nodeSilenceMs });
 });
 
@@ -59,7 +59,7 @@ nodesApi.delete("/v1/nodes/:region/:node_id", async (c) => {
   requireRegionToken(c, region);
   const nodeId = c.req.param("node_id");
   if (!NODE_ID_PATTERN.test(nodeId)) throw ApiError.invalidRequest("Invalid node id in path", "node_id", "invalid_node_id");
-  const removed = await c.env.REGION.getByName(region.config.name).removeNode(region.init, nodeId);
+  const removed = await regionStub(c.env, region).removeNode(region.init, nodeId);
   if (!removed) throw ApiError.notFound("unknown_node", `Node '${nodeId}' is not registered in region '${region.config.name}'`);
   return c.json({ ok: true, node_id: nodeId, region: region.config.name, removed: true });
 });

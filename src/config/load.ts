@@ -11,6 +11,7 @@ import { configSchema, describeIssues, type RegionConfig, type TenantConfig, typ
 import type { RegionInit } from "../../durable-objects/region-init.ts";
 import { DEFAULT_REGION_SETTINGS, type RegionSettings } from "../core/region/index.ts";
 import type { PrefixSettings } from "../core/prefix.ts";
+import { locationHintFor, type LocationHint } from "./location-hint.ts";
 
 export class ConfigError extends Error {}
 
@@ -20,6 +21,8 @@ export interface LoadedRegion {
   /** Bearer sent to this region's nodes, if the region names one. */
   originToken: string | undefined;
   init: RegionInit;
+  /** Where its Durable Object is created: the configured hint, or the area of its GPUs. */
+  locationHint: LocationHint;
 }
 
 export interface LoadedConfig {
@@ -103,7 +106,13 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
       kvCapacityTokens: n.kv_capacity_tokens,
     }));
     const fingerprint = JSON.stringify([settings, staticNodes]);
-    return { config: r, nodeToken, originToken, init: { fingerprint, settings, staticNodes } };
+    return {
+      config: r,
+      nodeToken,
+      originToken,
+      init: { fingerprint, settings, staticNodes },
+      locationHint: r.location_hint ?? locationHintFor(r.location.lat, r.location.lon),
+    };
   });
   const adminToken = secret(cfg.admin_token_secret, "admin_token_secret", false);
   if (problems.length > 0) return new ConfigError(`WARMPATH_CONFIG is incomplete: ${problems.join("; ")}`);
@@ -120,4 +129,9 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
     adminToken,
     models,
   };
+}
+
+/** The region's Durable Object, created near its GPUs on first use (location-hint.ts). */
+export function regionStub(env: Env, region: LoadedRegion) {
+  return env.REGION.getByName(region.config.name, { locationHint: region.locationHint });
 }

@@ -14,6 +14,7 @@ import { nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "../contracts/node
 import { policySpecSchema } from "../core/policies/index.ts";
 import { DEFAULT_PREFIX_SETTINGS } from "../core/prefix.ts";
 import { DEFAULT_REGION_SETTINGS } from "../core/region/index.ts";
+import { LOCATION_HINTS } from "./location-hint.ts";
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const SECRET_NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
@@ -46,6 +47,10 @@ export const locationSchema = z.strictObject({
 export const regionSchema = z.strictObject({
   name: name().describe("Region name, also the Durable Object's name."),
   location: locationSchema.describe("Where the GPUs are, for nearest-region choice."),
+  location_hint: z
+    .enum(LOCATION_HINTS)
+    .optional()
+    .describe("Where the region's Durable Object is created (`wnam`, `enam`, `weur`, ...); default: derived from `location`."),
   models: z.array(z.string().min(1)).min(1).describe("Model catalogue of the region (others get 404)."),
   node_token_secret: secretName().describe("Secret holding the region's node token."),
   origin_token_secret: secretName()

@@ -9,7 +9,7 @@
  * another node without the client seeing anything. After it, the relay takes over (relay.ts).
  */
 import type { RequestContext } from "../api/request-context.ts";
-import type { LoadedRegion } from "../config/load.ts";
+import { regionStub, type LoadedRegion } from "../config/load.ts";
 import { ApiError } from "../http/errors.ts";
 import type { RegionDurableObject } from "../../durable-objects/region.ts";
 import type { FailureReason, RouteResult, Usage } from "../contracts/routing.ts";
@@ -71,7 +71,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
 
   const nearest = input.regions[0]?.config.name;
   for (const [regionIndex, region] of input.regions.slice(0, limits.max_region_attempts).entries()) {
-    const stub = env.REGION.getByName(region.config.name);
+    const stub = regionStub(env, region);
     const exclude: string[] = [];
     for (let attempt = 0; attempt <= limits.max_retries; attempt++) {
       let routed: RouteResult;

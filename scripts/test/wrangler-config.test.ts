@@ -1,0 +1,52 @@
+/**
+ * wrangler.toml's configurations are valid before anyone deploys them: each environment's
+ * WARMPATH_CONFIG (development, staging, production) passes the worker's own schema, and each
+ * environment declares the bindings the worker needs (Durable Objects are not inherited by named
+ * environments). `npm test` also runs `wrangler deploy --dry-run` for staging and production.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse } from "smol-toml";
+import { configSchema } from "../../src/config/schema.ts";
+import { ROOT } from "../system.ts";
+
+interface Env {
+  vars?: { WARMPATH_CONFIG?: unknown };
+  durable_objects?: { bindings?: Array<{ name: string; class_name: string }> };
+  analytics_engine_datasets?: Array<{ binding: string; dataset: string }>;
+}
+
+const toml = parse(readFileSync(join(ROOT, "wrangler.toml"), "utf8")) as Env & { env?: Record<string, Env> };
+const environments: Array<[string, Env]> = [["development (top level)", toml], ...Object.entries(toml.env ?? {})];
+
+test("every environment's WARMPATH_CONFIG passes the worker's schema", () => {
+  assert.ok(environments.length >= 3, "development, staging and production");
+  for (const [name, env] of environments) {
+    const r = configSchema.safeParse(env.vars?.WARMPATH_CONFIG);
+    assert.ok(r.success, `${name}: ${r.success ? "" : JSON.stringify(r.error.issues)}`);
+  }
+});
+
+test("every environment binds the region Durable Object and the analytics dataset, each its own", () => {
+  const datasets = new Set<string>();
+  for (const [name, env] of environments) {
+    assert.deepEqual(
+      env.durable_objects?.bindings?.map((b) => ({ ...b })),
+      [{ name: "REGION", class_name: "RegionDurableObject" }],
+      name,
+    );
+    const ae = env.analytics_engine_datasets?.[0];
+    assert.equal(ae?.binding, "ANALYTICS", name);
+    datasets.add(ae!.dataset);
+  }
+  assert.equal(datasets.size, environments.length - 1, "staging has its own dataset (development's is local)");
+});
+
+test("deployed environments refuse development credentials", () => {
+  for (const [name, env] of environments.slice(1)) {
+    const config = configSchema.parse(env.vars?.WARMPATH_CONFIG);
+    assert.equal(config.mode, "production", `${name} must not be in development mode`);
+  }
+});
