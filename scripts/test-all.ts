@@ -5,7 +5,7 @@
  *     `wrangler deploy --dry-run` for staging and production, and strict typecheck of every part
  *     (worker, fleet, bench, scripts);
  *  2. the worker's tests in workerd (vitest + the Cloudflare plugin);
- *  3. the Node-side tests: fleet, bench, scripts (node reporter, `npm start`, the demo end to end,
+ *  3. the Node-side tests: fleet, bench, scripts (node agent, `npm start`, the demo end to end,
  *     the dashboard in headless chromium);
  *  4. the benchmark's quick mode (into .tmp/, leaving the committed results alone).
  *

@@ -1,16 +1,18 @@
 /**
- * The node agent's load-report loop, shared by the simulated fleet (fleet/report.ts) and the
- * sidecar for real inference servers (scripts/node-reporter.ts): every interval, build a report
- * and POST it to `{router}/v1/nodes/report`; on a clean stop, optionally
- * `DELETE {router}/v1/nodes/{region}/{node_id}`.
+ * The node agent's side of the router's node API (src/api/nodes.ts), shared by the simulated
+ * fleet (fleet/report.ts) and warmpath-agent (scripts/agent/agent.ts):
+ *
+ * - `postReport`: `POST {router}/v1/nodes/report`, the node's load; the first one registers it.
+ * - `deregisterNode`: `DELETE {router}/v1/nodes/{region}/{node_id}`; the node leaves at once.
+ * - `startReportLoop`: the fleet's loop: every interval, build a report and post it; on a clean
+ *   stop, optionally deregister.
  *
  * The router only believes what nodes tell it; if it is not up yet, the report is simply tried
- * again on the next tick (one log line when reports start failing, one when they recover).
- * Generic over the report body, and imports nothing from the router (src/): the agent speaks the
- * wire format, it does not share the router's code.
+ * again later (one log line when reports start failing, one when they recover). Generic over the
+ * report body, and imports nothing from the router (src/): the agent speaks the wire format, it
+ * does not share the router's code.
  */
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { briefBody, httpRequestText } from "./http.ts";
 
 /** Which node is reporting: names it in log events and in the deregistration path. */
 export interface ReportingNode {
@@ -43,30 +45,58 @@ export interface ReportLoop {
   stop(deregister: boolean): Promise<void>;
 }
 
-const DEREGISTER_TIMEOUT_MS = 2000;
+/** Default timeout of a deregistration: a shutdown should not wait long on a router that is gone. */
+export const DEREGISTER_TIMEOUT_MS = 2000;
 
 /**
- * One request on a fresh connection (agent: false). fetch() would pool keep-alive sockets that
- * outlive a shutdown by seconds; a report a second does not need connection reuse.
+ * Posts one report. Resolves on 2xx; rejects otherwise, with the router's own error message
+ * when it sent one (`HTTP 401: Invalid node token`), so a misconfiguration reads in the log.
  */
-function call(method: string, url: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const u = new URL(url);
-    const send = u.protocol === "https:" ? httpsRequest : httpRequest;
-    const req = send(u, { method, headers, agent: false, timeout: timeoutMs }, (res) => {
-      res.resume(); // drain the body
-      res.on("end", () => resolve(res.statusCode ?? 0));
-      res.on("error", reject);
-    });
-    req.on("timeout", () => req.destroy(new Error(`timed out after ${timeoutMs} ms`)));
-    req.on("error", reject);
-    req.end(body);
+export async function postReport(routerUrl: string, token: string, body: unknown, timeoutMs: number): Promise<void> {
+  const res = await httpRequestText(`${routerUrl.replace(/\/+$/, "")}/v1/nodes/report`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+    timeoutMs,
+    maxBytes: 64 * 1024,
   });
+  if (res.status < 200 || res.status > 299) throw new Error(`HTTP ${res.status}${errorDetail(res.text)}`);
+}
+
+/**
+ * Removes the node from its region. Resolves when the router confirms it (2xx) or does not know
+ * the node (404: already gone, e.g. expired by silence); rejects otherwise.
+ */
+export async function deregisterNode(
+  routerUrl: string,
+  token: string,
+  node: ReportingNode,
+  timeoutMs: number = DEREGISTER_TIMEOUT_MS,
+): Promise<void> {
+  const path = `/v1/nodes/${encodeURIComponent(node.region)}/${encodeURIComponent(node.node_id)}`;
+  const res = await httpRequestText(routerUrl.replace(/\/+$/, "") + path, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${token}` },
+    timeoutMs,
+    maxBytes: 64 * 1024,
+  });
+  if (res.status === 404 || (res.status >= 200 && res.status <= 299)) return;
+  throw new Error(`HTTP ${res.status}${errorDetail(res.text)}`);
+}
+
+/** `: message` from an OpenAI-shaped error body (the router's), else from its first line. */
+function errorDetail(text: string): string {
+  try {
+    const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    if (typeof message === "string") return `: ${briefBody(message)}`;
+  } catch {
+    // not JSON
+  }
+  const brief = briefBody(text);
+  return brief ? `: ${brief}` : "";
 }
 
 export function startReportLoop<Body>(o: ReportLoopOptions<Body>): ReportLoop {
-  const base = o.routerUrl.replace(/\/+$/, "");
-  const headers = { authorization: `Bearer ${o.token}`, "content-type": "application/json" };
   const { node_id, region } = o.node;
   const timeoutMs = o.timeoutMs ?? Math.max(1000, o.intervalMs);
   let failing = false;
@@ -75,8 +105,7 @@ export function startReportLoop<Body>(o: ReportLoopOptions<Body>): ReportLoop {
 
   const post = async () => {
     const body = await o.report(); // called synchronously by send(): the report is this tick's snapshot
-    const status = await call("POST", `${base}/v1/nodes/report`, headers, JSON.stringify(body), timeoutMs);
-    if (status < 200 || status > 299) throw new Error(`HTTP ${status}`);
+    await postReport(o.routerUrl, o.token, body, timeoutMs);
   };
 
   const send = () => {
@@ -108,8 +137,7 @@ export function startReportLoop<Body>(o: ReportLoopOptions<Body>): ReportLoop {
       await inFlight;
       if (!deregister) return;
       try {
-        const path = `/v1/nodes/${encodeURIComponent(region)}/${encodeURIComponent(node_id)}`;
-        await call("DELETE", base + path, { authorization: headers.authorization }, undefined, DEREGISTER_TIMEOUT_MS);
+        await deregisterNode(o.routerUrl, o.token, o.node);
       } catch {
         // The router is gone too: it will expire the node by silence.
       }

@@ -1,0 +1,174 @@
+/**
+ * warmpath-agent's command line: flags, their defaults, and the help text. The node token is
+ * read from the environment, never from argv (argv is visible to every user of the machine).
+ */
+import { parseArgs } from "node:util";
+import { ENGINE_NAMES, isEngineName } from "./engines/detect.ts";
+import type { EngineName } from "./engines/types.ts";
+
+export interface AgentConfig {
+  /** Router base URL; reports go to `{routerUrl}/v1/nodes/report`. */
+  routerUrl: string;
+  region: string;
+  nodeId: string;
+  /** The engine's URL as the router reaches it (the report's `url`). */
+  nodeUrl: string;
+  /** The engine's URL as the agent reaches it; default `nodeUrl`. */
+  engineUrl: string;
+  /** Default `{engineUrl}/metrics`. */
+  metricsUrl: string;
+  /** `auto` (default): detected from the metric names. */
+  engine: EngineName | "auto";
+  /** Models to report; default: the engine's `GET /v1/models`, on every tick. */
+  models: string[] | undefined;
+  /** Overrides the capacity read from the engine. */
+  kvCapacityTokens: number | undefined;
+  /** Between reports; default 1000 ms. */
+  intervalMs: number;
+  /** One request to the engine; default 3000 ms. */
+  engineTimeoutMs: number;
+  /** One report to the router; default 5000 ms. */
+  routerTimeoutMs: number;
+  /** Longest wait between retries to a failing router; default 30000 ms. */
+  maxBackoffMs: number;
+  /** Failed scrapes in a row (other than a refused connection) before the node is deregistered; default 3. */
+  downAfter: number;
+}
+
+export class UsageError extends Error {}
+
+export const TOKEN_ENV = "WARMPATH_NODE_TOKEN";
+export const ENGINE_KEY_ENV = "WARMPATH_ENGINE_API_KEY";
+
+/** Node ids the router accepts (src/contracts/node.ts; copied, the agent does not import the router). */
+const NODE_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+export const HELP = `warmpath-agent: reports an inference server's load to a warmpath router.
+
+Runs beside a vLLM, SGLang or llama.cpp server: every interval it reads the server's Prometheus
+/metrics and GET /v1/models, and posts a load report to POST <router>/v1/nodes/report. The first
+report registers the node. If the server goes away (connection refused, or --down-after failed
+scrapes in a row), the node is deregistered at once (DELETE <router>/v1/nodes/<region>/<node-id>)
+and registered again, with a new boot id, when the server is back; a restart seen only in the
+server's counters or process start time also gets a new boot id. If the router is unreachable,
+reports are retried with bounded exponential backoff. SIGINT/SIGTERM deregister the node and exit 0.
+
+Usage:
+  WARMPATH_NODE_TOKEN=... warmpath-agent --router URL --region NAME --node-id ID --url URL [options]
+
+Required:
+  --router URL              router base URL, e.g. https://warmpath.example.com
+  --region NAME             the node's region (the token must be that region's node token)
+  --node-id ID              unique in the region: lowercase letters, digits, dashes (max 63)
+  --url URL                 the inference server as the router reaches it, e.g. http://10.0.0.5:8000
+
+Options:
+  --engine-url URL          the server as this agent reaches it (default: --url)
+  --metrics-url URL         its Prometheus metrics (default: <engine-url>/metrics)
+  --engine NAME             vllm, sglang or llamacpp (default: auto, from the metric names)
+  --models A,B              models to report (default: the server's GET /v1/models, every tick)
+  --kv-capacity-tokens N    KV cache size in tokens (default: read from the server: vLLM
+                            vllm:cache_config_info, SGLang sglang:max_total_num_tokens,
+                            llama.cpp /props n_ctx of one slot; the agent exits with an error if
+                            it can read none and this is not given)
+  --interval-ms N           between reports (default 1000)
+  --engine-timeout-ms N     one request to the server (default 3000)
+  --router-timeout-ms N     one report to the router (default 5000)
+  --max-backoff-ms N        longest wait between retries to a failing router (default 30000)
+  --down-after N            failed scrapes in a row before the node is deregistered (default 3;
+                            a refused connection, nothing listening, deregisters at once)
+  -h, --help                this text
+
+Environment:
+  WARMPATH_NODE_TOKEN       the region's node token (required; never passed on the command line)
+  WARMPATH_ENGINE_API_KEY   the server's API key, if it has one (vLLM or llama-server --api-key),
+                            sent as a bearer token with every request to the server
+
+Server flags: SGLang needs --enable-metrics; llama-server needs --metrics. With llama-server
+-np N and a split (non-unified) KV cache, pass --kv-capacity-tokens = its -c.
+
+Logs: one line on stderr per change of state (engine failing / ok, router failing / ok, new boot
+id, deregistered), never one per attempt.`;
+
+function positive(flag: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new UsageError(`--${flag} must be a positive integer, not '${raw}'`);
+  return n;
+}
+
+function httpUrl(flag: string, raw: string): string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new UsageError(`--${flag} must be an http(s) URL, not '${raw}'`);
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw new UsageError(`--${flag} must be an http(s) URL, not '${raw}'`);
+  return raw.replace(/\/+$/, "");
+}
+
+/** Parses argv (without node and the script); `undefined` means: print the help and exit 0. */
+export function parseAgentArgs(argv: readonly string[]): AgentConfig | undefined {
+  // A token on the command line would be readable by every user (ps): refuse it outright.
+  const tokenFlag = argv.find((a) => /^--(node-)?token(=|$)/.test(a));
+  if (tokenFlag) throw new UsageError(`the node token is read from ${TOKEN_ENV}, never from the command line (${tokenFlag.split("=")[0]})`);
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        router: { type: "string" },
+        region: { type: "string" },
+        "node-id": { type: "string" },
+        url: { type: "string" },
+        "engine-url": { type: "string" },
+        "metrics-url": { type: "string" },
+        engine: { type: "string" },
+        models: { type: "string" },
+        "kv-capacity-tokens": { type: "string" },
+        "interval-ms": { type: "string" },
+        "engine-timeout-ms": { type: "string" },
+        "router-timeout-ms": { type: "string" },
+        "max-backoff-ms": { type: "string" },
+        "down-after": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  if (values.help) return undefined;
+  const missing = (["router", "region", "node-id", "url"] as const).filter((k) => !values[k]);
+  if (missing.length) throw new UsageError(`missing --${missing.join(", --")} (see --help)`);
+  const nodeId = values["node-id"]!;
+  if (!NODE_ID.test(nodeId)) throw new UsageError(`--node-id must be lowercase letters, digits and dashes (max 63), not '${nodeId}'`);
+  const engine = values.engine ?? "auto";
+  if (engine !== "auto" && !isEngineName(engine)) throw new UsageError(`--engine must be one of ${ENGINE_NAMES.join(", ")} (or auto)`);
+  const nodeUrl = httpUrl("url", values.url!);
+  const engineUrl = values["engine-url"] ? httpUrl("engine-url", values["engine-url"]) : nodeUrl;
+  const models = values.models
+    ?.split(",")
+    .map((m) => m.trim())
+    .filter(Boolean);
+  if (values.models !== undefined && !models?.length) throw new UsageError("--models needs at least one model name");
+  return {
+    routerUrl: httpUrl("router", values.router!),
+    region: values.region!,
+    nodeId,
+    nodeUrl,
+    engineUrl,
+    metricsUrl: values["metrics-url"] ? httpUrl("metrics-url", values["metrics-url"]) : `${engineUrl}/metrics`,
+    engine,
+    models,
+    kvCapacityTokens:
+      values["kv-capacity-tokens"] === undefined ? undefined : positive("kv-capacity-tokens", values["kv-capacity-tokens"], 0),
+    intervalMs: positive("interval-ms", values["interval-ms"], 1000),
+    engineTimeoutMs: positive("engine-timeout-ms", values["engine-timeout-ms"], 3000),
+    routerTimeoutMs: positive("router-timeout-ms", values["router-timeout-ms"], 5000),
+    maxBackoffMs: positive("max-backoff-ms", values["max-backoff-ms"], 30000),
+    downAfter: positive("down-after", values["down-after"], 3),
+  };
+}

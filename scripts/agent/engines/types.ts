@@ -1,0 +1,68 @@
+/**
+ * What the agent knows of an inference engine: how to read its load, its KV capacity and the
+ * counters that reveal a restart from one `/metrics` page (plus, for llama.cpp, `/props`).
+ * Engine modules are pure functions of what was scraped; the I/O lives in scripts/agent/scrape.ts.
+ */
+import type { Sample } from "../prometheus.ts";
+
+export type EngineName = "vllm" | "sglang" | "llamacpp";
+
+/** A node's load, as the router's report wants it. */
+export interface EngineLoad {
+  /** Requests being computed (prefill or decode). */
+  running: number;
+  /** Requests queued behind them. */
+  waiting: number;
+  /** Share of the KV cache in use, 0..1. */
+  kvUsage: number;
+}
+
+/** Where the KV capacity came from, for the log line that states it. */
+export interface Capacity {
+  tokens: number;
+  source: string;
+}
+
+/** What was read from the engine on one tick. */
+export interface EngineScrape {
+  samples: readonly Sample[];
+  /** The `/metrics` response headers (lower-case names). */
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** `GET /props` (llama.cpp), read once per engine boot; undefined for other engines. */
+  props?: unknown;
+}
+
+export interface Engine {
+  name: EngineName;
+  /** The prefix of its metric names, which identifies it (`vllm:`). */
+  prefix: string;
+  /** Extra JSON endpoint the capacity needs, read once per engine boot (llama.cpp: `/props`). */
+  capacityEndpoint?: string;
+  /** Reads the load; throws when the page has none of the engine's load metrics. */
+  readLoad(scrape: EngineScrape): EngineLoad;
+  /** The KV cache capacity in tokens, when the engine exposes it. */
+  readCapacity(scrape: EngineScrape): Capacity | undefined;
+  /**
+   * Monotonic counters: each summed over its label sets; one going backwards means the counters
+   * were reset, i.e. the engine restarted (even if it came back before the agent saw it down).
+   */
+  restartCounters: readonly string[];
+  /** A response header of `/metrics` that names the process start (llama.cpp). */
+  startHeader?: string;
+}
+
+/** Clamps a count to a non-negative integer (the contract's `running` and `waiting`). */
+export function count(v: number | undefined): number {
+  return v === undefined || !Number.isFinite(v) ? 0 : Math.max(0, Math.round(v));
+}
+
+/** Clamps a ratio to 0..1 (the contract's `kv_usage`); unknown is 0. */
+export function ratio(v: number | undefined): number {
+  return v === undefined || !Number.isFinite(v) ? 0 : Math.min(1, Math.max(0, v));
+}
+
+/** A label value or gauge as a positive integer, or undefined (`"None"`, `"0"`, `"abc"`). */
+export function positiveInt(v: string | number | undefined): number | undefined {
+  const n = typeof v === "number" ? v : v === undefined || v.trim() === "" ? NaN : Number(v);
+  return Number.isFinite(n) && n >= 1 ? Math.floor(n) : undefined;
+}

@@ -1,0 +1,286 @@
+/**
+ * warmpath-agent's whole loop (scripts/agent/agent.ts) against a fake vLLM and a fake router,
+ * both real HTTP servers on loopback. Waits are event-driven (each fake request, each agent
+ * event); the only timing assertion is a lower bound (backoff gaps), which a slow machine only
+ * makes larger.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { EventEmitter } from "node:events";
+import { nodeReportSchema } from "../../src/contracts/node.ts";
+import { startAgent, type Agent, type AgentEvent, type AgentOptions } from "../agent/agent.ts";
+import { FakeEngine, FakeRouter, waitFor } from "./fixtures/agent/fakes.ts";
+
+interface Harness {
+  engine: FakeEngine;
+  router: FakeRouter;
+  agent: Agent;
+  events: AgentEvent[];
+  bus: EventEmitter;
+  count(kind: AgentEvent["event"]): number;
+  close(): Promise<void>;
+}
+
+async function harness(options: Partial<AgentOptions> = {}): Promise<Harness> {
+  const engine = new FakeEngine();
+  const router = new FakeRouter();
+  await engine.start();
+  await router.start();
+  const events: AgentEvent[] = [];
+  const bus = new EventEmitter();
+  const agent = startAgent({
+    routerUrl: router.url,
+    region: "us-east",
+    nodeId: "gpu-1",
+    nodeUrl: "http://10.0.0.5:8000",
+    engineUrl: engine.url,
+    metricsUrl: `${engine.url}/metrics`,
+    engine: "auto",
+    models: undefined,
+    kvCapacityTokens: undefined,
+    intervalMs: 25,
+    engineTimeoutMs: 5000,
+    routerTimeoutMs: 5000,
+    maxBackoffMs: 400,
+    downAfter: 3,
+    token: "node-token",
+    log: (e) => {
+      events.push(e);
+      bus.emit("event");
+    },
+    ...options,
+  });
+  // A report or an event may settle a wait.
+  router.on("request", () => bus.emit("event"));
+  engine.on("request", () => bus.emit("event"));
+  return {
+    engine,
+    router,
+    agent,
+    events,
+    bus,
+    count: (kind) => events.filter((e) => e.event === kind).length,
+    async close() {
+      await agent.stop();
+      await engine.stop();
+      await router.stop();
+    },
+  };
+}
+
+/** Waits until the router has accepted a report that satisfies `check`; returns it. */
+function reportWhere(h: Harness, what: string, check: (r: Record<string, unknown>) => boolean, from = 0) {
+  return waitFor(h.bus, "event", () => h.router.reports().slice(from).find(check), what);
+}
+
+test("registers, reports load changes, and takes a counter reset for a restart (new boot id, no deregistration)", async () => {
+  const h = await harness();
+  try {
+    const first = await reportWhere(h, "a first report", () => true);
+    assert.deepEqual(nodeReportSchema.parse(first), first, "the report is the router's contract, field for field");
+    assert.equal(h.router.requests[0]?.authorization, "Bearer node-token");
+    assert.deepEqual(
+      { ...first, boot_id: "" },
+      {
+        node_id: "gpu-1",
+        region: "us-east",
+        url: "http://10.0.0.5:8000",
+        models: ["llama-3.1-8b-instruct"],
+        kv_capacity_tokens: 16000,
+        running: 0,
+        waiting: 0,
+        kv_usage: 0,
+        boot_id: "",
+      },
+    );
+    const boot = first.boot_id;
+
+    Object.assign(h.engine.state, {
+      running: 5,
+      waiting: 2,
+      kvUsage: 0.5,
+      promptTokens: 5000,
+      models: ["llama-3.1-8b-instruct", "sql-lora"],
+    });
+    const busy = await reportWhere(h, "the new load", (r) => r.running === 5);
+    assert.deepEqual([busy.waiting, busy.kv_usage, busy.models, busy.boot_id], [2, 0.5, ["llama-3.1-8b-instruct", "sql-lora"], boot]);
+
+    // The engine restarted between two scrapes: same start time exposed, but its counters reset.
+    const before = h.router.reports().length;
+    h.engine.state.promptTokens = 12;
+    const restarted = await reportWhere(h, "a report with a new boot id", (r) => r.boot_id !== boot, before);
+    assert.equal(typeof restarted.boot_id, "string");
+    assert.equal(h.router.deletes().length, 0, "a restart seen in the counters needs no deregistration");
+    assert.match(
+      h.events
+        .filter((e) => e.event === "boot")
+        .map((e) => (e as { reason: string }).reason)
+        .join("|"),
+      /^agent started\|vllm:prompt_tokens_total went backwards \(5000 -> 12\)$/,
+    );
+    // Later reports keep the new id.
+    const n = h.router.reports().length;
+    const later = await reportWhere(h, "a later report", () => true, n);
+    assert.equal(later.boot_id, restarted.boot_id);
+    assert.equal(h.count("engine_failing"), 0);
+  } finally {
+    await h.close();
+  }
+});
+
+test("engine gone (connection refused): deregistered at once, one log line; back: registered with a new boot id", async () => {
+  const h = await harness();
+  try {
+    const first = await reportWhere(h, "a first report", () => true);
+    await h.engine.stop();
+    const del = await waitFor(h.bus, "event", () => h.router.deletes()[0], "the deregistration");
+    assert.equal(del.path, "/v1/nodes/us-east/gpu-1");
+    assert.equal(del.authorization, "Bearer node-token");
+    await waitFor(h.bus, "event", () => (h.count("deregistered") === 1 ? true : undefined), "the deregistered event");
+    const reportsAtDelete = h.router.reports().length;
+
+    // The engine comes back on the same port, its counters from zero.
+    h.engine.state.promptTokens = 0;
+    await h.engine.start();
+    const back = await reportWhere(h, "a report after the outage", () => true, reportsAtDelete);
+    assert.notEqual(back.boot_id, first.boot_id, "a node that came back after an outage has a new boot id");
+    assert.equal(h.count("engine_failing"), 1, "one line when the engine started failing, not one per scrape");
+    assert.equal(h.count("engine_down"), 1);
+    assert.equal(h.count("engine_ok"), 2, "one when first seen, one when it recovered");
+    assert.equal(h.router.deletes().length, 1);
+    const failing = h.events.find((e) => e.event === "engine_failing") as { error: string };
+    assert.match(failing.error, /connection refused/);
+  } finally {
+    await h.close();
+  }
+});
+
+test("engine answering errors: deregistered only after --down-after failed scrapes in a row", async () => {
+  const h = await harness({ downAfter: 3 });
+  try {
+    await reportWhere(h, "a first report", () => true);
+    const scrapesBefore = h.engine.scrapes;
+    h.engine.state.failWith = 503;
+    await waitFor(h.bus, "event", () => h.router.deletes()[0], "the deregistration");
+    assert.ok(h.engine.scrapes - scrapesBefore >= 3, `deregistered after ${h.engine.scrapes - scrapesBefore} failed scrapes`);
+    const failing = h.events.find((e) => e.event === "engine_failing") as { error: string };
+    assert.match(failing.error, /HTTP 503: engine unavailable/);
+    assert.equal(h.count("engine_failing"), 1);
+  } finally {
+    await h.close();
+  }
+});
+
+test("router failing: backs off, logs once, never crashes; recovery logs once (HTTP errors, then a refused connection)", async () => {
+  const h = await harness({ random: () => 1, intervalMs: 50, maxBackoffMs: 400 });
+  try {
+    await reportWhere(h, "a first report", () => true);
+    const failedPosts = () => h.router.requests.filter((r) => r.method === "POST" && r.status === 503);
+    const times: number[] = [];
+    h.router.on("request", () => {
+      if (h.router.status === 503) times.push(performance.now());
+    });
+    h.router.status = 503;
+    await waitFor(h.bus, "event", () => (failedPosts().length >= 5 ? true : undefined), "five failed reports");
+    assert.equal(h.count("router_failing"), 1, "one line when the router started failing, not one per attempt");
+    const failing = h.events.find((e) => e.event === "router_failing") as { error: string };
+    assert.match(failing.error, /HTTP 503: router unavailable/);
+    // random = 1: the waits after failures 1..4 are 50, 100, 200, 400 ms (then capped). A busy
+    // machine only lengthens them, so lower bounds (less 20 ms of timer slack) are safe.
+    const gaps = times.slice(1, 5).map((t, i) => t - times[i]!);
+    [50, 100, 200, 400].forEach((min, i) => assert.ok(gaps[i]! >= min - 20, `gap ${i + 1} was ${gaps[i]} ms, backoff ${min} ms`));
+
+    h.router.status = 200;
+    const ok = h.router.reports().length;
+    await reportWhere(h, "an accepted report after recovery", () => true, ok);
+    await waitFor(h.bus, "event", () => (h.count("router_ok") === 1 ? true : undefined), "the router_ok event");
+
+    // Now unreachable: connection refused.
+    await h.router.stop();
+    await waitFor(h.bus, "event", () => (h.count("router_failing") === 2 ? true : undefined), "router failing again");
+    await h.router.start(); // same port
+    const again = h.router.requests.length;
+    await waitFor(
+      h.bus,
+      "event",
+      () => (h.router.requests.slice(again).some((r) => r.method === "POST" && r.status === 200) ? true : undefined),
+      "a report after the router restarted",
+    );
+    await waitFor(h.bus, "event", () => (h.count("router_ok") === 2 ? true : undefined), "the second router_ok");
+    assert.equal(h.count("router_failing"), 2);
+    assert.equal(h.count("engine_failing"), 0, "a router failure is never blamed on the engine");
+  } finally {
+    await h.close();
+  }
+});
+
+test("stop(): deregisters the node and ends the loop", async () => {
+  const h = await harness();
+  try {
+    await reportWhere(h, "a first report", () => true);
+    await h.agent.stop();
+    await h.agent.done;
+    assert.equal(h.router.deletes().length, 1);
+    assert.equal(h.count("deregistered"), 1);
+    const n = h.router.requests.length;
+    h.engine.state.running = 9; // nothing reports it any more
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    assert.equal(h.router.requests.length, n);
+  } finally {
+    await h.close();
+  }
+});
+
+test("no KV capacity from the engine and none given: a fatal error naming the flag; --kv-capacity-tokens overrides", async () => {
+  const h = await harness();
+  try {
+    await h.agent.stop();
+    h.engine.state.cacheConfig = false;
+    const events: AgentEvent[] = [];
+    const bare = startAgent({
+      routerUrl: h.router.url,
+      region: "us-east",
+      nodeId: "gpu-2",
+      nodeUrl: h.engine.url,
+      engineUrl: h.engine.url,
+      metricsUrl: `${h.engine.url}/metrics`,
+      engine: "vllm",
+      models: ["m"],
+      kvCapacityTokens: undefined,
+      intervalMs: 25,
+      engineTimeoutMs: 5000,
+      routerTimeoutMs: 5000,
+      maxBackoffMs: 400,
+      downAfter: 3,
+      token: "t",
+      log: (e) => events.push(e),
+    });
+    await assert.rejects(bare.done, /cannot read the KV cache capacity from vllm .*pass --kv-capacity-tokens/);
+    assert.equal(events.filter((e) => e.event === "fatal").length, 1);
+    assert.ok(!h.router.reports().some((r) => r.node_id === "gpu-2"), "nothing reported without a capacity");
+
+    const given = startAgent({
+      routerUrl: h.router.url,
+      region: "us-east",
+      nodeId: "gpu-3",
+      nodeUrl: h.engine.url,
+      engineUrl: h.engine.url,
+      metricsUrl: `${h.engine.url}/metrics`,
+      engine: "auto",
+      models: ["m"],
+      kvCapacityTokens: 70000,
+      intervalMs: 25,
+      engineTimeoutMs: 5000,
+      routerTimeoutMs: 5000,
+      maxBackoffMs: 400,
+      downAfter: 3,
+      token: "t",
+    });
+    const r = await waitFor(h.bus, "event", () => h.router.reports().find((x) => x.node_id === "gpu-3"), "gpu-3's report");
+    assert.equal(r.kv_capacity_tokens, 70000);
+    assert.deepEqual(r.models, ["m"]);
+    await given.stop();
+  } finally {
+    await h.close();
+  }
+});
