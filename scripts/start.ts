@@ -26,7 +26,7 @@ const system = await startSystem({
   timeFactorScale: Number(values["time-factor"]),
   onRouterOutput: values.verbose ? (line) => console.log(`[router] ${line}`) : undefined,
 });
-const nodes = system.fleet.nodes.map((n) => `${n.region}/${n.id} ${n.url}`).join("\n    ");
+const nodes = (system.fleet?.nodes ?? []).map((n) => `${n.region}/${n.id} ${n.url}`).join("\n    ");
 console.log(`
 warmpath is up (${((Date.now() - started) / 1000).toFixed(1)} s).
 

@@ -29,8 +29,8 @@ const FLEET_READY_TIMEOUT_MS = 15_000;
 export interface SystemOptions {
   /** Router port; 0 picks a free one. Default 8787. */
   port?: number;
-  /** Fleet file. Default fleet/fleet.default.json. */
-  fleetFile?: string;
+  /** Fleet file. Default fleet/fleet.default.json; null: no simulated fleet (real nodes register themselves). */
+  fleetFile?: string | null;
   /** Multiplies every node's time factor (10 = ten times faster). Default 1. */
   timeFactorScale?: number;
   /** A full configuration document replacing wrangler.toml's WARMPATH_CONFIG. */
@@ -44,7 +44,8 @@ export interface SystemOptions {
 
 export interface System {
   url: string;
-  fleet: Fleet;
+  /** The simulated fleet (undefined with `fleetFile: null`). */
+  fleet: Fleet | undefined;
   router: ChildProcess;
   stop(): Promise<void>;
 }
@@ -144,6 +145,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       died,
       waitFor("the router (wrangler dev) to answer /healthz", ROUTER_READY_TIMEOUT_MS, async () => (await fetch(`${url}/healthz`)).ok),
     ]);
+    if (options.fleetFile === null) return { url, fleet, router, stop };
     const fleetConfig = loadFleet(options.fleetFile ?? join(ROOT, "fleet", "fleet.default.json"));
     fleet = await startFleet(fleetConfig, { routerUrl: url, timeFactorScale: options.timeFactorScale, log: options.log });
     const expected = fleetConfig.regions.reduce((n, r) => n + r.nodes.length, 0);

@@ -86,7 +86,7 @@ test(
     assert.ok(before.indexBlocks > 0);
     assert.equal(before.metrics.silentRestarts, 0);
 
-    const url = system.fleet.node("us-east", victim)!.url;
+    const url = system.fleet!.node("us-east", victim)!.url;
     const reset = await fetch(`${url}/reset_prefix_cache`, { method: "POST" });
     assert.equal(reset.status, 200);
     assert.ok(((await reset.json()) as { dropped_blocks: number }).dropped_blocks > 0);

@@ -1,0 +1,75 @@
+/**
+ * warmpath in front of real llama.cpp (scripts/llama/e2e.ts): three llama-server processes built
+ * from node-llama-cpp's bundled source, each with a warmpath-agent, behind wrangler dev. Every
+ * assertion is on the engines' own counters (`usage.prompt_tokens_details.cached_tokens`), not on
+ * the router's belief. The first run builds llama-server (~1.5 min on 2 cores, then cached in
+ * .cache/); each run after that takes ~20 s.
+ */
+import { before, test } from "node:test";
+import assert from "node:assert/strict";
+import { E2E_POLICIES, runLlamaE2e, type PolicyRun } from "../llama/e2e.ts";
+
+let runs: Map<string, PolicyRun>;
+
+before(async () => {
+  const { runs: list } = await runLlamaE2e(E2E_POLICIES);
+  runs = new Map(list.map((r) => [r.policy, r]));
+});
+
+test(
+  "a repeated prefix, another user's shared system prompt and a growing chat (tool calls included) are served from the engine's cache",
+  { timeout: 600_000 },
+  () => {
+    const warmpath = runs.get("warmpath")!;
+    // The first request of each app is the only cold one; every other user of the app finds its system prompt.
+    const firstOfApp = new Set<number>();
+    for (const s of warmpath.samples.filter((x) => x.turn === 0)) {
+      if (!firstOfApp.has(s.app)) {
+        firstOfApp.add(s.app);
+        continue;
+      }
+      assert.ok(s.cachedTokens >= 1_100, `user ${s.user} (app ${s.app}) turn 0: ${s.cachedTokens} of ${s.promptTokens} cached`);
+    }
+    // A conversation alone on its node (a tool call and its result in its history): every turn reuses
+    // the whole previous turn, through the chat template. (With several users, llama-server's slot
+    // choice by similarity makes users of one system prompt share a slot, so their histories evict
+    // each other: the engine's policy, not the router's.)
+    const chat = warmpath.chat!;
+    assert.ok(
+      chat.every((s) => s.node === chat[0]!.node),
+      "the conversation stays on one node",
+    );
+    for (let t = 1; t < chat.length; t++) {
+      const previous = chat[t - 1]!.promptTokens;
+      assert.ok(
+        chat[t]!.cachedTokens >= previous - 8,
+        `turn ${t}: ${chat[t]!.cachedTokens} cached, the previous turn's prompt was ${previous}`,
+      );
+    }
+  },
+);
+
+test("warmpath's engine-measured cached tokens and time to first token beat sticky sessions and round-robin", () => {
+  const [warmpath, sticky, roundRobin] = E2E_POLICIES.map((p) => runs.get(p)!);
+  for (const other of [sticky!, roundRobin!]) {
+    assert.ok(warmpath!.hitRate >= other.hitRate + 0.1, `hit rate: warmpath ${warmpath!.hitRate} vs ${other.policy} ${other.hitRate}`);
+    assert.ok(warmpath!.cachedTokens > other.cachedTokens);
+    assert.ok(
+      warmpath!.ttftMeanMs < other.ttftMeanMs,
+      `TTFT mean: warmpath ${warmpath!.ttftMeanMs} vs ${other.policy} ${other.ttftMeanMs}`,
+    );
+  }
+});
+
+test("the router's predicted hit agrees with the engine's measured one", () => {
+  const warmpath = runs.get("warmpath")!;
+  assert.equal(warmpath.compared, warmpath.samples.length, "every answer was compared");
+  assert.ok(warmpath.agreed / warmpath.compared >= 0.9, `${warmpath.agreed}/${warmpath.compared}`);
+});
+
+test("a killed and restarted engine is detected and its index entries dropped", () => {
+  const restart = runs.get("warmpath")!.restart!;
+  assert.ok(restart.indexBlocksBefore > 0);
+  assert.equal(restart.indexBlocksAfter, 0);
+  assert.ok(restart.detectedMs < 20_000);
+});
