@@ -34,6 +34,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { seededRandom } from "../../src/core/random.ts";
 
 export interface GgufOptions {
   /** PRNG seed for the weights; same seed → byte-identical file. Default 42. */
@@ -249,18 +250,6 @@ function writeKv(w: Writer, key: string, val: KvValue): void {
   }
 }
 
-/** mulberry32: tiny seeded PRNG, uniform in [0, 1). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 interface Tensor {
   name: string;
   /** GGML order: ne[0] is the contiguous (row) dimension. */
@@ -279,7 +268,7 @@ export function makeGguf(options: GgufOptions = {}): Buffer {
   if (nEmbd % nHead !== 0) throw new Error("embd must be a multiple of heads");
   const vocab = buildVocab();
   const nVocab = vocab.tokens.length;
-  const rand = rng(seed);
+  const rand = seededRandom(seed);
   const uniform = (n: number, scale: number): Float32Array => {
     const a = new Float32Array(n);
     for (let i = 0; i < n; i++) a[i] = (rand() * 2 - 1) * scale;
