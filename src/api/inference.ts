@@ -152,6 +152,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
     previousResponseId: parsed.previousResponseId ? `${tenant.id}:${parsed.previousResponseId}` : undefined,
     storesResponses: endpoint.storesResponses,
     streamEnd: endpoint.streamEnd,
+    stream: (json as Record<string, unknown>).stream === true,
     regions,
   });
 }

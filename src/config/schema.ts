@@ -132,7 +132,27 @@ export const limitsSchema = z.strictObject({
     .int()
     .positive()
     .default(120_000)
-    .describe("Time for a node to send its first body byte (a long prefill behind a queue)."),
+    .describe(
+      "Longest wait for a node's first body byte. The wait actually allowed adapts to the request: 4x the load model's estimated time to first token on that node, at least `first_byte_timeout_floor_ms`, at most this.",
+    ),
+  first_byte_timeout_floor_ms: z
+    .number()
+    .int()
+    .positive()
+    .default(10_000)
+    .describe("Shortest first-byte wait, however small the estimate (a cached prompt on an idle node)."),
+  stream_idle_timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .default(60_000)
+    .describe("Longest silence from a node between two chunks of its answer: past it the stream ends with an error event."),
+  request_deadline_ms: z
+    .number()
+    .int()
+    .positive()
+    .default(900_000)
+    .describe("Longest a request may take from arrival to its last byte: past it the answer ends with an error event."),
 });
 
 export const prefixSchema = z.strictObject({

@@ -113,7 +113,7 @@ export const routeResultSchema = z.discriminatedUnion("ok", [
 export type RouteResult = z.infer<typeof routeResultSchema>;
 
 /** Why a node failed a request before its first byte (what made the worker try another). */
-export const failureReasonSchema = z.enum(["timeout", "connection", "http-429", "http-5xx", "empty-body"]);
+export const failureReasonSchema = z.enum(["timeout", "connection", "http-429", "http-5xx", "empty-body", "redirect"]);
 
 export type FailureReason = z.infer<typeof failureReasonSchema>;
 

@@ -48,6 +48,8 @@ export interface DispatchInput {
   previousResponseId?: string | undefined;
   /** Whether the answer's id may be continued from (the Responses API): the region remembers its node. */
   storesResponses?: boolean | undefined;
+  /** Whether the client asked for a stream (`stream: true`): then the answer is SSE, whatever its Content-Type. */
+  stream?: boolean | undefined;
   /** How the API's stream says it finished. Default: OpenAI's `data: [DONE]`. */
   streamEnd?: StreamEnd | undefined;
   /** Regions to try, nearest first. */
@@ -147,8 +149,26 @@ type Upstream =
   | { ok: false; reason: FailureReason; detail: string };
 
 /** Calls the node and waits for its first body byte (or a definitive non-retryable answer). */
+/** The first-byte wait allowed is this many times the load model's estimate for the request on its node. */
+const FIRST_BYTE_ESTIMATE_FACTOR = 4;
+
+/**
+ * How long to wait for this request's first byte on this node: a 100k-token cold prefill
+ * legitimately takes seconds, a cached prompt milliseconds, so the wait follows the load model's
+ * estimate (x4, between the configured floor and bound), and never runs past the request's deadline.
+ */
+export function firstByteTimeoutMs(
+  estimatedTtftMs: number,
+  limits: { first_byte_timeout_ms: number; first_byte_timeout_floor_ms: number },
+  untilDeadlineMs: number,
+): number {
+  const adaptive = Math.max(limits.first_byte_timeout_floor_ms, FIRST_BYTE_ESTIMATE_FACTOR * estimatedTtftMs);
+  return Math.max(1, Math.min(limits.first_byte_timeout_ms, adaptive, untilDeadlineMs));
+}
+
 async function callNode(rc: RequestContext, routed: Ok, region: LoadedRegion, input: DispatchInput): Promise<Upstream> {
-  const timeoutMs = rc.config.raw.limits.first_byte_timeout_ms;
+  const { limits } = rc.config.raw;
+  const timeoutMs = firstByteTimeoutMs(routed.estimatedTtftMs, limits, rc.startedAt + limits.request_deadline_ms - Date.now());
   const headers = new Headers();
   for (const name of FORWARDED_HEADERS) {
     const v = rc.request.headers.get(name);
@@ -166,7 +186,15 @@ async function callNode(rc: RequestContext, routed: Ok, region: LoadedRegion, in
       headers,
       body: input.body,
       signal: controller.signal,
+      // Never follow a node's redirect: a 307 would re-send the customer's body wherever Location
+      // points, a 302 would turn into a GET. A redirect is a misbehaving node (tried elsewhere), and
+      // its target is never shown to the client.
+      redirect: "manual",
     });
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel().catch(() => {});
+      return { ok: false, reason: "redirect", detail: `HTTP ${response.status} redirect` };
+    }
     if (RETRYABLE_STATUS.has(response.status)) {
       await response.body?.cancel().catch(() => {});
       return { ok: false, reason: response.status === 429 ? "http-429" : "http-5xx", detail: `HTTP ${response.status}` };
@@ -211,8 +239,9 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
   headers.set("x-warmpath-prefix-match", `${routed.matchBlocks}/${routed.totalBlocks}`);
   headers.set("x-warmpath-attempts", String(attempts.length));
 
+  // A streamed request is relayed (and checked for its end) as SSE whatever the node's Content-Type says.
   const contentType = upstream.response.headers.get("content-type") ?? "";
-  const sse = contentType.includes("text/event-stream");
+  const sse = contentType.includes("text/event-stream") || (input.stream === true && upstream.response.ok);
 
   let finish!: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
   const finished = new Promise<void>((resolve) => {
@@ -257,7 +286,18 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
     return new Response(null, { status: upstream.response.status, headers });
   }
   const filter = sse && input.usageInjected ? new UsageEventFilter() : undefined;
-  const body = relay({ first: upstream.first, reader: upstream.reader, sse, requestId, filter, onEnd: finish, streamEnd: input.streamEnd });
+  const { limits } = rc.config.raw;
+  const body = relay({
+    first: upstream.first,
+    reader: upstream.reader,
+    sse,
+    requestId,
+    filter,
+    onEnd: finish,
+    streamEnd: input.streamEnd,
+    idleTimeoutMs: limits.stream_idle_timeout_ms,
+    deadlineAt: rc.startedAt + limits.request_deadline_ms,
+  });
   return new Response(body, { status: upstream.response.status, headers });
 }
 

@@ -35,6 +35,29 @@ export interface RelayOptions {
   streamEnd?: StreamEnd | undefined;
   /** Called once, when the body ends, fails or is cancelled. */
   onEnd: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
+  /** Longest wait for the node's next chunk (the client's own pace does not count). Default: none. */
+  idleTimeoutMs?: number | undefined;
+  /** When the whole request must be over (ms epoch). Default: none. */
+  deadlineAt?: number | undefined;
+}
+
+/** What a read of the node's body came to: a chunk, its end, or a timeout. */
+type Read = ReadableStreamReadResult<Uint8Array> | { timeout: "idle" | "deadline" };
+
+/** The node's next chunk, or a timeout: the idle wait or the request's deadline, whichever is first. */
+function readWithin(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  idleMs: number | undefined,
+  deadlineAt: number | undefined,
+): Promise<Read> {
+  const untilDeadline = deadlineAt === undefined ? Infinity : Math.max(0, deadlineAt - Date.now());
+  const wait = Math.min(idleMs ?? Infinity, untilDeadline);
+  if (!Number.isFinite(wait)) return reader.read();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<Read>((resolve) => {
+    timer = setTimeout(() => resolve({ timeout: wait === untilDeadline ? "deadline" : "idle" }), wait);
+  });
+  return Promise.race([reader.read(), timeout]).finally(() => clearTimeout(timer));
 }
 
 export function relay({
@@ -45,6 +68,8 @@ export function relay({
   filter,
   onEnd,
   streamEnd = openaiStreamEnd,
+  idleTimeoutMs,
+  deadlineAt,
 }: RelayOptions): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   let tail = "";
@@ -65,11 +90,13 @@ export function relay({
     const rest = filter?.flush();
     if (rest && rest.byteLength > 0) controller.enqueue(rest);
   };
-  const failStream = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+  const failStream = (
+    controller: ReadableStreamDefaultController<Uint8Array>,
+    message = "The model node failed while streaming the answer",
+    code = "upstream_stream_error",
+  ) => {
     flush(controller);
-    controller.enqueue(
-      new TextEncoder().encode(sseErrorEvent("The model node failed while streaming the answer", "upstream_stream_error")),
-    );
+    controller.enqueue(new TextEncoder().encode(sseErrorEvent(message, code)));
     controller.close();
     end("stream-error");
   };
@@ -87,7 +114,24 @@ export function relay({
       },
       async pull(controller) {
         try {
-          const { done, value } = await reader.read();
+          const read = await readWithin(reader, idleTimeoutMs, deadlineAt);
+          if ("timeout" in read) {
+            // The node went silent (or the request ran out of time): end the answer with an error
+            // rather than hold the client, and stop the node's work on it.
+            console.log(JSON.stringify({ event: `upstream_stream_${read.timeout}_timeout`, request_id: requestId }));
+            void reader.cancel(new Error(`${read.timeout} timeout`)).catch(() => {});
+            const message =
+              read.timeout === "idle"
+                ? `The model node sent nothing for ${Math.round((idleTimeoutMs ?? 0) / 1000)} s`
+                : "The request reached its deadline before the answer ended";
+            if (sse) failStream(controller, message, read.timeout === "idle" ? "upstream_stream_timeout" : "request_deadline_exceeded");
+            else {
+              controller.error(new Error(message));
+              end("stream-error");
+            }
+            return;
+          }
+          const { done, value } = read;
           if (done) {
             if (sse && !streamEnd(tail)) {
               console.log(JSON.stringify({ event: "upstream_stream_truncated", request_id: requestId }));

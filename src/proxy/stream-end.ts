@@ -9,14 +9,24 @@
  */
 export type StreamEnd = (tail: string) => boolean;
 
-/** The last event of an SSE text (events are separated by a blank line). */
+/**
+ * The last event of an SSE text (events are separated by a blank line), comment lines (`: ...`,
+ * keep-alives) left out: a keep-alive after the final event does not make a stream unfinished.
+ */
 function lastEvent(tail: string): string {
-  const t = tail.trimEnd();
-  const cut = Math.max(t.lastIndexOf("\n\n"), t.lastIndexOf("\r\n\r\n"));
-  return cut < 0 ? t : t.slice(cut).trim();
+  const lines = tail.split(/\r?\n/);
+  let end = lines.length;
+  // Skip trailing blank lines and comments, then take the lines of the last event.
+  while (end > 0 && (lines[end - 1]!.trim() === "" || lines[end - 1]!.startsWith(":"))) end--;
+  let start = end;
+  while (start > 0 && lines[start - 1]!.trim() !== "") start--;
+  return lines
+    .slice(start, end)
+    .filter((l) => !l.startsWith(":"))
+    .join("\n");
 }
 
-export const openaiStreamEnd: StreamEnd = (tail) => tail.trimEnd().endsWith("data: [DONE]");
+export const openaiStreamEnd: StreamEnd = (tail) => lastEvent(tail).trimEnd().endsWith("data: [DONE]");
 
 const RESPONSES_FINAL = /"type"\s*:\s*"(response\.completed|response\.incomplete|response\.failed|error)"/;
 export const responsesStreamEnd: StreamEnd = (tail) => RESPONSES_FINAL.test(lastEvent(tail));

@@ -24,7 +24,7 @@ describe("loadConfig", () => {
     const b = loadConfig(envWith(JSON.stringify(clone())));
     expect(a.regions.map((r) => r.config.name)).toEqual(b.regions.map((r) => r.config.name));
     expect(a.prefix).toEqual({ blockChars: 512, maxBlocks: 2048, charsPerToken: 4 });
-    expect(a.raw.limits.first_byte_timeout_ms).toBe(120_000);
+    expect(a.raw.limits.request_deadline_ms).toBe(900_000);
     expect(a.regions[0]!.init.settings.policy.name).toBe("warmpath");
     expect(a.regions[3]!.init.settings.policy.name).toBe("round-robin");
   });

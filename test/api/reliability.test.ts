@@ -1,0 +1,129 @@
+/**
+ * Time and integrity: a node that hangs before or after its first byte, a node that redirects, a
+ * stream sent with the wrong Content-Type or followed by a keep-alive. The test configuration's
+ * waits are short (first byte 1.5 s at least, 5 s at most; 1 s of silence mid-stream).
+ */
+import { describe, expect, it } from "vitest";
+import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import { firstByteTimeoutMs } from "../../src/proxy/dispatch.ts";
+import { TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
+import { call, chat, readChunks, registerAll } from "../helpers.ts";
+
+const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+const metrics = async (region: string, id: string) =>
+  (await (await call(`/admin/state/${region}`, { headers: admin })).json<RegionSnapshot>()).nodes.find((n) => n.id === id)!.metrics;
+
+describe("first-byte timeout", () => {
+  it("follows the estimate for this request on this node, between the floor and the bound, never past the deadline", () => {
+    const limits = { first_byte_timeout_ms: 120_000, first_byte_timeout_floor_ms: 10_000 };
+    expect(firstByteTimeoutMs(5, limits, Infinity)).toBe(10_000); // a cached prompt: the floor
+    expect(firstByteTimeoutMs(8_000, limits, Infinity)).toBe(32_000); // a long cold prefill: 4x its estimate
+    expect(firstByteTimeoutMs(60_000, limits, Infinity)).toBe(120_000); // the bound
+    expect(firstByteTimeoutMs(8_000, limits, 3_000)).toBe(3_000); // the request's deadline comes first
+  });
+
+  it("retries elsewhere when a node hangs before its first byte", async () => {
+    await registerAll([
+      { id: "hang-a", region: "us", mode: "hangfirst", models: ["m-hang"] },
+      { id: "hang-b", region: "us", models: ["m-hang"] },
+    ]);
+    const hung = { before: (await metrics("us", "hang-a")).failures.timeout };
+    for (let i = 0; i < 3; i++) {
+      const started = Date.now();
+      const res = await chat(
+        { model: "m-hang", messages: [{ role: "user", content: `question ${i}` }] },
+        { headers: { "x-warmpath-region": "us" } },
+      );
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-warmpath-node")).toBe("hang-b");
+      await res.arrayBuffer();
+      // At most one wait for the hung node (then it cools down), far below the 5 s bound.
+      expect(Date.now() - started).toBeLessThan(4_500);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await metrics("us", "hang-a")).failures.timeout).toBeGreaterThan(hung.before);
+  });
+});
+
+describe("mid-stream silence", () => {
+  it("ends a stream whose node goes silent after its first chunk with an error event, and counts it", async () => {
+    await registerAll([{ id: "hang-mid", region: "us", mode: "hangmid", models: ["m-mid"] }]);
+    const started = Date.now();
+    const res = await chat(
+      { model: "m-mid", stream: true, messages: [{ role: "user", content: "go" }] },
+      { headers: { "x-warmpath-region": "us" } },
+    );
+    expect(res.status).toBe(200);
+    const text = (await readChunks(res)).map((c) => c.text).join("");
+    expect(Date.now() - started).toBeLessThan(4_000); // the 1 s idle timeout, not the node's 8 s
+    const last = JSON.parse(
+      text
+        .trim()
+        .split("\n\n")
+        .at(-1)!
+        .replace(/^data: /, ""),
+    ) as { error: { code: string } };
+    expect(last.error.code).toBe("upstream_stream_timeout");
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await metrics("us", "hang-mid")).streamErrors).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe("redirects", () => {
+  it("never follows a node's redirect: it is a node failure, retried elsewhere, and its target is never shown", async () => {
+    await registerAll([
+      { id: "redir-a", region: "us", mode: "redirect", models: ["m-redirect"] },
+      { id: "redir-b", region: "us", models: ["m-redirect"] },
+    ]);
+    // Enough different prompts that placement meets the redirecting node.
+    for (let i = 0; i < 8; i++) {
+      const res = await chat(
+        { model: "m-redirect", messages: [{ role: "user", content: `question ${i} ` + "x".repeat(600) }] },
+        { headers: { "x-warmpath-region": "us" } },
+      );
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-warmpath-node")).toBe("redir-b");
+      expect(await res.text()).not.toContain("internal-secret");
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await metrics("us", "redir-a")).failures.redirect).toBeGreaterThanOrEqual(1);
+  });
+
+  it("a region whose only node redirects answers 503 without the redirect's target", async () => {
+    await registerAll([{ id: "redir-only", region: "eu", mode: "redirect", models: ["m-eu"] }]);
+    const res = await chat({ model: "m-eu", messages: [{ role: "user", content: "q" }] }, { headers: { "x-warmpath-region": "eu" } });
+    expect(res.status).toBe(503);
+    const body = await res.text();
+    expect(body).toContain("redirect");
+    expect(body).not.toContain("internal-secret");
+  });
+});
+
+describe("stream integrity by content", () => {
+  it("checks a streamed answer for its end even when the node calls it text/plain", async () => {
+    await registerAll([{ id: "plain-a", region: "us", mode: "plain", models: ["m-plain"] }]);
+    const res = await chat(
+      { model: "m-plain", stream: true, messages: [{ role: "user", content: "go" }] },
+      { headers: { "x-warmpath-region": "us" } },
+    );
+    const text = (await readChunks(res)).map((c) => c.text).join("");
+    expect(text).toContain('"content":"Hello"');
+    expect(text).toContain("upstream_stream_error");
+  });
+
+  it("passes a keep-alive comment after [DONE] through, as a clean end", async () => {
+    await registerAll([{ id: "keep-a", region: "us", mode: "keepalive", models: ["m-keep"] }]);
+    const before = await metrics("us", "keep-a");
+    const res = await chat(
+      { model: "m-keep", stream: true, messages: [{ role: "user", content: "go" }] },
+      { headers: { "x-warmpath-region": "us" } },
+    );
+    const text = (await readChunks(res)).map((c) => c.text).join("");
+    expect(text.trimEnd().endsWith(": keepalive")).toBe(true);
+    expect(text).not.toContain("upstream_stream_error");
+    await new Promise((r) => setTimeout(r, 50));
+    const after = await metrics("us", "keep-a");
+    expect(after.completed - before.completed).toBe(1);
+    expect(after.streamErrors).toBe(before.streamErrors);
+  });
+});
