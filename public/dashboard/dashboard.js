@@ -260,7 +260,17 @@ function regionTable(r, rates) {
       const tput = rates.get(r.region + "/" + n.id);
       return `<tr>
         <td><b>${esc(n.id)}</b></td>
-        <td class="${n.available ? "up" : "down"}">${n.available ? "up" : n.cooldownMs ? "cooling down" : "silent"}</td>
+        <td class="${n.available ? "up" : "down"}" title="circuit breaker ${esc(n.breaker)}; ${n.consecutiveFailures} failures in a row">${
+          n.breaker === "open"
+            ? `breaker open ${ms(n.cooldownMs)}`
+            : n.breaker === "half-open"
+              ? n.available
+                ? "trial"
+                : "trial running"
+              : n.available
+                ? "up"
+                : "silent"
+        }</td>
         <td>${rep ? `${rep.running} / ${rep.waiting}` : "–"}</td>
         <td><span class="bar kv"><span style="width:${(100 * kv).toFixed(0)}%"></span></span> ${pct(kv)}</td>
         <td>${n.load.inflight}</td>

@@ -201,6 +201,15 @@ export function renderPrometheus(regions: readonly RegionSnapshot[], now: number
       e.add("warmpath_node_index_blocks", "gauge", "Base blocks the index believes the node holds.", node, n.indexBlocks);
       e.add("warmpath_node_available", "gauge", "1 if the node may take requests now.", node, n.available ? 1 : 0);
       e.add("warmpath_node_consecutive_failures", "gauge", "Failures in a row (cool-down doubles with each).", node, n.consecutiveFailures);
+      for (const state of ["closed", "open", "half-open"] as const) {
+        e.add(
+          "warmpath_node_breaker",
+          "gauge",
+          "1 for the node's circuit breaker state (closed, open, half-open).",
+          { ...node, state },
+          n.breaker === state ? 1 : 0,
+        );
+      }
       if (n.load.report) {
         e.add("warmpath_node_running_requests", "gauge", "Requests running, as the node last reported.", node, n.load.report.running);
         e.add("warmpath_node_waiting_requests", "gauge", "Requests waiting, as the node last reported.", node, n.load.report.waiting);

@@ -22,11 +22,25 @@ export interface NodeSpec {
   bootId?: string | undefined;
 }
 
+/**
+ * The node's circuit breaker (passive health, from its answers rather than its reports):
+ * - `closed`: takes requests;
+ * - `open`: a request failed (before its first byte, or mid-stream): none until `cooldownUntil`,
+ *   which doubles with each failure in a row (capped at a minute);
+ * - `half-open`: the cool-down is over; one trial request goes through, and its answer closes the
+ *   breaker (success) or opens it again for twice as long (failure). A node whose reports look
+ *   healthy but whose requests fail stays out: reports never close a breaker.
+ */
+export type BreakerState = "closed" | "open" | "half-open";
+
 export interface NodeEntry {
   spec: NodeSpec;
   load: NodeLoad;
   consecutiveFailures: number;
   cooldownUntil: number;
+  breaker: BreakerState;
+  /** A half-open node's trial request is in flight: no other request until it ends. */
+  trialInFlight: boolean;
   metrics: NodeMetrics;
   /** Answers in a row showing nothing cached where a real prefix was predicted (router.ts). */
   silentMisses: number;
@@ -65,6 +79,8 @@ export class NodeTable {
         load: new NodeLoad(this.settings.prefillTokensPerSecond),
         consecutiveFailures: 0,
         cooldownUntil: 0,
+        breaker: "closed",
+        trialInFlight: false,
         metrics: emptyMetrics(),
         silentMisses: 0,
       });
@@ -77,6 +93,8 @@ export class NodeTable {
       existing.silentMisses = 0;
       existing.consecutiveFailures = 0;
       existing.cooldownUntil = 0;
+      existing.breaker = "closed";
+      existing.trialInFlight = false;
     }
     existing.spec = { ...spec, static: existing.spec.static || spec.static };
     return restarted;
@@ -91,23 +109,50 @@ export class NodeTable {
     return this.entries.delete(nodeId);
   }
 
-  /** Reporting within the silence timeout (or static) and not cooling down. */
+  /** Reporting within the silence timeout (or static), and its breaker lets a request through. */
   isAvailable(n: NodeEntry, now: number): boolean {
     if (!n.spec.static && n.spec.lastSeen + this.settings.nodeSilenceMs <= now) return false;
-    return now >= n.cooldownUntil;
+    return this.breakerAt(n, now) === "closed" || (n.breaker !== "closed" && now >= n.cooldownUntil && !n.trialInFlight);
   }
 
-  /** A request failed on the node before its first byte: cool it down, doubling per consecutive failure. */
+  /** The breaker as it stands at `now` (an open breaker whose cool-down is over is half-open). */
+  breakerAt(n: NodeEntry, now: number): BreakerState {
+    return n.breaker === "open" && now >= n.cooldownUntil ? "half-open" : n.breaker;
+  }
+
+  /**
+   * A request is dispatched to the node. Returns whether it is the trial of a half-open breaker
+   * (its end decides the breaker; no other request goes until then).
+   */
+  dispatched(n: NodeEntry, now: number): boolean {
+    if (this.breakerAt(n, now) !== "half-open") return false;
+    n.breaker = "half-open";
+    n.trialInFlight = true;
+    return true;
+  }
+
+  /** A request failed on the node (before its first byte, or mid-stream): open the breaker, for twice as long per failure in a row. */
   recordFailure(n: NodeEntry, now: number): void {
     n.consecutiveFailures++;
+    n.trialInFlight = false;
     const cooldown = this.settings.failureCooldownMs * 2 ** Math.min(10, n.consecutiveFailures - 1);
     n.cooldownUntil = now + Math.min(MAX_FAILURE_COOLDOWN_MS, cooldown);
-    if (cooldown > 0) n.metrics.cooldowns++;
+    if (cooldown > 0) {
+      n.breaker = "open";
+      n.metrics.cooldowns++;
+    }
   }
 
-  /** A request ended without a node failure: the failure streak is over. */
+  /** A request was answered whole: the breaker closes and the failure streak is over. */
   recordSuccess(n: NodeEntry): void {
     n.consecutiveFailures = 0;
+    n.breaker = "closed";
+    n.trialInFlight = false;
+  }
+
+  /** A request ended saying nothing of the node's health (refused, or the client went away): a trial may be tried again. */
+  recordNeutral(n: NodeEntry, trial: boolean): void {
+    if (trial) n.trialInFlight = false;
   }
 
   /**

@@ -50,6 +50,8 @@ interface Ticket {
   touched: Array<[number, number]>;
   /** Its place in the region's ledger (tenant counters, history, recent decisions). */
   ledger: LedgerEntry;
+  /** The trial request of the node's half-open breaker. */
+  trial: boolean;
 }
 
 /**
@@ -251,6 +253,7 @@ export class RegionRouter {
       predictedCachedTokens: chosen.matchTokens,
       touched,
       ledger,
+      trial: this.nodes.dispatched(entry, now),
     });
     countRouted(entry.metrics, decision, req.promptTokens, chosen.matchTokens, chosen.matchBlocks);
 
@@ -307,8 +310,10 @@ export class RegionRouter {
     if (n) {
       countOutcome(n.metrics, outcome);
       countDuration(n.metrics, Math.max(0, now - t.dispatchedAt));
-      if (outcome.status === "failed") this.nodes.recordFailure(n, now);
-      else this.nodes.recordSuccess(n);
+      // The breaker: a failure before the first byte or mid-stream opens it; a whole answer closes it.
+      if (outcome.status === "failed" || outcome.status === "stream-error") this.nodes.recordFailure(n, now);
+      else if (outcome.status === "ok") this.nodes.recordSuccess(n);
+      else this.nodes.recordNeutral(n, t.trial);
       if (outcome.status === "failed" || outcome.status === "refused") {
         // The node computed nothing: it does not hold the prompt, and the prediction was never used.
         this.index.forgetChain(t.nodeId, t.hashes, t.matchBlocks);
@@ -379,6 +384,8 @@ export class RegionRouter {
     this.tickets.delete(ticketId);
     const n = this.nodes.get(t.nodeId);
     if (!n) return;
+    // A trial whose end was never reported (an abandoned ticket) must not hold the breaker half-open forever.
+    if (t.trial) n.trialInFlight = false;
     if (t.firstByteAt === undefined) n.load.releaseBeforeFirstByte(now, t.predicted);
     n.load.complete(t.promptTokens);
     if (t.active) this.active?.remove(t.nodeId, t.hashes);

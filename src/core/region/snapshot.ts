@@ -6,7 +6,7 @@ import type { LoadReport } from "../node-load.ts";
 import type { PrefixIndex } from "../prefix-index.ts";
 import type { LedgerCounters } from "./ledger.ts";
 import type { NodeMetrics } from "./metrics.ts";
-import type { NodeTable } from "./node-table.ts";
+import type { BreakerState, NodeTable } from "./node-table.ts";
 
 export interface RegionSnapshot extends LedgerCounters {
   region: string;
@@ -22,6 +22,8 @@ export interface RegionSnapshot extends LedgerCounters {
     lastSeenMsAgo: number;
     cooldownMs: number;
     consecutiveFailures: number;
+    /** Its circuit breaker (node-table.ts): closed, open (cooling down) or half-open (one trial request). */
+    breaker: BreakerState;
     load: {
       inflight: number;
       prefilling: number;
@@ -62,6 +64,7 @@ export function buildSnapshot(s: SnapshotSource, now: number): RegionSnapshot {
       lastSeenMsAgo: Math.max(0, now - n.spec.lastSeen),
       cooldownMs: Math.max(0, n.cooldownUntil - now),
       consecutiveFailures: n.consecutiveFailures,
+      breaker: s.table.breakerAt(n, now),
       load: {
         inflight: n.load.inflight,
         prefilling: n.load.prefilling,
