@@ -18,8 +18,20 @@ import { nodeIdSchema } from "./node.ts";
  * - `balance`: a load-balancing baseline (round-robin, random, least-loaded) chose it.
  * - `retry`: the first node failed before the first byte; this is another node.
  * - `failover`: the nearest region could not take the request; another region served it.
+ * - `stateless`: the region's Durable Object was unreachable or overloaded; the worker placed the
+ *   request by rendezvous hashing over the nodes it knew (src/proxy/stateless.ts).
  */
-export const decisionSchema = z.enum(["prefix-hit", "hot-spill", "cold-spread", "session", "pinned", "balance", "retry", "failover"]);
+export const decisionSchema = z.enum([
+  "prefix-hit",
+  "hot-spill",
+  "cold-spread",
+  "session",
+  "pinned",
+  "balance",
+  "retry",
+  "failover",
+  "stateless",
+]);
 
 export type Decision = z.infer<typeof decisionSchema>;
 

@@ -16,6 +16,7 @@ import type { FailureReason, RouteResult, Usage } from "../contracts/routing.ts"
 import type { Decision } from "../contracts/routing.ts";
 import { recordDecision, type DecisionLine, type DecisionSinks } from "./decision-log.ts";
 import { relay, type RelayEnd } from "./relay.ts";
+import { chooseStateless, countStateless, rememberNode } from "./stateless.ts";
 import type { StreamEnd } from "./stream-end.ts";
 import { UsageEventFilter } from "./stream-usage.ts";
 
@@ -75,10 +76,12 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
   for (const [regionIndex, region] of input.regions.slice(0, limits.max_region_attempts).entries()) {
     const stub = regionStub(env, region);
     const exclude: string[] = [];
+    // Once the region's object has failed for this request, the rest of its attempts are stateless.
+    let stateless = false;
     for (let attempt = 0; attempt <= limits.max_retries; attempt++) {
       let routed: RouteResult;
-      try {
-        routed = await stub.route(region.init, {
+      const ask = async (): Promise<RouteResult> =>
+        await stub.route(region.init, {
           requestId: rc.requestId,
           tenant: rc.tenant.id,
           model: input.model,
@@ -89,10 +92,24 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
           failoverFrom: regionIndex > 0 ? nearest : undefined,
           previousResponseId: input.previousResponseId,
         });
+      try {
+        if (stateless) throw new Error("the region's object already failed for this request");
+        routed = await ask().catch((e: unknown) => {
+          // A `retryable` error (a broken connection to the object) is tried once more; an
+          // `overloaded` one is not: asking again only adds to the overload.
+          const err = e as { retryable?: boolean; overloaded?: boolean };
+          if (err.retryable === true && err.overloaded !== true) return ask();
+          throw e;
+        });
+        if (routed.ok) rememberNode(region.config.name, routed.nodeId, routed.url, input.model, Date.now());
       } catch (e) {
-        // The region's Durable Object is unreachable or overloaded: treat the region as down.
-        console.error(JSON.stringify({ event: "region_error", request_id: rc.requestId, region: region.config.name, message: String(e) }));
-        routed = { ok: false, reason: "saturated", message: `region ${region.config.name} is unavailable`, retryAfterSeconds: 1 };
+        if (!stateless) {
+          console.error(
+            JSON.stringify({ event: "region_error", request_id: rc.requestId, region: region.config.name, message: String(e) }),
+          );
+        }
+        stateless = true;
+        routed = statelessRoute(region.config.name, input, exclude);
       }
       if (!routed.ok) {
         attempts.push({ region: region.config.name, outcome: routed.reason });
@@ -104,15 +121,17 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
       if (!upstream.ok) {
         attempts.push({ region: region.config.name, node: routed.nodeId, outcome: upstream.detail });
         lastMessage = `node ${routed.nodeId} in ${region.config.name} failed: ${upstream.detail}`;
-        ctx.waitUntil(stub.complete(routed.ticket, { status: "failed", reason: upstream.reason }).then(ignore, logBookkeepingError));
+        if (!stateless) {
+          ctx.waitUntil(stub.complete(routed.ticket, { status: "failed", reason: upstream.reason }).then(ignore, logBookkeepingError));
+        } else countStateless(region.config.name, routed.nodeId, -1);
         exclude.push(routed.nodeId);
         continue;
       }
       // A stored response's id is in its first bytes: the region remembers which node holds it.
       const responseId = input.storesResponses ? responseIdOf(upstream.first, rc.tenant.id) : undefined;
-      ctx.waitUntil(stub.firstByte(routed.ticket, responseId).then(ignore, logBookkeepingError));
+      if (!stateless) ctx.waitUntil(stub.firstByte(routed.ticket, responseId).then(ignore, logBookkeepingError));
       attempts.push({ region: region.config.name, node: routed.nodeId, outcome: "ok" });
-      return respond({ rc, input, stub, region, routed, decision: routed.decision, upstream, attempts });
+      return respond({ rc, input, stub: stateless ? undefined : stub, region, routed, decision: routed.decision, upstream, attempts });
     }
   }
 
@@ -219,7 +238,8 @@ async function callNode(rc: RequestContext, routed: Ok, region: LoadedRegion, in
 interface Answer {
   rc: RequestContext;
   input: DispatchInput;
-  stub: DurableObjectStub<RegionDurableObject>;
+  /** The region's object, or undefined when the request was placed without it (stateless). */
+  stub: DurableObjectStub<RegionDurableObject> | undefined;
   region: LoadedRegion;
   routed: Ok;
   decision: Decision;
@@ -276,7 +296,11 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
       // A node's own client error (a context-length error, a bad parameter) computed nothing: the
       // region takes the prediction back and forgets the prompt it recorded for that node.
       const status = upstream.response.status >= 400 ? "refused" : end;
-      resolve(stub.complete(routed.ticket, { status, usage }).then(ignore, logBookkeepingError));
+      if (stub) resolve(stub.complete(routed.ticket, { status, usage }).then(ignore, logBookkeepingError));
+      else {
+        countStateless(region.config.name, routed.nodeId, -1);
+        resolve();
+      }
     };
   });
   ctx.waitUntil(finished);
@@ -318,4 +342,29 @@ export function responseIdOf(first: Uint8Array | undefined, tenant: string): str
   const head = new TextDecoder().decode(first.subarray(0, RESPONSE_ID_SCAN_CHARS));
   const m = /"id"\s*:\s*"([^"\\]{1,200})"/.exec(head);
   return m ? `${tenant}:${m[1]}` : undefined;
+}
+
+/**
+ * A placement without the region's object (stateless.ts), shaped as the object's own answer so
+ * the rest of dispatch is the same; no ticket, no bookkeeping.
+ */
+function statelessRoute(region: string, input: DispatchInput, exclude: readonly string[]): RouteResult {
+  const choice = chooseStateless(region, input.model, input.hashes[0] ?? "", exclude, Date.now());
+  if (!choice) return { ok: false, reason: "saturated", message: `region ${region} is unavailable`, retryAfterSeconds: 1 };
+  countStateless(region, choice.nodeId, 1);
+  return {
+    ok: true,
+    ticket: "stateless",
+    nodeId: choice.nodeId,
+    url: choice.url,
+    decision: "stateless",
+    policy: "stateless",
+    matchBlocks: 0,
+    totalBlocks: input.hashes.length,
+    predictedCachedTokens: 0,
+    workAheadTokens: 0,
+    estimatedTtftMs: 0,
+    candidates: 0,
+    considered: [],
+  };
 }
