@@ -127,3 +127,38 @@ describe("stream integrity by content", () => {
     expect(after.streamErrors).toBe(before.streamErrors);
   });
 });
+
+describe("in-flight credits", () => {
+  it("are released however a request ends: answered, refused, failed, cut mid-stream, timed out, or abandoned by its client", async () => {
+    await registerAll([
+      { id: "credit-ok", region: "us", models: ["m-credit"] },
+      { id: "credit-bad", region: "us", mode: "bad", models: ["m-credit-bad"] },
+      { id: "credit-mid", region: "us", mode: "hangmid", models: ["m-credit-mid"] },
+    ]);
+    const ask = (model: string, stream = false) =>
+      chat({ model, stream, messages: [{ role: "user", content: "credit" }] }, { headers: { "x-warmpath-region": "us" } });
+    await (await ask("m-credit")).arrayBuffer(); // answered
+    await (await ask("m-credit-bad")).arrayBuffer(); // refused (400)
+    await readChunks(await ask("m-credit-mid", true)); // timed out mid-stream (idle timeout)
+    // The client goes away after the first chunk.
+    const cut = await ask("m-credit", true);
+    const reader = cut.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    // Completions are recorded after each answer ends (waitUntil): wait for them, not for a fixed time.
+    const ids = ["credit-ok", "credit-bad", "credit-mid"];
+    let state!: RegionSnapshot;
+    for (let i = 0; i < 100; i++) {
+      state = await (await call("/admin/state/us", { headers: admin })).json<RegionSnapshot>();
+      if (state.nodes.filter((n) => ids.includes(n.id)).every((n) => n.load.inflight === 0)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    for (const id of ids) {
+      const n = state.nodes.find((x) => x.id === id)!;
+      expect(`${id}: ${n.load.inflight} in flight, ${n.load.prefilling} prefilling`).toBe(`${id}: 0 in flight, 0 prefilling`);
+    }
+    const ok = state.nodes.find((x) => x.id === "credit-ok")!.metrics;
+    expect(ok.cancelled).toBe(1);
+    expect(ok.completed).toBe(1);
+  });
+});
