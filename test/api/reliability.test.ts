@@ -3,6 +3,8 @@
  * stream sent with the wrong Content-Type or followed by a keep-alive. The test configuration's
  * waits are short (first byte 1.5 s at least, 5 s at most; 1 s of silence mid-stream).
  */
+import { env } from "cloudflare:workers";
+import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { RegionSnapshot } from "../../src/core/region/index.ts";
 import { firstByteTimeoutMs } from "../../src/proxy/dispatch.ts";
@@ -160,5 +162,34 @@ describe("in-flight credits", () => {
     const ok = state.nodes.find((x) => x.id === "credit-ok")!.metrics;
     expect(ok.cancelled).toBe(1);
     expect(ok.completed).toBe(1);
+  });
+});
+
+describe("the region's object restarted", () => {
+  it("never cuts a stream in flight (the stream is the worker's), and the next request routes as before", async () => {
+    await registerAll([{ id: "evict-a", region: "us", models: ["m-evict"] }]);
+    const res = await chat(
+      { model: "m-evict", stream: true, messages: [{ role: "user", content: "long answer" }] },
+      { headers: { "x-warmpath-region": "us" } },
+    );
+    const reader = res.body!.getReader();
+    await reader.read(); // streaming has begun
+    await evictDurableObject(env.REGION.getByName("us")); // a deploy or an eviction resets the object
+    let text = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text).toContain("data: [DONE]");
+    expect(text).not.toContain("upstream_stream_error");
+    // The node table survived in SQLite: the next request is routed without a new report.
+    const next = await chat(
+      { model: "m-evict", messages: [{ role: "user", content: "after the reset" }] },
+      { headers: { "x-warmpath-region": "us" } },
+    );
+    expect(next.status).toBe(200);
+    expect(next.headers.get("x-warmpath-node")).toBe("evict-a");
+    expect(next.headers.get("x-warmpath-decision")).not.toBe("stateless");
   });
 });
