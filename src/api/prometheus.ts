@@ -89,7 +89,11 @@ export function renderPrometheus(regions: readonly RegionSnapshot[], now: number
       e.add("warmpath_failovers_total", "counter", "Requests taken over from a nearer region, by that region.", { ...region, from }, count);
     }
     e.add("warmpath_inflight_requests_region", "gauge", "Requests in flight in the region (tickets held).", region, r.inflight);
-    const rejected: Record<string, number> = { saturated: r.rejected.saturated, no_node: r.rejected.noNode };
+    const rejected: Record<string, number> = {
+      saturated: r.rejected.saturated,
+      no_node: r.rejected.noNode,
+      over_share: r.rejected.overShare,
+    };
     for (const [reason, count] of Object.entries(rejected)) {
       e.add("warmpath_rejections_total", "counter", "Requests the region could not place, by reason.", { ...region, reason }, count);
     }

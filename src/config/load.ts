@@ -93,6 +93,7 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
       prefillTokensPerSecond: r.prefill_tokens_per_second,
       maxInflightPerNode: r.max_inflight_per_node,
       maxQueueSeconds: r.max_queue_seconds,
+      fairShareWaitSeconds: r.fair_share_wait_seconds,
       failureCooldownMs: r.failure_cooldown_ms,
       requestTimeoutMs: r.request_timeout_ms,
       maxIndexEntries: r.max_index_entries,

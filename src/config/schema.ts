@@ -82,6 +82,13 @@ export const regionSchema = z.strictObject({
     .positive()
     .default(DEFAULT_REGION_SETTINGS.maxQueueSeconds)
     .describe("Past this modelled wait on every node, the region is saturated (failover/503)."),
+  fair_share_wait_seconds: z
+    .number()
+    .positive()
+    .default(DEFAULT_REGION_SETTINGS.fairShareWaitSeconds)
+    .describe(
+      "Past this modelled wait, a tenant over its weighted share of the region's queued prefill is refused here (another region, else 429): what a light tenant may wait behind a flood.",
+    ),
   failure_cooldown_ms: z
     .number()
     .int()
@@ -110,6 +117,12 @@ export const tenantSchema = z.strictObject({
     .array(z.string().regex(SHA256_HEX, "must be 64 lowercase hex characters"))
     .min(1)
     .describe('SHA-256 (hex) of each API key: `printf %s "$KEY" | sha256sum`. The keys themselves are never stored.'),
+  weight: z
+    .number()
+    .positive()
+    .max(1_000)
+    .default(1)
+    .describe("Its weight in each region's fair share of prefill capacity, against the other active tenants."),
   shared_namespaces: z
     .array(name())
     .default([])

@@ -68,6 +68,8 @@ export const routeRequestSchema = z.object({
   tenant: z.string().min(1).max(64).optional(),
   /** The nearer region that could not take the request: this one is its failover. */
   failoverFrom: z.string().min(1).max(64).optional(),
+  /** The tenant's weight for its fair share of the region (configuration, default 1). */
+  tenantWeight: z.number().positive().max(1_000).optional(),
   /** The stored response (Responses API) this request continues, scoped by tenant: only its node holds it. */
   previousResponseId: responseIdSchema.optional(),
 });
@@ -116,7 +118,8 @@ export const routeResultSchema = z.discriminatedUnion("ok", [
   }),
   z.object({
     ok: z.literal(false),
-    reason: z.enum(["no-node", "saturated"]),
+    /** `over-share`: the tenant is over its fair share of a contended region (fair-share.ts); another region may take it, else 429. */
+    reason: z.enum(["no-node", "saturated", "over-share"]),
     message: z.string(),
     retryAfterSeconds: z.number().min(0),
   }),

@@ -72,6 +72,11 @@ export class ApiError extends Error {
     return new ApiError(503, "server_error", "no_capacity", message, { headers: { "retry-after": String(retryAfterSeconds) } });
   }
 
+  /** 429 with `Retry-After`: the tenant is over its fair share of the capacity that could serve it. */
+  static overShare(message: string, retryAfterSeconds: number): ApiError {
+    return new ApiError(429, "rate_limit_error", "tenant_over_share", message, { headers: { "retry-after": String(retryAfterSeconds) } });
+  }
+
   /** 500: something the operator must fix (`invalid_configuration`) or a bug (`internal_error`). */
   static server(code: string, message: string): ApiError {
     return new ApiError(500, "server_error", code, message);

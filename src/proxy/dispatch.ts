@@ -71,6 +71,8 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
   const attempts: Attempt[] = [];
   let retryAfter = Infinity;
   let lastMessage = "no region serves this model";
+  /** Regions that refused the tenant as over its fair share (429 if no region could serve it at all). */
+  let overShare = 0;
 
   const nearest = input.regions[0]?.config.name;
   for (const [regionIndex, region] of input.regions.slice(0, limits.max_region_attempts).entries()) {
@@ -84,6 +86,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
         await stub.route(region.init, {
           requestId: rc.requestId,
           tenant: rc.tenant.id,
+          tenantWeight: rc.tenant.weight,
           model: input.model,
           hashes: input.hashes,
           promptTokens: input.promptTokens,
@@ -112,6 +115,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
         routed = statelessRoute(region.config.name, input, exclude);
       }
       if (!routed.ok) {
+        if (routed.reason === "over-share") overShare++;
         attempts.push({ region: region.config.name, outcome: routed.reason });
         retryAfter = Math.min(retryAfter, routed.retryAfterSeconds);
         lastMessage = routed.message;
@@ -141,7 +145,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
       request_id: rc.requestId,
       tenant: rc.tenant.id,
       model: input.model,
-      status: 503,
+      status: overShare > 0 ? 429 : 503,
       prompt_tokens_estimated: input.promptTokens,
       attempts,
       duration_ms: Date.now() - rc.startedAt,
@@ -151,6 +155,13 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
   );
   const seconds = Number.isFinite(retryAfter) ? retryAfter : 5;
   const tried = attempts.map((a) => (a.node ? `${a.region}/${a.node}: ${a.outcome}` : `${a.region}: ${a.outcome}`)).join("; ");
+  // A tenant refused for its share somewhere is told to slow down (429); otherwise the fleet is full (503).
+  if (overShare > 0) {
+    throw ApiError.overShare(
+      `This tenant is over its fair share of the capacity that could serve it (${lastMessage}; tried ${tried}). Retry after ${seconds} s.`,
+      seconds,
+    );
+  }
   throw ApiError.noCapacity(
     `No node can take this request now (${lastMessage}; tried ${tried || "nothing"}). Retry after ${seconds} s.`,
     seconds,

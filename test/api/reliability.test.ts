@@ -8,7 +8,7 @@ import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { RegionSnapshot } from "../../src/core/region/index.ts";
 import { firstByteTimeoutMs } from "../../src/proxy/dispatch.ts";
-import { TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
+import { ACME_KEY, GLOBEX_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { call, chat, readChunks, registerAll } from "../helpers.ts";
 
 const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
@@ -192,4 +192,37 @@ describe("the region's object restarted", () => {
     expect(next.headers.get("x-warmpath-node")).toBe("evict-a");
     expect(next.headers.get("x-warmpath-decision")).not.toBe("stateless");
   });
+});
+
+describe("fair share between tenants", () => {
+  it("answers 429 with Retry-After to a tenant over its share of a contended region, and admits a light tenant", async () => {
+    // One node that takes long to start answering: whatever is sent stays queued in the load model.
+    await registerAll([{ id: "fair-a", region: "us", mode: "hangfirst", models: ["m-fair"] }]);
+    const big = "x".repeat(100_000); // ~25,000 tokens: ~2.5 s of modelled prefill, past the 2 s fair-share wait
+    const send = (key: string, content: string) =>
+      chat({ model: "m-fair", messages: [{ role: "user", content }] }, { key, headers: { "x-warmpath-region": "us" } });
+    // Each request is placed before the next is sent (wait for the region to count it, not for a fixed time).
+    const placed = async (n: number) => {
+      for (let i = 0; i < 200; i++) {
+        const state = await (await call("/admin/state/us", { headers: admin })).json<RegionSnapshot>();
+        if (state.nodes.find((x) => x.id === "fair-a")!.load.inflight >= n) return;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error(`fair-a never had ${n} requests in flight`);
+    };
+    const flood1 = send(ACME_KEY, "flood 1 " + big);
+    await placed(1);
+    const light = send(GLOBEX_KEY, "light");
+    await placed(2);
+    const flood2 = await send(ACME_KEY, "flood 2 " + big);
+    expect(flood2.status).toBe(429);
+    expect(Number(flood2.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    const body = await flood2.json<{ error: { code: string; type: string; message: string } }>();
+    expect(body.error).toMatchObject({ code: "tenant_over_share", type: "rate_limit_error" });
+    expect(body.error.message).not.toContain("node.test");
+    // The light tenant was admitted (it is queued on the node, not refused).
+    const settled = await Promise.all([flood1, light]);
+    expect(settled.map((r) => r.status)).not.toContain(429);
+    await Promise.all(settled.map((r) => r.arrayBuffer()));
+  }, 30_000);
 });

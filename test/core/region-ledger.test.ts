@@ -102,7 +102,8 @@ describe("region ledger", () => {
     });
     expect(earlier!.considered.map((c) => c.node).sort()).toEqual(["a", "b"]);
 
-    for (let i = 0; i < RECENT_DECISIONS + 5; i++) placed(r, `n${i}`, T0 + 1_000 + i);
+    // Each answered at once (a queue of 105 unanswered requests would meet the fair share).
+    for (let i = 0; i < RECENT_DECISIONS + 5; i++) r.firstByte(placed(r, `n${i}`, T0 + 1_000 + i).ticket, T0 + 1_000 + i);
     const decisions = r.historyView(T0 + 2_000).decisions;
     expect(decisions).toHaveLength(RECENT_DECISIONS);
     expect(decisions[0]!.requestId).toBe(`id-n${RECENT_DECISIONS + 4}`);

@@ -27,7 +27,7 @@ export interface TenantCounters {
 
 /** The ledger's region-wide counters, as the snapshot shows them. */
 export interface LedgerCounters {
-  rejected: { saturated: number; noNode: number };
+  rejected: { saturated: number; noNode: number; overShare: number };
   /** Requests retried in this region after a node failed them before its first byte. */
   retries: number;
   /** Requests this region took over from a nearer one, by that region's name. */
@@ -71,6 +71,7 @@ export interface LedgerEntry {
 export class RegionLedger {
   private saturated = 0;
   private noNode = 0;
+  private overShare = 0;
   private retries = 0;
   private readonly failovers = new Map<string, number>();
   private readonly tenants = new Map<string, TenantCounters>();
@@ -112,8 +113,9 @@ export class RegionLedger {
   }
 
   /** A request the region could not place: counted, and kept among the recent decisions with the candidates it weighed. */
-  rejected(req: RouteRequest, reason: "saturated" | "no-node", considered: Considered[], now: number): void {
+  rejected(req: RouteRequest, reason: "saturated" | "no-node" | "over-share", considered: Considered[], now: number): void {
     if (reason === "saturated") this.saturated++;
+    else if (reason === "over-share") this.overShare++;
     else this.noNode++;
     this.history.rejected(now);
     this.recent.add({ ...recordOf(req, now), decision: reason, considered, status: "rejected" });
@@ -163,7 +165,7 @@ export class RegionLedger {
 
   counters(): LedgerCounters {
     return {
-      rejected: { saturated: this.saturated, noNode: this.noNode },
+      rejected: { saturated: this.saturated, noNode: this.noNode, overShare: this.overShare },
       retries: this.retries,
       failovers: Object.fromEntries(this.failovers),
       tenants: Object.fromEntries(this.tenants),

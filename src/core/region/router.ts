@@ -24,6 +24,7 @@ import { buildCandidates, eligibleNodes, shortestWaitSeconds } from "./candidate
 import { countAgreement, countDuration, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
 import { NodeTable, type NodeEntry, type NodeSpec } from "./node-table.ts";
 import type { RegionSettings } from "./settings.ts";
+import { FairShare } from "./fair-share.ts";
 import { RegionLedger, type LedgerEntry, type RegionHistoryView } from "./ledger.ts";
 import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
 
@@ -89,6 +90,7 @@ export class RegionRouter {
   private ticketSeq = 0;
   private readonly ticketPrefix: string;
   private readonly ledger = new RegionLedger();
+  private readonly fair = new FairShare();
 
   constructor(settings: RegionSettings, instanceId = "0") {
     this.settings = settings;
@@ -142,7 +144,11 @@ export class RegionRouter {
     this.active?.forget(nodeId);
     this.sessions.deleteWhere((n) => n === nodeId);
     this.responses.deleteWhere((n) => n === nodeId);
-    for (const [t, ticket] of this.tickets) if (ticket.nodeId === nodeId) this.tickets.delete(t);
+    for (const [t, ticket] of this.tickets) {
+      if (ticket.nodeId !== nodeId) continue;
+      this.tickets.delete(t);
+      if (ticket.firstByteAt === undefined) this.fair.drained(ticket.ledger.tenant, ticket.uncachedTokens);
+    }
     return true;
   }
 
@@ -193,6 +199,20 @@ export class RegionRouter {
       };
     }
 
+    // Fair share: past a short wait, a tenant over its share of the queued prefill goes elsewhere (fair-share.ts).
+    const tenant = req.tenant ?? "";
+    const regionRate = candidates.reduce((s, c) => s + c.prefillRate, 0);
+    const admission = this.fair.admit(tenant, req.tenantWeight ?? 1, now, minWait, this.settings.fairShareWaitSeconds, regionRate);
+    if (!admission.ok) {
+      this.ledger.rejected(req, "over-share", considered(candidates, eligible, -1, now), now);
+      return {
+        ok: false,
+        reason: "over-share",
+        message: `tenant ${tenant} sent ${(100 * admission.shareOfQueue).toFixed(0)}% of region ${name}'s recent prefill, over its fair share`,
+        retryAfterSeconds: admission.retryAfterSeconds,
+      };
+    }
+
     const sessionNode = req.sessionKey !== undefined ? this.sessions.get(req.sessionKey) : undefined;
     // A follow-up of a stored response goes to the node that stores it, if it can take it; elsewhere
     // it would fail. (Gone or unavailable, the policy places it and the node answers for itself.)
@@ -219,6 +239,7 @@ export class RegionRouter {
 
     const estimatedTtftMs = Math.round(estimateMs(chosen));
     const predicted = entry.load.dispatch(now, chosen.uncachedTokens, req.promptTokens);
+    this.fair.queued(tenant, chosen.uncachedTokens, now);
     const touched = this.touchedSamples(chosen.id, req.hashes, chosen.matchBlocks);
     // Speculative insert: the node will hold this prompt once it has prefilled it (rolled back
     // if it refuses the request or fails before computing it).
@@ -296,6 +317,7 @@ export class RegionRouter {
     if (responseId !== undefined) this.responses.set(responseId, t.nodeId);
     t.firstByteAt = now;
     this.ledger.firstByte(t.ledger, now);
+    this.fair.drained(t.ledger.tenant, t.uncachedTokens);
     const n = this.nodes.get(t.nodeId);
     if (!n) return;
     if (n.load.firstByte(now, t.dispatchedAt, t.predicted, t.uncachedTokens)) this.nodes.poolRates();
@@ -382,6 +404,8 @@ export class RegionRouter {
 
   private release(ticketId: string, t: Ticket, now: number): void {
     this.tickets.delete(ticketId);
+    // Whatever happened to the node, the tenant's queued prefill leaves the queue with its request.
+    if (t.firstByteAt === undefined) this.fair.drained(t.ledger.tenant, t.uncachedTokens);
     const n = this.nodes.get(t.nodeId);
     if (!n) return;
     // A trial whose end was never reported (an abandoned ticket) must not hold the breaker half-open forever.

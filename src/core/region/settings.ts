@@ -22,6 +22,12 @@ export const regionSettingsSchema = z.strictObject({
   failureCooldownMs: z.number().int().min(0),
   /** An in-flight request not completed after this long is released (its worker was lost). Default 600,000 ms. */
   requestTimeoutMs: z.number().int().positive(),
+  /**
+   * Past this shortest modelled wait (s), a tenant over its weighted share of the queued prefill is
+   * refused in this region (fair-share.ts). Default 2 s: what a light tenant may wait behind others
+   * (at 0.25 s two tenants of the demo sending alike refused each other: 7 of 400 requests).
+   */
+  fairShareWaitSeconds: z.number().positive(),
   /** Hard cap on prefix index entries (about 200 bytes each). Default 262,144. */
   maxIndexEntries: z.number().int().positive(),
   /** Session hints remembered. Default 100,000. */
@@ -45,6 +51,7 @@ export const DEFAULT_REGION_SETTINGS: Omit<RegionSettings, "name" | "blockTokens
   prefillTokensPerSecond: 10_000,
   maxInflightPerNode: 256,
   maxQueueSeconds: 30,
+  fairShareWaitSeconds: 2,
   failureCooldownMs: 2_000,
   requestTimeoutMs: 600_000,
   maxIndexEntries: DEFAULT_MAX_INDEX_ENTRIES,
