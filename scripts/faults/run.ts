@@ -179,10 +179,97 @@ export async function runScenario(system: System, scenario: Scenario, faultMs = 
   };
 }
 
-/** The router with short waits, so a hung node is given up on within the scenario. */
-export function faultConfig(): Record<string, unknown> {
+export interface FloodResult {
+  /** The light tenant's TTFT (ms to the first streamed byte) without and with the flood. */
+  baseline: { p50: number; p99: number; n: number };
+  flooded: { p50: number; p99: number; n: number };
+  floodSent: number;
+  floodOk: number;
+  flood429: number;
+  lost: number;
+}
+
+/** One streamed request, timed to its first byte. */
+async function timed(system: System, key: string, content: string): Promise<{ status: number; ttftMs: number; lost: boolean }> {
+  const started = performance.now();
+  try {
+    const res = await fetch(`${system.url}/v1/chat/completions`, {
+      method: "POST",
+      signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS * 2),
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "llama-3.1-8b-instruct", stream: true, max_tokens: 8, messages: [{ role: "user", content }] }),
+    });
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    const ttftMs = performance.now() - started;
+    let text = first.value ? new TextDecoder().decode(first.value) : "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    const ended = res.status !== 200 || text.trimEnd().endsWith("data: [DONE]") || text.includes('"error"');
+    return { status: res.status, ttftMs, lost: !ended };
+  } catch {
+    return { status: 0, ttftMs: NaN, lost: true };
+  }
+}
+
+const quantiles = (xs: number[]) => {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  const q = (p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] ?? NaN;
+  return { p50: q(0.5), p99: q(0.99), n: s.length };
+};
+
+/**
+ * One tenant floods (FLOOD_CONCURRENCY long prompts kept in flight) while another sends one short
+ * request every LIGHT_INTERVAL_MS: the light tenant's TTFT against its own baseline without the flood.
+ */
+export async function runFlood(system: System, seconds = 10): Promise<FloodResult> {
+  const light = async (ms: number) => {
+    const out: Array<Promise<{ status: number; ttftMs: number; lost: boolean }>> = [];
+    const end = Date.now() + ms;
+    for (let i = 0; Date.now() < end; i++) {
+      out.push(timed(system, DEV_API_KEY_2, `short question ${i}`));
+      await sleep(LIGHT_INTERVAL_MS);
+    }
+    return Promise.all(out);
+  };
+  const baseline = await light(seconds * 1_000);
+  let stop = false;
+  const flood: Array<{ status: number; ttftMs: number; lost: boolean }> = [];
+  const flooder = async (w: number) => {
+    for (let i = 0; !stop; i++) {
+      const r = await timed(system, DEV_API_KEY, `flood ${w}-${i} ` + "x".repeat(100_000));
+      flood.push(r);
+      if (r.status === 429) await sleep(1_000); // as a client honouring Retry-After would (at least 1 s)
+    }
+  };
+  const flooders = Array.from({ length: FLOOD_CONCURRENCY }, (_, w) => flooder(w));
+  await sleep(2_000); // the flood builds up first
+  const flooded = await light(seconds * 1_000);
+  stop = true;
+  await Promise.all(flooders);
+  const all = [...baseline, ...flooded, ...flood];
   return {
-    ...devConfigWithPolicy("warmpath"),
+    baseline: quantiles(baseline.map((r) => r.ttftMs)),
+    flooded: quantiles(flooded.map((r) => r.ttftMs)),
+    floodSent: flood.length,
+    floodOk: flood.filter((r) => r.status === 200).length,
+    flood429: flood.filter((r) => r.status === 429).length,
+    lost: all.filter((r) => r.lost).length,
+  };
+}
+
+const FLOOD_CONCURRENCY = 30;
+const LIGHT_INTERVAL_MS = 500;
+
+/** The router with short waits, so a hung node is given up on within the scenario. */
+export function faultConfig(fairShareWaitSeconds?: number): Record<string, unknown> {
+  const base = devConfigWithPolicy("warmpath") as { regions: Array<Record<string, unknown>> } & Record<string, unknown>;
+  if (fairShareWaitSeconds !== undefined) for (const r of base.regions) r.fair_share_wait_seconds = fairShareWaitSeconds;
+  return {
+    ...base,
     limits: { first_byte_timeout_floor_ms: 2_000, first_byte_timeout_ms: 10_000, stream_idle_timeout_ms: 3_000 },
   };
 }
@@ -208,17 +295,27 @@ export function formatResults(results: readonly ScenarioResult[]): string {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const out = process.argv.includes("--out") ? process.argv[process.argv.indexOf("--out") + 1] : undefined;
-  const system = await startSystem({ port: 0, timeFactorScale: 20, config: faultConfig() });
+  const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+  const out = arg("--out");
+  // The regions' fair-share bound, to compare with the default (e.g. `--fair-share-wait 2`).
+  const fairShareWait = arg("--fair-share-wait");
+  const system = await startSystem({
+    port: 0,
+    timeFactorScale: 20,
+    config: faultConfig(fairShareWait === undefined ? undefined : Number(fairShareWait)),
+  });
   try {
     const results: ScenarioResult[] = [];
     for (const s of SCENARIOS) results.push(await runScenario(system, s));
+    const flood = await runFlood(system);
     const md = [
       "# Fault injection (fast version)",
       "",
       `Generated by \`npm run faults\` (scripts/faults/run.ts; do not edit by hand): wrangler dev and the simulated fleet (time factor x20), two tenants sending ${RATE_PER_TENANT} streamed requests a second each; each fault strikes one second into the load and lasts three seconds, then two more seconds of load. Lost means no answer within ${CLIENT_TIMEOUT_MS / 1000} s or a stream cut without an error event; it must be 0. Not yet here: a node hung after its first byte, a node slow to 10x, the region object and the router process restarted, and the flood of one tenant against two light ones (issue 11).`,
       "",
       formatResults(results),
+      "",
+      `Flood: tenant \`dev\` keeps ${FLOOD_CONCURRENCY} requests of 100,000 characters in flight (waiting 1 s after a 429) while \`dev-2\` sends a short request every ${LIGHT_INTERVAL_MS} ms. \`dev-2\`'s time to first byte: p50 ${flood.baseline.p50.toFixed(0)} ms / p99 ${flood.baseline.p99.toFixed(0)} ms alone (${flood.baseline.n} requests), p50 ${flood.flooded.p50.toFixed(0)} ms / p99 ${flood.flooded.p99.toFixed(0)} ms during the flood (${flood.flooded.n}); the flood sent ${flood.floodSent}, ${flood.floodOk} answered, ${flood.flood429} refused with 429; ${flood.lost} lost.`,
       "",
     ].join("\n");
     if (out) (await import("node:fs")).writeFileSync(out, md);

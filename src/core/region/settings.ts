@@ -24,8 +24,9 @@ export const regionSettingsSchema = z.strictObject({
   requestTimeoutMs: z.number().int().positive(),
   /**
    * Past this shortest modelled wait (s), a tenant over its weighted share of the queued prefill is
-   * refused in this region (fair-share.ts). Default 2 s: what a light tenant may wait behind others
-   * (at 0.25 s two tenants of the demo sending alike refused each other: 7 of 400 requests).
+   * refused in this region (fair-share.ts). Default 0.5 s: what a light tenant may wait behind
+   * others. Measured (docs/faults.md, `npm run faults`): a light tenant's p50 first byte during a
+   * flood was about 1.5 s with 2 s, 340 ms with 0.5 s; the demo's tenants are never refused at 0.5 s.
    */
   fairShareWaitSeconds: z.number().positive(),
   /** Hard cap on prefix index entries (about 200 bytes each). Default 262,144. */
@@ -51,7 +52,7 @@ export const DEFAULT_REGION_SETTINGS: Omit<RegionSettings, "name" | "blockTokens
   prefillTokensPerSecond: 10_000,
   maxInflightPerNode: 256,
   maxQueueSeconds: 30,
-  fairShareWaitSeconds: 2,
+  fairShareWaitSeconds: 0.5,
   failureCooldownMs: 2_000,
   requestTimeoutMs: 600_000,
   maxIndexEntries: DEFAULT_MAX_INDEX_ENTRIES,
