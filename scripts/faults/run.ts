@@ -14,6 +14,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEV_API_KEY, DEV_API_KEY_2 } from "../../src/config/dev-credentials.ts";
+import { percentile } from "../../src/core/stats.ts";
 import { devConfigWithPolicy } from "../demo/policy-config.ts";
 import { startSystem, type System } from "../system.ts";
 
@@ -90,39 +91,45 @@ interface Sent {
   outcome: Outcome;
   detail: string;
   at: number;
-  /** Region that answered, and nodes tried (x-warmpath-attempts). */
+  /** Status, time to the first byte, region that answered, and nodes tried (x-warmpath-attempts). */
+  status?: number | undefined;
+  ttftMs?: number | undefined;
   region?: string | undefined;
   attempts?: number | undefined;
 }
 
-async function send(system: System, key: string, i: number): Promise<Sent> {
+/** One streamed request with its messages, timed to its first byte and classified by how it ended. */
+async function post(system: System, key: string, messages: unknown[], maxTokens: number, timeoutMs: number): Promise<Sent> {
   const at = Date.now();
+  const started = performance.now();
   const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), CLIENT_TIMEOUT_MS);
+  const timer = setTimeout(() => abort.abort(), timeoutMs);
   try {
     const res = await fetch(`${system.url}/v1/chat/completions`, {
       method: "POST",
       signal: abort.signal,
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({
-        model: "llama-3.1-8b-instruct",
-        stream: true,
-        // Long enough (~1.5 s at the fleet's speed) that a crash finds streams in flight.
-        max_tokens: 1_024,
-        messages: [
-          { role: "system", content: `Support agent ${i % 5}. ` + "Follow the policy. ".repeat(200) },
-          { role: "user", content: `question ${i}` },
-        ],
-      }),
+      body: JSON.stringify({ model: "llama-3.1-8b-instruct", stream: true, max_tokens: maxTokens, messages }),
     });
-    const text = await res.text();
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    let ttftMs = NaN;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (Number.isNaN(ttftMs)) ttftMs = performance.now() - started;
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
     const seen = {
+      status: res.status,
+      ttftMs,
       region: res.headers.get("x-warmpath-region") ?? undefined,
       attempts: Number(res.headers.get("x-warmpath-attempts") ?? 0),
     };
     if (res.status !== 200) {
       const code = /"code":"([^"]+)"/.exec(text)?.[1] ?? "unknown";
-      return { outcome: text.includes('"error"') ? "failed-cleanly" : "lost", detail: `${res.status} ${code}`, at };
+      return { outcome: text.includes('"error"') ? "failed-cleanly" : "lost", detail: `${res.status} ${code}`, at, ...seen };
     }
     if (text.trimEnd().endsWith("data: [DONE]")) return { outcome: "ok", detail: "200", at, ...seen };
     const code = /"code":"([^"]+)"/.exec(text.slice(-2_000))?.[1];
@@ -138,6 +145,15 @@ async function send(system: System, key: string, i: number): Promise<Sent> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A scenario's request: one of five support prompts, long enough (~1.5 s at the fleet's speed) that a crash finds streams in flight. */
+function send(system: System, key: string, i: number): Promise<Sent> {
+  const messages = [
+    { role: "system", content: `Support agent ${i % 5}. ` + "Follow the policy. ".repeat(200) },
+    { role: "user", content: `question ${i}` },
+  ];
+  return post(system, key, messages, 1_024, CLIENT_TIMEOUT_MS);
 }
 
 /** Steady load for `ms`, two tenants; resolves when every request sent has ended. */
@@ -189,37 +205,11 @@ export interface FloodResult {
   lost: number;
 }
 
-/** One streamed request, timed to its first byte. */
-async function timed(system: System, key: string, content: string): Promise<{ status: number; ttftMs: number; lost: boolean }> {
-  const started = performance.now();
-  try {
-    const res = await fetch(`${system.url}/v1/chat/completions`, {
-      method: "POST",
-      signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS * 2),
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "llama-3.1-8b-instruct", stream: true, max_tokens: 8, messages: [{ role: "user", content }] }),
-    });
-    const reader = res.body!.getReader();
-    const first = await reader.read();
-    const ttftMs = performance.now() - started;
-    let text = first.value ? new TextDecoder().decode(first.value) : "";
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += new TextDecoder().decode(value);
-    }
-    const ended = res.status !== 200 || text.trimEnd().endsWith("data: [DONE]") || text.includes('"error"');
-    return { status: res.status, ttftMs, lost: !ended };
-  } catch {
-    return { status: 0, ttftMs: NaN, lost: true };
-  }
+/** p50 and p99 (nearest rank) of the times measured. */
+function quantiles(xs: Array<number | undefined>) {
+  const sorted = xs.filter((x): x is number => Number.isFinite(x)).sort((a, b) => a - b);
+  return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), n: sorted.length };
 }
-
-const quantiles = (xs: number[]) => {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  const q = (p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] ?? NaN;
-  return { p50: q(0.5), p99: q(0.99), n: s.length };
-};
 
 /**
  * One tenant floods (FLOOD_CONCURRENCY long prompts kept in flight) while another sends one short
@@ -227,20 +217,26 @@ const quantiles = (xs: number[]) => {
  */
 export async function runFlood(system: System, seconds = 10): Promise<FloodResult> {
   const light = async (ms: number) => {
-    const out: Array<Promise<{ status: number; ttftMs: number; lost: boolean }>> = [];
+    const out: Array<Promise<Sent>> = [];
     const end = Date.now() + ms;
     for (let i = 0; Date.now() < end; i++) {
-      out.push(timed(system, DEV_API_KEY_2, `short question ${i}`));
+      out.push(post(system, DEV_API_KEY_2, [{ role: "user", content: `short question ${i}` }], 8, 2 * CLIENT_TIMEOUT_MS));
       await sleep(LIGHT_INTERVAL_MS);
     }
     return Promise.all(out);
   };
   const baseline = await light(seconds * 1_000);
   let stop = false;
-  const flood: Array<{ status: number; ttftMs: number; lost: boolean }> = [];
+  const flood: Sent[] = [];
   const flooder = async (w: number) => {
     for (let i = 0; !stop; i++) {
-      const r = await timed(system, DEV_API_KEY, `flood ${w}-${i} ` + "x".repeat(100_000));
+      const r = await post(
+        system,
+        DEV_API_KEY,
+        [{ role: "user", content: `flood ${w}-${i} ` + "x".repeat(100_000) }],
+        8,
+        2 * CLIENT_TIMEOUT_MS,
+      );
       flood.push(r);
       if (r.status === 429) await sleep(1_000); // as a client honouring Retry-After would (at least 1 s)
     }
@@ -257,7 +253,7 @@ export async function runFlood(system: System, seconds = 10): Promise<FloodResul
     floodSent: flood.length,
     floodOk: flood.filter((r) => r.status === 200).length,
     flood429: flood.filter((r) => r.status === 429).length,
-    lost: all.filter((r) => r.lost).length,
+    lost: all.filter((r) => r.outcome === "lost").length,
   };
 }
 

@@ -147,3 +147,8 @@ export const completionOutcomeSchema = z.object({
 });
 
 export type CompletionOutcome = z.infer<typeof completionOutcomeSchema>;
+
+/** Whether the node computed the request (it neither refused it nor failed before its first byte): only then was a prediction used. */
+export function nodeComputed(outcome: CompletionOutcome): boolean {
+  return outcome.status !== "failed" && outcome.status !== "refused";
+}

@@ -168,7 +168,7 @@ export class NodeLoad {
 
   /** Seconds until a request with `uncachedTokens` of prefill would get its first token. */
   estimateTtftSeconds(now: number, uncachedTokens: number): number {
-    return (this.workAhead(now) + uncachedTokens) / this.prefillRate;
+    return ttftSeconds(this.workAhead(now), uncachedTokens, this.prefillRate);
   }
 
   /**
@@ -303,4 +303,9 @@ export class NodeLoad {
     this.queuedTokens -= p.uncachedTokens;
     if (this.queue.size === 0) this.queuedTokens = 0;
   }
+}
+
+/** The load model's time to first token: the work queued ahead plus the request's own prefill, at the node's rate. */
+export function ttftSeconds(workAheadTokens: number, uncachedTokens: number, prefillRate: number): number {
+  return (workAheadTokens + uncachedTokens) / prefillRate;
 }

@@ -6,6 +6,7 @@
  */
 import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
+import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../app-types.ts";
 
 const ALLOWED_HEADERS = [
@@ -35,14 +36,29 @@ const EXPOSED_HEADERS = [
 /** Preflight answers may be cached this long (seconds). */
 const MAX_AGE_SECONDS = 600;
 
+/**
+ * One `cors` middleware per allowed-origins list: the configuration is parsed once per isolate,
+ * so its list is the same array on every request and the middleware is built once, not per request.
+ */
+const built = new WeakMap<readonly string[], MiddlewareHandler>();
+
+function corsFor(allowed: readonly string[]): MiddlewareHandler {
+  let handler = built.get(allowed);
+  if (!handler) {
+    handler = cors({
+      origin: (origin) => (allowed.includes("*") ? "*" : allowed.includes(origin) ? origin : null),
+      allowMethods: ["GET", "POST", "OPTIONS"],
+      allowHeaders: ALLOWED_HEADERS,
+      exposeHeaders: EXPOSED_HEADERS,
+      maxAge: MAX_AGE_SECONDS,
+    });
+    built.set(allowed, handler);
+  }
+  return handler;
+}
+
 export const clientCors = createMiddleware<AppEnv>(async (c, next) => {
   const allowed = c.get("config").raw.cors_allowed_origins;
   if (allowed.length === 0) return next();
-  return cors({
-    origin: (origin) => (allowed.includes("*") ? "*" : allowed.includes(origin) ? origin : null),
-    allowMethods: ["GET", "POST", "OPTIONS"],
-    allowHeaders: ALLOWED_HEADERS,
-    exposeHeaders: EXPOSED_HEADERS,
-    maxAge: MAX_AGE_SECONDS,
-  })(c, next);
+  return corsFor(allowed)(c, next);
 });

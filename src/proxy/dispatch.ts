@@ -81,7 +81,6 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
     // Once the region's object has failed for this request, the rest of its attempts are stateless.
     let stateless = false;
     for (let attempt = 0; attempt <= limits.max_retries; attempt++) {
-      let routed: RouteResult;
       const ask = async (): Promise<RouteResult> =>
         await stub.route(region.init, {
           requestId: rc.requestId,
@@ -95,25 +94,25 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
           failoverFrom: regionIndex > 0 ? nearest : undefined,
           previousResponseId: input.previousResponseId,
         });
-      try {
-        if (stateless) throw new Error("the region's object already failed for this request");
-        routed = await ask().catch((e: unknown) => {
-          // A `retryable` error (a broken connection to the object) is tried once more; an
-          // `overloaded` one is not: asking again only adds to the overload.
-          const err = e as { retryable?: boolean; overloaded?: boolean };
-          if (err.retryable === true && err.overloaded !== true) return ask();
-          throw e;
-        });
-        if (routed.ok) rememberNode(region.config.name, routed.nodeId, routed.url, input.model, Date.now());
-      } catch (e) {
-        if (!stateless) {
+      let routed: RouteResult | undefined;
+      if (!stateless) {
+        try {
+          routed = await ask().catch((e: unknown) => {
+            // A `retryable` error (a broken connection to the object) is tried once more; an
+            // `overloaded` one is not: asking again only adds to the overload.
+            const err = e as { retryable?: boolean; overloaded?: boolean };
+            if (err.retryable === true && err.overloaded !== true) return ask();
+            throw e;
+          });
+          if (routed.ok) rememberNode(region.config.name, routed.nodeId, routed.url, input.model, Date.now());
+        } catch (e) {
           console.error(
             JSON.stringify({ event: "region_error", request_id: rc.requestId, region: region.config.name, message: String(e) }),
           );
+          stateless = true;
         }
-        stateless = true;
-        routed = statelessRoute(region.config.name, input, exclude);
       }
+      routed ??= statelessRoute(region.config.name, input, exclude);
       if (!routed.ok) {
         if (routed.reason === "over-share") overShare++;
         attempts.push({ region: region.config.name, outcome: routed.reason });

@@ -4,7 +4,7 @@
  * in buckets (history.ts) and the recent decisions (recent-decisions.ts). Kept apart from the
  * routing state: the router tells it what it decided, and nothing here influences a decision.
  */
-import type { CompletionOutcome, Considered, Decision, RouteRequest } from "../../contracts/routing.ts";
+import { nodeComputed, type CompletionOutcome, type Considered, type Decision, type RouteRequest } from "../../contracts/routing.ts";
 import { HISTORY_BUCKET_MS, RegionHistory, type HistoryBucket } from "./history.ts";
 import { RecentDecisions, type DecisionRecord } from "./recent-decisions.ts";
 
@@ -130,7 +130,7 @@ export class RegionLedger {
    * out of its tenant's figures and never enters the history's.
    */
   completed(e: LedgerEntry, outcome: CompletionOutcome, now: number): void {
-    const computed = outcome.status !== "failed" && outcome.status !== "refused";
+    const computed = nodeComputed(outcome);
     const usage = outcome.usage;
     const measured = usage?.cachedTokens !== undefined ? { promptTokens: usage.promptTokens, cachedTokens: usage.cachedTokens } : undefined;
     const t = this.tenants.get(e.tenant);

@@ -11,10 +11,18 @@
  * (released; usage, if the answer carried it, is recorded as the measured cache hit).
  */
 import type { NodeReport } from "../../contracts/node.ts";
-import { MAX_CONSIDERED, type CompletionOutcome, type Considered, type RouteRequest, type RouteResult } from "../../contracts/routing.ts";
+import {
+  MAX_CONSIDERED,
+  nodeComputed,
+  type CompletionOutcome,
+  type Considered,
+  type RouteRequest,
+  type RouteResult,
+} from "../../contracts/routing.ts";
 import type { Candidate, PolicyChoice } from "../policies/types.ts";
 import { BoundedLru } from "../lru.ts";
 import { createPolicy, type Decision, type RoutingPolicy } from "../policies/index.ts";
+import { ttftSeconds } from "../node-load.ts";
 import { PrefixIndex } from "../prefix-index.ts";
 import { seededRandom } from "../random.ts";
 import { baseBlocksBefore } from "../block-layout.ts";
@@ -336,7 +344,7 @@ export class RegionRouter {
       if (outcome.status === "failed" || outcome.status === "stream-error") this.nodes.recordFailure(n, now);
       else if (outcome.status === "ok") this.nodes.recordSuccess(n);
       else this.nodes.recordNeutral(n, t.trial);
-      if (outcome.status === "failed" || outcome.status === "refused") {
+      if (!nodeComputed(outcome)) {
         // The node computed nothing: it does not hold the prompt, and the prediction was never used.
         this.index.forgetChain(t.nodeId, t.hashes, t.matchBlocks);
         uncountPrediction(n.metrics, t.promptTokens, t.predictedCachedTokens);
@@ -447,9 +455,9 @@ export class RegionRouter {
   }
 }
 
-/** The load model's time to first token on a candidate, ms (NodeLoad.estimateTtftSeconds, from the candidate's own figures). */
+/** The load model's time to first token on a candidate, ms, from the candidate's own figures. */
 function estimateMs(c: Candidate): number {
-  return ((c.workAheadTokens + c.uncachedTokens) * 1000) / c.prefillRate;
+  return ttftSeconds(c.workAheadTokens, c.uncachedTokens, c.prefillRate) * 1000;
 }
 
 /**
