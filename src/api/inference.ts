@@ -13,7 +13,7 @@ import type { TenantConfig } from "../config/schema.ts";
 import type { CanonicalPrompt } from "../core/canonical.ts";
 import { anthropicPrompt, responsesPrompt } from "../core/canonical-apis.ts";
 import { prefixKey } from "../core/prefix.ts";
-import { orderRegions, type ClientLocation } from "../core/region-select.ts";
+import { orderRegions, roundTripMs, type ClientLocation } from "../core/region-select.ts";
 import { parseJsonBody, readBodyLimited } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
 import { dispatch } from "../proxy/dispatch.ts";
@@ -134,7 +134,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
   }
   const namespace = resolveNamespace(request, tenant);
   const key = prefixKey(parsed.prompt, { model: parsed.model, namespace, cacheSalt: parsed.cacheSalt ?? undefined }, config.prefix);
-  const regions = chooseRegions(request, config, parsed.model);
+  const { regions, roundTrips } = chooseRegions(request, config, parsed.model);
   const hint = [request.headers.get("x-session-id"), ...parsed.hints].find((h) => typeof h === "string" && h !== "");
 
   // Ask the node for usage on a stream that did not, so every answer is measured.
@@ -154,6 +154,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
     streamEnd: endpoint.streamEnd,
     stream: (json as Record<string, unknown>).stream === true,
     regions,
+    roundTripMs: roundTrips,
   });
 }
 
@@ -171,8 +172,15 @@ function resolveNamespace(request: Request, tenant: TenantConfig): string {
   return `shared:${asked}`;
 }
 
-/** Regions to try: the pinned one (`x-warmpath-region`), or those serving the model, nearest first. */
-function chooseRegions(request: Request, config: LoadedConfig, model: string): LoadedRegion[] {
+/**
+ * Regions to try: the pinned one (`x-warmpath-region`), or those serving the model, nearest first,
+ * with the estimated round trip from the client to each (when its location is known).
+ */
+function chooseRegions(
+  request: Request,
+  config: LoadedConfig,
+  model: string,
+): { regions: LoadedRegion[]; roundTrips: Array<number | undefined> | undefined } {
   const pinned = request.headers.get("x-warmpath-region");
   if (pinned !== null) {
     const region = config.regionByName.get(pinned);
@@ -186,7 +194,7 @@ function chooseRegions(request: Request, config: LoadedConfig, model: string): L
         "model_not_in_region",
       );
     }
-    return [region];
+    return { regions: [region], roundTrips: undefined };
   }
   const cf = (request as Request & { cf?: IncomingRequestCfProperties }).cf;
   const client: ClientLocation = {
@@ -194,9 +202,10 @@ function chooseRegions(request: Request, config: LoadedConfig, model: string): L
     lon: cf?.longitude !== undefined ? Number(cf.longitude) : undefined,
     continent: cf?.continent,
   };
-  return orderRegions(
+  const regions = orderRegions(
     config.regions.map((r) => ({ ...r, name: r.config.name, location: r.config.location, models: r.config.models })),
     model,
     client,
   );
+  return { regions, roundTrips: regions.map((r) => roundTripMs(r, client)) };
 }

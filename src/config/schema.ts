@@ -87,7 +87,7 @@ export const regionSchema = z.strictObject({
     .positive()
     .default(DEFAULT_REGION_SETTINGS.fairShareWaitSeconds)
     .describe(
-      "Past this modelled wait, a tenant over its weighted share of the region's queued prefill is refused here (another region, else 429): what a light tenant may wait behind a flood.",
+      "The short queue a tenant may build: past its weighted share of it, a tenant keeps off the nodes held for the others, and past this wait on its own nodes, one over 1.5x its share of the recent prefill is refused here (another region, else 429).",
     ),
   failure_cooldown_ms: z
     .number()

@@ -72,6 +72,11 @@ export const routeRequestSchema = z.object({
   tenantWeight: z.number().positive().max(1_000).optional(),
   /** The stored response (Responses API) this request continues, scoped by tenant: only its node holds it. */
   previousResponseId: responseIdSchema.optional(),
+  /**
+   * A nearer region was saturated and would start this request after this many seconds, less the
+   * extra round trip to this one: take it only if this region can start it sooner.
+   */
+  waitToBeatSeconds: z.number().min(0).max(86_400).optional(),
 });
 
 export type RouteRequest = z.infer<typeof routeRequestSchema>;
@@ -113,6 +118,8 @@ export const routeResultSchema = z.discriminatedUnion("ok", [
     workAheadTokens: z.number().min(0),
     estimatedTtftMs: z.number().min(0),
     candidates: z.number().int().min(0),
+    /** Nodes this request was kept off because they are held for the region's other tenants (fair-share.ts); 0 mostly. */
+    heldForOthers: z.number().int().min(0),
     /** The candidates with the soonest estimated first token (the chosen one always among them), for the decision log. */
     considered: z.array(consideredSchema).max(MAX_CONSIDERED + 1),
   }),
@@ -122,6 +129,8 @@ export const routeResultSchema = z.discriminatedUnion("ok", [
     reason: z.enum(["no-node", "saturated", "over-share"]),
     message: z.string(),
     retryAfterSeconds: z.number().min(0),
+    /** `saturated`: the shortest modelled wait of the region's nodes (s), for the next region to beat. */
+    waitSeconds: z.number().min(0).optional(),
   }),
 ]);
 

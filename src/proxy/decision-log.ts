@@ -29,6 +29,8 @@ export interface DecisionLine {
   work_ahead_tokens?: number;
   estimated_ttft_ms?: number;
   candidates?: number;
+  /** Nodes held for the region's other tenants that this request was kept off (fair share). */
+  held_for_others?: number;
   /** The best candidates as the region saw them: why this node and not another. */
   considered?: Considered[];
   /** Every region and node tried, and how each attempt ended. */

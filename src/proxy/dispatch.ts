@@ -55,6 +55,8 @@ export interface DispatchInput {
   streamEnd?: StreamEnd | undefined;
   /** Regions to try, nearest first. */
   regions: LoadedRegion[];
+  /** The estimated round trip from the client to each region (ms, parallel to `regions`), when its location is known. */
+  roundTripMs?: ReadonlyArray<number | undefined> | undefined;
 }
 
 interface Attempt {
@@ -73,10 +75,17 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
   let lastMessage = "no region serves this model";
   /** Regions that refused the tenant as over its fair share (429 if no region could serve it at all). */
   let overShare = 0;
+  /**
+   * When a saturated region would start the request, in seconds from now as the client sees it
+   * (its shortest queue plus its round trip): a farther region serves only if it can beat that.
+   */
+  let soonest: number | undefined;
 
   const nearest = input.regions[0]?.config.name;
   for (const [regionIndex, region] of input.regions.slice(0, limits.max_region_attempts).entries()) {
     const stub = regionStub(env, region);
+    const roundTripSeconds = (input.roundTripMs?.[regionIndex] ?? 0) / 1000;
+    const waitToBeatSeconds = soonest === undefined ? undefined : Math.max(0, soonest - roundTripSeconds);
     const exclude: string[] = [];
     // Once the region's object has failed for this request, the rest of its attempts are stateless.
     let stateless = false;
@@ -93,6 +102,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
           exclude: exclude.length ? exclude : undefined,
           failoverFrom: regionIndex > 0 ? nearest : undefined,
           previousResponseId: input.previousResponseId,
+          waitToBeatSeconds,
         });
       let routed: RouteResult | undefined;
       if (!stateless) {
@@ -115,6 +125,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
       routed ??= statelessRoute(region.config.name, input, exclude);
       if (!routed.ok) {
         if (routed.reason === "over-share") overShare++;
+        if (routed.waitSeconds !== undefined) soonest = Math.min(soonest ?? Infinity, routed.waitSeconds + roundTripSeconds);
         attempts.push({ region: region.config.name, outcome: routed.reason });
         retryAfter = Math.min(retryAfter, routed.retryAfterSeconds);
         lastMessage = routed.message;
@@ -268,6 +279,8 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
   headers.set("x-warmpath-policy", routed.policy);
   headers.set("x-warmpath-prefix-match", `${routed.matchBlocks}/${routed.totalBlocks}`);
   headers.set("x-warmpath-attempts", String(attempts.length));
+  // A flooding tenant kept off the nodes held for the others says so (fair-share.ts).
+  if (routed.heldForOthers > 0) headers.set("x-warmpath-held-nodes", String(routed.heldForOthers));
 
   // A streamed request is relayed (and checked for its end) as SSE whatever the node's Content-Type says.
   const contentType = upstream.response.headers.get("content-type") ?? "";
@@ -293,6 +306,7 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
         work_ahead_tokens: routed.workAheadTokens,
         estimated_ttft_ms: routed.estimatedTtftMs,
         candidates: routed.candidates,
+        held_for_others: routed.heldForOthers,
         considered: routed.considered,
         attempts,
         first_byte_ms: upstream.firstByteMs,
@@ -375,6 +389,7 @@ function statelessRoute(region: string, input: DispatchInput, exclude: readonly 
     workAheadTokens: 0,
     estimatedTtftMs: 0,
     candidates: 0,
+    heldForOthers: 0,
     considered: [],
   };
 }

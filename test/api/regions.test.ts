@@ -1,7 +1,8 @@
 /** Region choice: nearest healthy region for the model, pinning, failover, and the model list. */
 import { describe, expect, it } from "vitest";
+import type { RegionSnapshot } from "../../src/core/region/index.ts";
 import { CF_FRANKFURT, CF_VIRGINIA, call, chat, registerAll } from "../helpers.ts";
-import { ACME_KEY } from "../fixtures/config.ts";
+import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 
 const body = (model: string, text: string) => ({ model, messages: [{ role: "user", content: text }] });
 
@@ -39,6 +40,36 @@ describe("regions", () => {
     expect(res.headers.get("x-warmpath-decision")).toBe("failover");
     await res.arrayBuffer();
   });
+
+  it("fails over from a saturated region only to one that can start the request sooner, counting the round trip", async () => {
+    // Both nodes hold what they are sent (no first byte within the test), so the modelled queues stay.
+    await registerAll([
+      { id: "sat-1", region: "sat", mode: "hangfirst", models: ["m-soon"] },
+      { id: "soon-us", region: "us", mode: "hangfirst", models: ["m-soon"] },
+    ]);
+    const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+    const inflight = async (region: string, node: string) =>
+      (await (await call(`/admin/state/${region}`, { headers: admin })).json<RegionSnapshot>()).nodes.find((n) => n.id === node)!.load
+        .inflight;
+    const until = async (region: string, node: string, n: number) => {
+      for (let i = 0; i < 200 && (await inflight(region, node)) < n; i++) await new Promise((r) => setTimeout(r, 20));
+    };
+    // London: about 2.5 s of prefill queued (past its 1 s bound); Virginia: about 3 s.
+    const held = [
+      chat(body("m-soon", "a".repeat(100_000)), { headers: { "x-warmpath-region": "sat" } }),
+      chat(body("m-soon", "b".repeat(120_000)), { headers: { "x-warmpath-region": "us" } }),
+    ];
+    await until("sat", "sat-1", 1);
+    await until("us", "soon-us", 1);
+    // From Frankfurt, London is nearest and saturated; Virginia would start it later still (3 s plus
+    // about 90 ms more of round trip, against 2.5 s), so the client is told to come back (503).
+    const refused = await chat(body("m-soon", "small"), { cf: CF_FRANKFURT });
+    expect(refused.status).toBe(503);
+    const err = await refused.json<{ error: { code: string; message: string } }>();
+    expect(err.error.message).toMatch(/cannot start it sooner than sat/);
+    expect(await inflight("us", "soon-us")).toBe(1); // nothing was queued behind the 3 s there
+    await Promise.all((await Promise.all(held)).map((r) => r.arrayBuffer()));
+  }, 30_000);
 
   it("lists the configured models", async () => {
     const res = await call("/v1/models", { headers: { authorization: `Bearer ${ACME_KEY}` } });

@@ -80,4 +80,95 @@ describe("fair share", () => {
     expect(weighted).toBeLessThanOrEqual(0.25 * (1 + SHARE_TOLERANCE) + 0.02);
     expect(weighted).toBeGreaterThan(0.25);
   });
+
+  describe("the reserve", () => {
+    /** Three nodes at 10,000 tokens/s; the bound 0.5 s (15,000 tokens of region queue). */
+    function three() {
+      const r = new RegionRouter(settings({ fairShareWaitSeconds: 0.5 }));
+      for (const id of ["a", "b", "c"])
+        r.upsertNode({ id, url: `http://${id}`, models: ["m"], kvCapacityTokens: 10_000_000, static: true, lastSeen: 0 }, 0);
+      return r;
+    }
+    const placed = (r: RegionRouter, tenant: string, tokens: number, now: number) => {
+      const out = r.route(req(tenant, tokens), now);
+      return out.ok ? out : undefined;
+    };
+
+    it("keeps a flood off the last node without flood work while a light tenant is active, and the light tenant lands there", () => {
+      const r = three();
+      expect(placed(r, "light", 100, 0)).toBeDefined();
+      const floodNodes = new Set<string>();
+      let refused = 0;
+      for (let i = 0; i < 30; i++) {
+        const f = placed(r, "flood", 5_000, 1);
+        if (f) floodNodes.add(f.nodeId);
+        else refused++;
+      }
+      expect(floodNodes.size).toBe(2); // one node of three held for the light tenant
+      expect(refused).toBeGreaterThan(0); // past 0.5 s on its two nodes the flood goes elsewhere
+      const light = placed(r, "light", 100, 2)!;
+      expect(floodNodes.has(light.nodeId)).toBe(false);
+      expect(light.workAheadTokens).toBeLessThan(200); // only light work ahead, no flood
+    });
+
+    it("says in the placement how many nodes were held, and the refusal names the reserve", () => {
+      const r = three();
+      placed(r, "light", 100, 0);
+      let held = 0;
+      let message = "";
+      for (let i = 0; i < 30; i++) {
+        const f = r.route(req("flood", 5_000), 1);
+        if (f.ok) held = Math.max(held, f.heldForOthers);
+        else message = f.message;
+      }
+      expect(held).toBe(1);
+      expect(message).toMatch(/1 of its nodes held for the other tenants/);
+    });
+
+    it("holds nothing back from a lone tenant, nor between two tenants that both build queues", () => {
+      const lone = three();
+      const nodes = new Set<string>();
+      for (let i = 0; i < 9; i++) nodes.add(placed(lone, "flood", 5_000, 1)!.nodeId);
+      expect(nodes.size).toBe(3);
+
+      const two = three();
+      const byTenant = { x: new Set<string>(), y: new Set<string>() };
+      for (let i = 0; i < 9; i++)
+        for (const t of ["x", "y"] as const) {
+          const p = placed(two, t, 5_000, 1);
+          if (p) byTenant[t].add(p.nodeId);
+          expect(p?.heldForOthers ?? 0).toBe(0);
+        }
+      expect(byTenant.x.size + byTenant.y.size).toBeGreaterThanOrEqual(5);
+    });
+
+    it("grows with the light tenants' demand, and never holds the whole region", () => {
+      const r = three();
+      // Light tenants whose recent demand is about 1.4 nodes' worth, each under its share of the short queue.
+      // (Each ended at once, so none of them holds a queue, and no prefill rate is learned from it.)
+      for (let t = 0; t < 20; t++) r.complete(placed(r, `light-${t}`, 1_000, 0)!.ticket, { status: "ok" }, 1);
+      // demand: 20,000 tokens decayed over a 5 s half-life = about 2,800 tokens/s, 0.28 of a node: one node held
+      let held = 0;
+      for (let i = 0; i < 6; i++) held = Math.max(held, placed(r, "flood", 5_000, 2)?.heldForOthers ?? held);
+      expect(held).toBe(1);
+      const busy = three();
+      // 120,000 tokens recently: about 16,600 tokens/s, 1.7 nodes' worth
+      for (let t = 0; t < 20; t++) busy.complete(placed(busy, `light-${t}`, 6_000, 0)!.ticket, { status: "ok" }, 1);
+      held = 0;
+      for (let i = 0; i < 6; i++) held = Math.max(held, placed(busy, "flood", 5_000, 2)?.heldForOthers ?? held);
+      expect(held).toBe(2); // two of three, never three
+    });
+
+    it("gives the held node back once the light tenant goes quiet", () => {
+      const r = three();
+      r.complete(placed(r, "light", 100, 0)!.ticket, { status: "ok" }, 1);
+      const before = new Set<string>();
+      for (let i = 0; i < 4; i++) before.add(placed(r, "flood", 5_000, 1)!.nodeId);
+      expect(before.size).toBe(2);
+      const later = 1 + ACTIVE_WINDOW_MS + 1;
+      const after = new Set<string>();
+      for (let i = 0; i < 6; i++) after.add(placed(r, "flood", 5_000, later)!.nodeId);
+      expect([...after].some((n) => !before.has(n))).toBe(true);
+    });
+  });
 });

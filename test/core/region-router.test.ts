@@ -71,6 +71,18 @@ describe("RegionRouter", () => {
     expect(late.reason).toBe("saturated");
     expect(late.retryAfterSeconds).toBeGreaterThanOrEqual(1);
     expect(q.route({ ...req("x"), model: "other" }, 0)).toMatchObject({ ok: false, reason: "no-node" });
+    expect(late).toMatchObject({ waitSeconds: expect.closeTo(5, 1) }); // for the next region to beat
+  });
+
+  it("as a failover from a saturated region, serves only if it can start the request sooner", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    expect(r.route(req("big", { promptTokens: 20_000 }), 0).ok).toBe(true); // 2 s queued here
+    const slower = r.route(req("f1", { failoverFrom: "near", waitToBeatSeconds: 1.5 }), 0);
+    expect(slower).toMatchObject({ ok: false, reason: "saturated", waitSeconds: expect.closeTo(2, 1) });
+    if (slower.ok) throw new Error();
+    expect(slower.message).toMatch(/cannot start it sooner than near/);
+    expect(r.route(req("f2", { failoverFrom: "near", waitToBeatSeconds: 2.5 }), 0)).toMatchObject({ ok: true, decision: "failover" });
   });
 
   it("expires silent reporting nodes but not static ones, and abandoned tickets", () => {

@@ -2,23 +2,34 @@
  * Per-tenant fair share of a region's prefill capacity, so one tenant's flood queues behind its
  * own share while the others keep their latency.
  *
- * Engines prefill in arrival order, so whatever a flooding tenant has queued on a node is ahead of
- * everyone's next request there: the only lever a router has is how much it lets queue. The rule:
- * - While the shortest modelled wait in the region is under `fairShareWaitSeconds` (queues short),
- *   everyone is admitted: a tenant may use capacity nobody else is using (work-conserving).
- * - Past it, with two or more tenants active (a request in the last ACTIVE_WINDOW_MS, or work
- *   still queued), a tenant whose recent prefill (uncached tokens dispatched, decayed with a
+ * Engines prefill in arrival order (vLLM and SGLang schedule a running prefill's chunks before
+ * any waiting request), so whatever a flooding tenant has queued on a node is ahead of
+ * everyone's next request there: the only levers a router has are where it lets that work queue
+ * and how much. The rules, while two or more tenants are active (a request in the last
+ * ACTIVE_WINDOW_MS, or work still queued):
+ * - **The reserve.** A *heavy* tenant (one holding more queued prefill than its weighted share of
+ *   the short queue `fairShareWaitSeconds` allows: it is building a queue) never places work on
+ *   the nodes kept for the others: those holding the least heavy tenants' queued prefill (none,
+ *   once it has drained), as many as the others' recent demand in nodes, rounded up, at least
+ *   one, and never the whole region. A light
+ *   tenant's next request therefore finds a node with no flood ahead of it, and pays its own
+ *   prefill, not someone else's. A heavy tenant uses every other node, and every node when no one
+ *   else is active (work-conserving).
+ * - **The bound.** A tenant whose recent prefill (uncached tokens dispatched, decayed with a
  *   RECENT_HALF_LIFE_MS half-life) is more than SHARE_TOLERANCE over its weighted share of all the
- *   active tenants' recent prefill (weight / their total weight) is refused here, if it still has
- *   work queued: the worker tries the next region, and answers 429 with `Retry-After` (the time
- *   its queued work takes to drain at its share of the region's rate) if no region takes it.
- *   The light tenants are admitted, so their requests only ever wait behind about
- *   `fairShareWaitSeconds` of someone else's work.
+ *   active tenants' recent prefill is refused here once every node it may use has more than
+ *   `fairShareWaitSeconds` queued: the worker tries the next region, and answers 429 with
+ *   `Retry-After` (the time its queued work takes to drain at its share of the region's rate) if
+ *   no region takes it.
+ * Measured (docs/faults.md, `npm run faults`): with the bound alone a light tenant's first byte
+ * went from 19 ms to 340 ms p50 during a 30-request flood of 100,000-character prompts (it waited
+ * behind the flood's half second); with the reserve it stays within 2x of its baseline.
  * Shares are judged on recent work rather than on what is queued at this instant: two tenants
  * sending alike hold 40% or 60% of a queue by the luck of arrival, and must not refuse each other
  * (measured: comparing instantaneous queues refused 7 of 400 requests of two equal tenants in the
- * demo's quick run, `npm run demo -- --quick`). Queued prefill is each request's uncached tokens
- * from dispatch to its first byte (or its end).
+ * demo's quick run, `npm run demo -- --quick`). Two tenants that both build queues are both
+ * heavy, so neither keeps a reserve from the other. Queued prefill is each request's uncached
+ * tokens from dispatch to its first byte (or its end).
  */
 
 /** A tenant counts as active for this long after its last request: a steady light tenant stays active between requests. */
@@ -32,6 +43,8 @@ export const SHARE_TOLERANCE = 0.5;
 
 interface TenantLoad {
   queuedTokens: number;
+  /** Queued prefill by node id (entries removed at zero). */
+  byNode: Map<string, number>;
   weight: number;
   lastSeen: number;
   /** Uncached tokens dispatched, decayed to `recentAt`. */
@@ -39,64 +52,120 @@ interface TenantLoad {
   recentAt: number;
 }
 
+/** A node the tenant could be sent to: its id, modelled wait (s) and prefill rate (tokens/s). */
+export interface ShareNode {
+  id: string;
+  waitSeconds: number;
+  prefillRate: number;
+}
+
 function decayed(t: TenantLoad, now: number): number {
   return t.recent * 2 ** (-Math.max(0, now - t.recentAt) / RECENT_HALF_LIFE_MS);
 }
 
-export type Admission = { ok: true } | { ok: false; retryAfterSeconds: number; shareOfQueue: number; queuedTokens: number };
+export type Admission =
+  | {
+      ok: true;
+      /** Nodes kept for the other tenants: this request may not use them. */
+      reserved: ReadonlySet<string> | undefined;
+    }
+  | { ok: false; retryAfterSeconds: number; shareOfQueue: number; queuedTokens: number; reserved: number };
+
+const ADMIT_ALL: Admission = { ok: true, reserved: undefined };
 
 export class FairShare {
   private readonly tenants = new Map<string, TenantLoad>();
 
   /**
-   * Whether `tenant` may queue more work now. `minWaitSeconds`: the region's shortest modelled
-   * wait; `regionRate`: its prefill tokens per second over the eligible nodes.
+   * Whether `tenant` may queue more work now, and where not. `nodes`: the region's nodes this
+   * request could use; `waitBoundSeconds`: the region's `fairShareWaitSeconds`.
    */
-  admit(tenant: string, weight: number, now: number, minWaitSeconds: number, waitBoundSeconds: number, regionRate: number): Admission {
+  admit(tenant: string, weight: number, now: number, nodes: readonly ShareNode[], waitBoundSeconds: number): Admission {
     const self = this.touch(tenant, weight, now);
-    if (minWaitSeconds <= waitBoundSeconds || self.queuedTokens <= 0) return { ok: true };
+    let regionRate = 0;
+    for (const n of nodes) regionRate += n.prefillRate;
     let totalRecent = 0;
     let activeWeight = 0;
-    let active = 0;
+    const active: TenantLoad[] = [];
     for (const t of this.tenants.values()) {
       if (t.queuedTokens <= 0 && now - t.lastSeen > ACTIVE_WINDOW_MS) continue;
-      active++;
+      active.push(t);
       activeWeight += t.weight;
       totalRecent += decayed(t, now);
     }
-    if (active < 2 || totalRecent <= 0) return { ok: true };
+    if (active.length < 2) return ADMIT_ALL;
+    // What the short queue holds at the region's rate, shared by weight.
+    const boundTokens = waitBoundSeconds * regionRate;
+    const heavy = (t: TenantLoad) => t.queuedTokens > (t.weight / activeWeight) * boundTokens;
+    if (!heavy(self)) return ADMIT_ALL;
+
+    const heavies = active.filter(heavy);
+    let lightRecent = 0;
+    for (const t of active) if (!heavy(t)) lightRecent += decayed(t, now);
+    const reserved = heavies.length < active.length ? this.reserve(nodes, heavies, lightRecent, regionRate) : undefined;
+
+    let minWait = Infinity;
+    for (const n of nodes) if (!reserved?.has(n.id)) minWait = Math.min(minWait, n.waitSeconds);
     const share = self.weight / activeWeight;
-    const used = decayed(self, now) / totalRecent;
-    if (used <= share * (1 + SHARE_TOLERANCE)) return { ok: true };
+    const used = totalRecent > 0 ? decayed(self, now) / totalRecent : 0;
+    if (minWait <= waitBoundSeconds || used <= share * (1 + SHARE_TOLERANCE)) return { ok: true, reserved };
     const drainSeconds = self.queuedTokens / Math.max(1, share * regionRate);
     return {
       ok: false,
       retryAfterSeconds: Math.min(60, Math.max(1, Math.ceil(drainSeconds))),
       shareOfQueue: used,
       queuedTokens: self.queuedTokens,
+      reserved: reserved?.size ?? 0,
     };
   }
 
-  /** A request of `tenant` was dispatched with `tokens` to prefill. */
-  queued(tenant: string, tokens: number, now: number): void {
+  /**
+   * The nodes kept for the light tenants, as many as their recent demand needs (at least one,
+   * never all): those holding the least heavy tenants' queued prefill (none, once it has drained),
+   * then the least loaded. Kept even while they still hold some: a flood spread over every node
+   * before it was seen as heavy would otherwise never leave one clear.
+   */
+  private reserve(
+    nodes: readonly ShareNode[],
+    heavies: readonly TenantLoad[],
+    lightRecent: number,
+    regionRate: number,
+  ): ReadonlySet<string> | undefined {
+    if (nodes.length < 2) return undefined;
+    // A steady rate r decays into a sum of r * half-life / ln 2: the light tenants' demand in tokens/s, then in nodes.
+    const lightRate = (lightRecent * Math.LN2) / (RECENT_HALF_LIFE_MS / 1000);
+    const want = Math.min(nodes.length - 1, Math.max(1, Math.ceil((lightRate * nodes.length) / Math.max(1, regionRate))));
+    const heavyOn = (id: string) => heavies.reduce((s, t) => s + (t.byNode.get(id) ?? 0), 0);
+    const ranked = nodes.map((n) => ({ id: n.id, heavy: heavyOn(n.id), wait: n.waitSeconds }));
+    ranked.sort((a, b) => a.heavy - b.heavy || a.wait - b.wait);
+    return new Set(ranked.slice(0, want).map((n) => n.id));
+  }
+
+  /** A request of `tenant` was dispatched to `nodeId` with `tokens` to prefill. */
+  queued(tenant: string, nodeId: string, tokens: number, now: number): void {
     const t = this.tenants.get(tenant);
     if (!t) return;
     t.queuedTokens += tokens;
+    if (tokens > 0) t.byNode.set(nodeId, (t.byNode.get(nodeId) ?? 0) + tokens);
     t.recent = decayed(t, now) + tokens;
     t.recentAt = now;
   }
 
   /** Its prefill is over (first byte) or it ended before: the tokens leave the queue. */
-  drained(tenant: string, tokens: number): void {
+  drained(tenant: string, nodeId: string, tokens: number): void {
     const t = this.tenants.get(tenant);
-    if (t) t.queuedTokens = Math.max(0, t.queuedTokens - tokens);
+    if (!t) return;
+    t.queuedTokens = Math.max(0, t.queuedTokens - tokens);
+    const left = (t.byNode.get(nodeId) ?? 0) - tokens;
+    if (left > 0) t.byNode.set(nodeId, left);
+    else t.byNode.delete(nodeId);
   }
 
   private touch(tenant: string, weight: number, now: number): TenantLoad {
     let t = this.tenants.get(tenant);
     if (!t) {
       if (this.tenants.size >= MAX_TRACKED) this.forgetIdle(now);
-      this.tenants.set(tenant, (t = { queuedTokens: 0, weight, lastSeen: now, recent: 0, recentAt: now }));
+      this.tenants.set(tenant, (t = { queuedTokens: 0, byNode: new Map(), weight, lastSeen: now, recent: 0, recentAt: now }));
     }
     t.weight = weight;
     t.lastSeen = now;

@@ -155,7 +155,7 @@ export class RegionRouter {
     for (const [t, ticket] of this.tickets) {
       if (ticket.nodeId !== nodeId) continue;
       this.tickets.delete(t);
-      if (ticket.firstByteAt === undefined) this.fair.drained(ticket.ledger.tenant, ticket.uncachedTokens);
+      if (ticket.firstByteAt === undefined) this.fair.drained(ticket.ledger.tenant, ticket.nodeId, ticket.uncachedTokens);
     }
     return true;
   }
@@ -179,7 +179,9 @@ export class RegionRouter {
   /** Chooses a node for a request and credits it. */
   route(req: RouteRequest, now: number): RouteResult {
     const { name, blockTokens, maxQueueSeconds } = this.settings;
-    const { nodes: eligible, servesModel } = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode);
+    const found = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode);
+    const servesModel = found.servesModel;
+    let eligible = found.nodes;
     if (eligible.length === 0) {
       if (servesModel === 0) {
         this.ledger.rejected(req, "no-node", [], now);
@@ -193,31 +195,45 @@ export class RegionRouter {
         retryAfterSeconds: this.nodes.retryAfterSeconds(now),
       };
     }
-    const candidates = buildCandidates(eligible, this.index, req, blockTokens, now, this.active);
+    let candidates = buildCandidates(eligible, this.index, req, blockTokens, now, this.active);
 
-    // Saturation: if even the best node's queue is past the bound, another region should serve.
-    const minWait = shortestWaitSeconds(candidates);
-    if (minWait > maxQueueSeconds) {
-      this.ledger.rejected(req, "saturated", considered(candidates, eligible, -1, now), now);
-      return {
-        ok: false,
-        reason: "saturated",
-        message: `region ${name} is saturated: the shortest prefill queue is ${minWait.toFixed(1)} s`,
-        retryAfterSeconds: Math.min(60, Math.max(1, Math.ceil(minWait - maxQueueSeconds))),
-      };
-    }
-
-    // Fair share: past a short wait, a tenant over its share of the queued prefill goes elsewhere (fair-share.ts).
+    // Fair share (fair-share.ts): a tenant building a queue keeps off the nodes held for the
+    // others, and past a short wait on its own nodes, one over its share goes elsewhere.
     const tenant = req.tenant ?? "";
-    const regionRate = candidates.reduce((s, c) => s + c.prefillRate, 0);
-    const admission = this.fair.admit(tenant, req.tenantWeight ?? 1, now, minWait, this.settings.fairShareWaitSeconds, regionRate);
+    const shareNodes = candidates.map((c) => ({ id: c.id, waitSeconds: c.workAheadTokens / c.prefillRate, prefillRate: c.prefillRate }));
+    const admission = this.fair.admit(tenant, req.tenantWeight ?? 1, now, shareNodes, this.settings.fairShareWaitSeconds);
     if (!admission.ok) {
       this.ledger.rejected(req, "over-share", considered(candidates, eligible, -1, now), now);
+      const held = admission.reserved > 0 ? ` (${admission.reserved} of its nodes held for the other tenants)` : "";
       return {
         ok: false,
         reason: "over-share",
-        message: `tenant ${tenant} sent ${(100 * admission.shareOfQueue).toFixed(0)}% of region ${name}'s recent prefill, over its fair share`,
+        message: `tenant ${tenant} sent ${(100 * admission.shareOfQueue).toFixed(0)}% of region ${name}'s recent prefill, over its fair share, and its queue is full${held}`,
         retryAfterSeconds: admission.retryAfterSeconds,
+      };
+    }
+    if (admission.reserved?.size) {
+      const keep = candidates.map((c) => !admission.reserved!.has(c.id));
+      candidates = candidates.filter((_, i) => keep[i]);
+      eligible = eligible.filter((_, i) => keep[i]);
+    }
+
+    // Saturation: if even the best node's queue is past the bound, another region should serve; as
+    // a failover from a saturated region, this one serves only if it can start the request sooner.
+    const minWait = shortestWaitSeconds(candidates);
+    const toBeat = req.waitToBeatSeconds;
+    if (minWait > maxQueueSeconds || (toBeat !== undefined && minWait > toBeat)) {
+      this.ledger.rejected(req, "saturated", considered(candidates, eligible, -1, now), now);
+      const bound = minWait > maxQueueSeconds ? maxQueueSeconds : toBeat!;
+      return {
+        ok: false,
+        reason: "saturated",
+        message:
+          minWait > maxQueueSeconds
+            ? `region ${name} is saturated: the shortest prefill queue is ${minWait.toFixed(1)} s`
+            : `region ${name} cannot start it sooner than ${req.failoverFrom ?? "the nearer region"}: its shortest prefill queue is ${minWait.toFixed(1)} s`,
+        retryAfterSeconds: Math.min(60, Math.max(1, Math.ceil(minWait - bound))),
+        waitSeconds: minWait,
       };
     }
 
@@ -247,7 +263,7 @@ export class RegionRouter {
 
     const estimatedTtftMs = Math.round(estimateMs(chosen));
     const predicted = entry.load.dispatch(now, chosen.uncachedTokens, req.promptTokens);
-    this.fair.queued(tenant, chosen.uncachedTokens, now);
+    this.fair.queued(tenant, chosen.id, chosen.uncachedTokens, now);
     const touched = this.touchedSamples(chosen.id, req.hashes, chosen.matchBlocks);
     // Speculative insert: the node will hold this prompt once it has prefilled it (rolled back
     // if it refuses the request or fails before computing it).
@@ -299,6 +315,7 @@ export class RegionRouter {
       workAheadTokens: Math.round(chosen.workAheadTokens),
       estimatedTtftMs,
       candidates: candidates.length,
+      heldForOthers: admission.reserved?.size ?? 0,
       considered: shown,
     };
   }
@@ -325,7 +342,7 @@ export class RegionRouter {
     if (responseId !== undefined) this.responses.set(responseId, t.nodeId);
     t.firstByteAt = now;
     this.ledger.firstByte(t.ledger, now);
-    this.fair.drained(t.ledger.tenant, t.uncachedTokens);
+    this.fair.drained(t.ledger.tenant, t.nodeId, t.uncachedTokens);
     const n = this.nodes.get(t.nodeId);
     if (!n) return;
     if (n.load.firstByte(now, t.dispatchedAt, t.predicted, t.uncachedTokens)) this.nodes.poolRates();
@@ -413,7 +430,7 @@ export class RegionRouter {
   private release(ticketId: string, t: Ticket, now: number): void {
     this.tickets.delete(ticketId);
     // Whatever happened to the node, the tenant's queued prefill leaves the queue with its request.
-    if (t.firstByteAt === undefined) this.fair.drained(t.ledger.tenant, t.uncachedTokens);
+    if (t.firstByteAt === undefined) this.fair.drained(t.ledger.tenant, t.nodeId, t.uncachedTokens);
     const n = this.nodes.get(t.nodeId);
     if (!n) return;
     // A trial whose end was never reported (an abandoned ticket) must not hold the breaker half-open forever.

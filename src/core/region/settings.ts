@@ -23,10 +23,10 @@ export const regionSettingsSchema = z.strictObject({
   /** An in-flight request not completed after this long is released (its worker was lost). Default 600,000 ms. */
   requestTimeoutMs: z.number().int().positive(),
   /**
-   * Past this shortest modelled wait (s), a tenant over its weighted share of the queued prefill is
-   * refused in this region (fair-share.ts). Default 0.5 s: what a light tenant may wait behind
-   * others. Measured (docs/faults.md, `npm run faults`): a light tenant's p50 first byte during a
-   * flood was about 1.5 s with 2 s, 340 ms with 0.5 s; the demo's tenants are never refused at 0.5 s.
+   * The short queue a tenant may build (s at the region's rate, shared by weight): past its share
+   * of it a tenant keeps off the nodes held for the others, and past this wait on its own nodes a
+   * tenant over 1.5x its share of the recent prefill is refused here (fair-share.ts). Default
+   * 0.5 s; the demo's tenants are never refused at 0.5 s (docs/demo.md).
    */
   fairShareWaitSeconds: z.number().positive(),
   /** Hard cap on prefix index entries (about 200 bytes each). Default 262,144. */
