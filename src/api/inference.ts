@@ -14,6 +14,7 @@ import type { CanonicalPrompt } from "../core/canonical.ts";
 import { anthropicPrompt, responsesPrompt } from "../core/canonical-apis.ts";
 import { prefixKey } from "../core/prefix.ts";
 import { orderRegions, roundTripMs, type ClientLocation } from "../core/region-select.ts";
+import { engineCacheSalt, withCacheSalt } from "../proxy/cache-salt.ts";
 import { parseJsonBody, readBodyLimited } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
 import { dispatch } from "../proxy/dispatch.ts";
@@ -137,12 +138,19 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
   const { regions, roundTrips } = chooseRegions(request, config, parsed.model);
   const hint = [request.headers.get("x-session-id"), ...parsed.hints].find((h) => typeof h === "string" && h !== "");
 
-  // Ask the node for usage on a stream that did not, so every answer is measured.
-  const forwarded = endpoint.usageOnRequest ? requestStreamUsage(body, json as Record<string, unknown>) : { body, injected: false };
+  // Ask the node for usage on a stream that did not, so every answer is measured; the salted
+  // variant carries the tenant's cache namespace to engines that partition their cache by it.
+  const object = json as Record<string, unknown>;
+  const usage = (bytes: Uint8Array) => (endpoint.usageOnRequest ? requestStreamUsage(bytes, object) : { body: bytes, injected: false });
+  const forwarded = usage(body);
+  const salted = regions.some((r) => r.config.engine_cache_isolation === "cache_salt")
+    ? usage(withCacheSalt(body, object, await engineCacheSalt(namespace, parsed.cacheSalt ?? undefined))).body
+    : undefined;
   return dispatch(rc, {
     model: parsed.model,
     path: endpoint.path,
     body: forwarded.body,
+    saltedBody: salted,
     usageInjected: forwarded.injected,
     hashes: key.hashes,
     promptTokens: key.promptTokens,

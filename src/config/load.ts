@@ -84,6 +84,10 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
   };
   const regions = cfg.regions.map((r, i): LoadedRegion => {
     const nodeToken = secret(r.node_token_secret, `regions.${i}.node_token_secret`, true) ?? "";
+    // A typo in a dedicated node's tenant list would make the node unreachable for everyone, silently.
+    for (const [node, ids] of Object.entries(r.node_tenants))
+      for (const id of ids)
+        if (!cfg.tenants.some((t) => t.id === id)) problems.push(`regions.${i}.node_tenants.${node}: unknown tenant '${id}'`);
     const originToken = r.origin_token_secret ? secret(r.origin_token_secret, `regions.${i}.origin_token_secret`, true) : undefined;
     const settings: RegionSettings = {
       ...DEFAULT_REGION_SETTINGS,
@@ -98,6 +102,7 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
       requestTimeoutMs: r.request_timeout_ms,
       maxIndexEntries: r.max_index_entries,
       maxSessions: r.max_sessions,
+      nodeTenants: r.node_tenants,
       blockTokens: prefix.blockChars / prefix.charsPerToken,
     };
     const staticNodes = r.nodes.map((n) => ({

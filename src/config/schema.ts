@@ -109,6 +109,18 @@ export const regionSchema = z.strictObject({
     .default(DEFAULT_REGION_SETTINGS.maxIndexEntries)
     .describe("Hard bound on prefix index entries (about 200 bytes each)."),
   max_sessions: z.number().int().min(0).default(DEFAULT_REGION_SETTINGS.maxSessions).describe("Session hints remembered."),
+  engine_cache_isolation: z
+    .enum(["cache_salt", "none"])
+    .default("cache_salt")
+    .describe(
+      "`cache_salt`: the forwarded body carries the tenant's cache namespace as `cache_salt` (vLLM, SGLang), so two tenants never share KV blocks on a node; `none`: the body as sent (engines without a salt: dedicate nodes instead).",
+    ),
+  node_tenants: z
+    .record(nodeIdSchema, z.array(name()).min(1))
+    .default({})
+    .describe(
+      "Nodes dedicated to tenants, `{ node_id = [tenant ids] }`: only they are sent there (isolation for engines without `cache_salt`, e.g. llama.cpp).",
+    ),
 });
 
 export const tenantSchema = z.strictObject({

@@ -14,6 +14,7 @@ import { ApiError } from "../http/errors.ts";
 import type { RegionDurableObject } from "../../durable-objects/region.ts";
 import type { FailureReason, RouteResult, Usage } from "../contracts/routing.ts";
 import type { Decision } from "../contracts/routing.ts";
+import { tenantMayUse } from "../core/region/candidates.ts";
 import { recordDecision, type DecisionLine, type DecisionSinks } from "./decision-log.ts";
 import { relay, type RelayEnd } from "./relay.ts";
 import { chooseStateless, countStateless, rememberNode } from "./stateless.ts";
@@ -40,6 +41,8 @@ export interface DispatchInput {
   path: string;
   /** The body forwarded: the client's bytes, with usage asked for on a stream that did not (stream-usage.ts). */
   body: Uint8Array;
+  /** The same with the tenant's `cache_salt` (cache-salt.ts), for regions with `engine_cache_isolation = "cache_salt"`. */
+  saltedBody?: Uint8Array | undefined;
   /** Whether the router asked for usage: its event is then taken out of the client's stream. */
   usageInjected: boolean;
   hashes: string[];
@@ -122,7 +125,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
           stateless = true;
         }
       }
-      routed ??= statelessRoute(region.config.name, input, exclude);
+      routed ??= statelessRoute(region, input, exclude, rc.tenant.id);
       if (!routed.ok) {
         if (routed.reason === "over-share") overShare++;
         if (routed.waitSeconds !== undefined) soonest = Math.min(soonest ?? Infinity, routed.waitSeconds + roundTripSeconds);
@@ -224,7 +227,7 @@ async function callNode(rc: RequestContext, routed: Ok, region: LoadedRegion, in
     const response = await fetch(new URL(input.path, routed.url.endsWith("/") ? routed.url : routed.url + "/").toString(), {
       method: "POST",
       headers,
-      body: input.body,
+      body: region.config.engine_cache_isolation === "cache_salt" && input.saltedBody ? input.saltedBody : input.body,
       signal: controller.signal,
       // Never follow a node's redirect: a 307 would re-send the customer's body wherever Location
       // points, a 302 would turn into a GET. A redirect is a misbehaving node (tried elsewhere), and
@@ -372,8 +375,11 @@ export function responseIdOf(first: Uint8Array | undefined, tenant: string): str
  * A placement without the region's object (stateless.ts), shaped as the object's own answer so
  * the rest of dispatch is the same; no ticket, no bookkeeping.
  */
-function statelessRoute(region: string, input: DispatchInput, exclude: readonly string[]): RouteResult {
-  const choice = chooseStateless(region, input.model, input.hashes[0] ?? "", exclude, Date.now());
+function statelessRoute(loaded: LoadedRegion, input: DispatchInput, exclude: readonly string[], tenant: string): RouteResult {
+  const region = loaded.config.name;
+  // A node dedicated to other tenants stays theirs without the object too.
+  const may = (nodeId: string) => tenantMayUse(loaded.config.node_tenants, nodeId, tenant);
+  const choice = chooseStateless(region, input.model, input.hashes[0] ?? "", exclude, Date.now(), may);
   if (!choice) return { ok: false, reason: "saturated", message: `region ${region} is unavailable`, retryAfterSeconds: 1 };
   countStateless(region, choice.nodeId, 1);
   return {

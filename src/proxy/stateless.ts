@@ -70,10 +70,13 @@ export function chooseStateless(
   firstHash: string,
   exclude: readonly string[],
   now: number,
+  allowed: (nodeId: string) => boolean = () => true,
 ): { nodeId: string; url: string } | undefined {
   const nodes = regions.get(region);
   if (!nodes) return undefined;
-  const eligible = [...nodes].filter(([id, n]) => n.models.has(model) && !exclude.includes(id) && now - n.seenAt <= NODE_MEMORY_MS);
+  const eligible = [...nodes].filter(
+    ([id, n]) => n.models.has(model) && !exclude.includes(id) && now - n.seenAt <= NODE_MEMORY_MS && allowed(id),
+  );
   if (eligible.length === 0) return undefined;
   const mean = eligible.reduce((s, [, n]) => s + n.inflight, 0) / eligible.length;
   const bound = Math.ceil((mean + 1) * BOUNDED_LOAD_FACTOR);

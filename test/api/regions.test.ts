@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { RegionSnapshot } from "../../src/core/region/index.ts";
 import { CF_FRANKFURT, CF_VIRGINIA, call, chat, registerAll } from "../helpers.ts";
-import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
+import { ACME_KEY, GLOBEX_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 
 const body = (model: string, text: string) => ({ model, messages: [{ role: "user", content: text }] });
 
@@ -94,5 +94,20 @@ describe("regions", () => {
     // Round-robin ignores the cache: the same prompt alternates between the two static nodes.
     expect(new Set(nodes)).toEqual(new Set(["static-1", "static-2"]));
     expect(nodes[0]).not.toBe(nodes[1]);
+  });
+});
+
+describe("nodes dedicated to tenants (node_tenants)", () => {
+  it("sends only the node's tenants there; another tenant is told no node serves it", async () => {
+    await registerAll([{ id: "ded-acme", region: "us", models: ["m-ded"] }]);
+    const mine = await chat(body("m-ded", "dedicated"), { key: ACME_KEY });
+    expect(mine.status).toBe(200);
+    expect(mine.headers.get("x-warmpath-node")).toBe("ded-acme");
+    await mine.arrayBuffer();
+    const other = await chat(body("m-ded", "dedicated"), { key: GLOBEX_KEY });
+    expect(other.status).toBe(503);
+    const err = await other.json<{ error: { code: string; message: string } }>();
+    expect(err.error.code).toBe("no_capacity");
+    expect(err.error.message).toMatch(/no node serving model m-ded/);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The proxy path: SSE passes through chunk by chunk, the client's body is forwarded byte for
- * byte (but for usage asked on a stream that did not), every stream is measured, failures before
+ * byte (but for the tenant's `cache_salt` and usage asked on a stream that did not), every stream is measured, failures before
  * the first byte are retried elsewhere, failures after it end the stream with an error event.
  */
 import { describe, expect, it, vi } from "vitest";
@@ -8,6 +8,10 @@ import { FAKE_CHUNK_DELAY_MS, handleFakeNode } from "../fixtures/fake-node.ts";
 import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { call, chat, readChunks, registerAll } from "../helpers.ts";
 import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import { engineCacheSalt } from "../../src/proxy/cache-salt.ts";
+
+/** The body as a region with `engine_cache_isolation = "cache_salt"` forwards it for tenant acme. */
+const salted = async (raw: string) => raw.replace("{", `{"cache_salt":"${await engineCacheSalt("tenant:acme", undefined)}",`);
 
 async function sha256Hex(text: string): Promise<string> {
   const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
@@ -35,13 +39,31 @@ describe("streaming", () => {
   });
 
   it("forwards the client's body byte for byte, unknown fields included, and never the client's key", async () => {
-    // Odd spacing, key order and fields the schema does not know must all survive.
+    // Odd spacing, key order and fields the schema does not know must all survive; the one change
+    // is the tenant's cache salt, right after the opening brace.
     const raw = `{ "messages":[{"role":"user","content":"hi"}],  "model":"m-us", "tools":[{"type":"function","function":{"name":"f","parameters":{}}}],
-      "response_format":{"type":"json_object"}, "cache_salt":"s1", "prompt_cache_key":"k", "x_vendor":{"a":[1,2,3]} }`;
+      "response_format":{"type":"json_object"}, "prompt_cache_key":"k", "x_vendor":{"a":[1,2,3]} }`;
     const res = await chat(raw, { headers: { "x-warmpath-region": "us" } });
     expect(res.status).toBe(200);
-    expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(raw));
+    expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(await salted(raw)));
     expect(res.headers.get("x-fake-authorization")).toBe("none");
+    await res.arrayBuffer();
+  });
+
+  it("replaces a client's own cache_salt with its namespace's salt of it, so no client can name another's", async () => {
+    const parsed = { model: "m-us", messages: [{ role: "user", content: "salted" }], cache_salt: "s1" };
+    const res = await chat(JSON.stringify(parsed), { headers: { "x-warmpath-region": "us" } });
+    const expected = JSON.stringify({ ...parsed, cache_salt: await engineCacheSalt("tenant:acme", "s1") });
+    expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(expected));
+    expect(expected).not.toContain('"s1"');
+    await res.arrayBuffer();
+  });
+
+  it("forwards the body untouched in a region whose engines take no salt (engine_cache_isolation = none)", async () => {
+    const raw = `{"model":"m-rr",  "messages":[{"role":"user","content":"as sent"}], "cache_salt":"s1"}`;
+    const res = await chat(raw);
+    expect(res.headers.get("x-warmpath-region")).toBe("rr");
+    expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(raw));
     await res.arrayBuffer();
   });
 });
@@ -61,7 +83,8 @@ describe("every stream measured", () => {
     const res = await chat(raw, { headers: { "x-warmpath-region": "us" } });
     expect(res.status).toBe(200);
     // The node was sent the client's bytes with usage asked for, and nothing else changed.
-    expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(raw.replace("{", '{"stream_options":{"include_usage":true},')));
+    const sent = (await salted(raw)).replace("{", '{"stream_options":{"include_usage":true},');
+    expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(sent));
     const client = (await readChunks(res)).map((c) => c.text).join("");
     // What the node answers the client's own request (no usage asked): byte for byte the same.
     const direct = await (
@@ -116,7 +139,7 @@ describe("every stream measured", () => {
     await registerAll([{ id: "meter-t", region: "us", models: ["m-learn"] }]);
     const raw = `{"model":"m-learn","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"with usage"}]}`;
     const res = await chat(raw, { headers: { "x-warmpath-region": "us", "x-session-id": "usage-t" } });
-    expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(raw));
+    expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(await salted(raw)));
     const client = (await readChunks(res)).map((c) => c.text).join("");
     expect(client).toContain('"choices":[],"usage"');
   });

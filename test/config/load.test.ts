@@ -86,6 +86,12 @@ describe("loadConfig", () => {
     );
   });
 
+  it("refuses a dedicated node's unknown tenant by name (the node would serve no one)", () => {
+    const typo = clone() as unknown as { regions: Array<Record<string, unknown>> };
+    typo.regions[0]!.node_tenants = { "gpu-1": ["acme", "acmee"] };
+    expect(configError(envWith(typo))).toContain("regions.0.node_tenants.gpu-1: unknown tenant 'acmee'");
+  });
+
   it("explains a missing or unparsable document", () => {
     expect(configError(envWith(undefined))).toContain("WARMPATH_CONFIG is not set");
     expect(configError(envWith("{nope"))).toContain("not valid JSON");

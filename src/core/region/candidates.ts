@@ -17,12 +17,22 @@ export interface Eligible {
   servesModel: number;
 }
 
-/** Nodes serving the model, not excluded, available and below the in-flight limit. */
-export function eligibleNodes(table: NodeTable, req: RouteRequest, now: number, maxInflightPerNode: number): Eligible {
+/**
+ * Nodes serving the model to this tenant (a node dedicated to other tenants does not), not
+ * excluded, available and below the in-flight limit.
+ */
+export function eligibleNodes(
+  table: NodeTable,
+  req: RouteRequest,
+  now: number,
+  maxInflightPerNode: number,
+  nodeTenants: Readonly<Record<string, readonly string[]>> = {},
+): Eligible {
   const nodes: NodeEntry[] = [];
   let servesModel = 0;
   for (const n of table.values()) {
     if (!n.spec.models.includes(req.model)) continue;
+    if (!tenantMayUse(nodeTenants, n.spec.id, req.tenant)) continue;
     servesModel++;
     if (req.exclude?.includes(n.spec.id)) continue;
     if (!table.isAvailable(n, now)) continue;
@@ -31,6 +41,16 @@ export function eligibleNodes(table: NodeTable, req: RouteRequest, now: number, 
   }
   nodes.sort((a, b) => (a.spec.id < b.spec.id ? -1 : a.spec.id > b.spec.id ? 1 : 0));
   return { nodes, servesModel };
+}
+
+/** Whether a tenant may be sent to a node: any tenant, unless the node is dedicated to others (`node_tenants`). */
+export function tenantMayUse(
+  nodeTenants: Readonly<Record<string, readonly string[]>>,
+  nodeId: string,
+  tenant: string | undefined,
+): boolean {
+  const allowed = Object.hasOwn(nodeTenants, nodeId) ? nodeTenants[nodeId] : undefined;
+  return allowed === undefined || (tenant !== undefined && allowed.includes(tenant));
 }
 
 /** One candidate per eligible node, in the same order; active blocks only when `active` is given. */

@@ -179,7 +179,7 @@ export class RegionRouter {
   /** Chooses a node for a request and credits it. */
   route(req: RouteRequest, now: number): RouteResult {
     const { name, blockTokens, maxQueueSeconds } = this.settings;
-    const found = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode);
+    const found = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode, this.settings.nodeTenants);
     const servesModel = found.servesModel;
     let eligible = found.nodes;
     if (eligible.length === 0) {

@@ -42,6 +42,8 @@ export const regionSettingsSchema = z.strictObject({
    * Always on in a deployment; the benchmark turns it off to measure what it is worth.
    */
   learnFromUsage: z.boolean(),
+  /** Nodes dedicated to tenants (node id -> tenant ids): only those tenants are sent there. Default none. */
+  nodeTenants: z.record(z.string(), z.array(z.string())),
 });
 
 export type RegionSettings = z.infer<typeof regionSettingsSchema>;
@@ -59,4 +61,5 @@ export const DEFAULT_REGION_SETTINGS: Omit<RegionSettings, "name" | "blockTokens
   maxSessions: 100_000,
   seed: 1,
   learnFromUsage: true,
+  nodeTenants: {},
 };
