@@ -114,6 +114,7 @@ export const MESSAGES: Endpoint = {
 
 export async function handleInference(rc: RequestContext, endpoint: Endpoint): Promise<Response> {
   const { request, config, tenant } = rc;
+  await edgeCeiling(rc);
   const contentType = request.headers.get("content-type") ?? "";
   if (contentType && !contentType.toLowerCase().includes("application/json")) {
     throw ApiError.unsupportedMediaType(`Content-Type must be application/json, not ${contentType.slice(0, 64)}`);
@@ -164,6 +165,20 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
     regions,
     roundTripMs: roundTrips,
   });
+}
+
+/**
+ * The edge's per-tenant request ceiling (the `RATE_LIMITER` binding, wrangler.toml): checked before
+ * the body is read or any region object is asked, so a flood costs one counter check. Cloudflare
+ * counts per location and eventually, so this is a backstop above the exact per-region budgets.
+ */
+async function edgeCeiling(rc: RequestContext): Promise<void> {
+  const limiter = (rc.env as Partial<Env>).RATE_LIMITER;
+  if (!limiter) return;
+  const { success } = await limiter.limit({ key: `tenant:${rc.tenant.id}` });
+  if (!success) {
+    throw ApiError.rateLimited("This tenant is over the deployment's request ceiling at this edge location. Retry after 60 s.", 60);
+  }
 }
 
 /** The cache namespace: the tenant's own, or a shared one it may use (`x-warmpath-namespace`). */

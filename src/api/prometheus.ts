@@ -93,6 +93,7 @@ export function renderPrometheus(regions: readonly RegionSnapshot[], now: number
       saturated: r.rejected.saturated,
       no_node: r.rejected.noNode,
       over_share: r.rejected.overShare,
+      rate_limited: r.rejected.rateLimited,
     };
     for (const [reason, count] of Object.entries(rejected)) {
       e.add("warmpath_rejections_total", "counter", "Requests the region could not place, by reason.", { ...region, reason }, count);

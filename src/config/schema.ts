@@ -141,6 +141,23 @@ export const tenantSchema = z.strictObject({
     .describe(
       "Namespaces it may share with other tenants (`x-warmpath-namespace`). Shared caches leak timing between tenants: share only within one organisation.",
     ),
+  rate_limits: z
+    .strictObject({
+      requests_per_minute: z
+        .number()
+        .int()
+        .positive()
+        .optional()
+        .describe("Requests a minute, per region (429 `rate_limit_exceeded` past it)."),
+      prompt_tokens_per_minute: z
+        .number()
+        .int()
+        .positive()
+        .optional()
+        .describe("Estimated prompt tokens a minute, per region (429 `rate_limit_exceeded` past it)."),
+    })
+    .optional()
+    .describe("Its rate limits in each region, as token buckets (a minute's budget may be spent at once); default none."),
 });
 
 export const limitsSchema = z.strictObject({

@@ -77,6 +77,13 @@ export const routeRequestSchema = z.object({
    * extra round trip to this one: take it only if this region can start it sooner.
    */
   waitToBeatSeconds: z.number().min(0).max(86_400).optional(),
+  /** The tenant's rate limits (configuration), spent in this region when it places the request. */
+  tenantLimits: z
+    .object({
+      requestsPerMinute: z.number().int().positive().optional(),
+      promptTokensPerMinute: z.number().int().positive().optional(),
+    })
+    .optional(),
 });
 
 export type RouteRequest = z.infer<typeof routeRequestSchema>;
@@ -103,6 +110,21 @@ export const consideredSchema = z.object({
 
 export type Considered = z.infer<typeof consideredSchema>;
 
+/** One rate limit after a request: what OpenAI's `x-ratelimit-*` headers report. */
+export const limitStateSchema = z.object({
+  limit: z.number().min(0),
+  remaining: z.number().min(0),
+  resetSeconds: z.number().min(0),
+});
+
+/** The tenant's rate limits in the region that answered, when it has any. */
+export const rateLimitStateSchema = z.object({
+  requests: limitStateSchema.optional(),
+  tokens: limitStateSchema.optional(),
+});
+
+export type RateLimitState = z.infer<typeof rateLimitStateSchema>;
+
 /** A placement (`ok: true`), or why the region cannot take the request (another region may). */
 export const routeResultSchema = z.discriminatedUnion("ok", [
   z.object({
@@ -120,17 +142,20 @@ export const routeResultSchema = z.discriminatedUnion("ok", [
     candidates: z.number().int().min(0),
     /** Nodes this request was kept off because they are held for the region's other tenants (fair-share.ts); 0 mostly. */
     heldForOthers: z.number().int().min(0),
+    rateLimit: rateLimitStateSchema.optional(),
     /** The candidates with the soonest estimated first token (the chosen one always among them), for the decision log. */
     considered: z.array(consideredSchema).max(MAX_CONSIDERED + 1),
   }),
   z.object({
     ok: z.literal(false),
     /** `over-share`: the tenant is over its fair share of a contended region (fair-share.ts); another region may take it, else 429. */
-    reason: z.enum(["no-node", "saturated", "over-share"]),
+    /** `rate-limited`: the tenant spent its requests or tokens per minute (rate-budget.ts): 429 at once, no other region. */
+    reason: z.enum(["no-node", "saturated", "over-share", "rate-limited"]),
     message: z.string(),
     retryAfterSeconds: z.number().min(0),
     /** `saturated`: the shortest modelled wait of the region's nodes (s), for the next region to beat. */
     waitSeconds: z.number().min(0).optional(),
+    rateLimit: rateLimitStateSchema.optional(),
   }),
 ]);
 

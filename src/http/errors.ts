@@ -67,6 +67,16 @@ export class ApiError extends Error {
     return new ApiError(415, "invalid_request_error", "unsupported_media_type", message);
   }
 
+  /** 431: the request's headers, or one header, over a bound (`param`: the header, when one is at fault). */
+  static headersTooLarge(message: string, param?: string | null): ApiError {
+    return new ApiError(431, "invalid_request_error", "request_headers_too_large", message, { param });
+  }
+
+  /** 414: the request's URL over a bound. */
+  static uriTooLong(message: string): ApiError {
+    return new ApiError(414, "invalid_request_error", "uri_too_long", message);
+  }
+
   /** 503 with `Retry-After`: no node can take the request now. */
   static noCapacity(message: string, retryAfterSeconds: number): ApiError {
     return new ApiError(503, "server_error", "no_capacity", message, { headers: { "retry-after": String(retryAfterSeconds) } });
@@ -75,6 +85,13 @@ export class ApiError extends Error {
   /** 429 with `Retry-After`: the tenant is over its fair share of the capacity that could serve it. */
   static overShare(message: string, retryAfterSeconds: number): ApiError {
     return new ApiError(429, "rate_limit_error", "tenant_over_share", message, { headers: { "retry-after": String(retryAfterSeconds) } });
+  }
+
+  /** 429 with `Retry-After` and OpenAI's `x-ratelimit-*` headers: the tenant spent its rate limit. */
+  static rateLimited(message: string, retryAfterSeconds: number, headers: Record<string, string> = {}): ApiError {
+    return new ApiError(429, "rate_limit_error", "rate_limit_exceeded", message, {
+      headers: { ...headers, "retry-after": String(retryAfterSeconds) },
+    });
   }
 
   /** 500: something the operator must fix (`invalid_configuration`) or a bug (`internal_error`). */

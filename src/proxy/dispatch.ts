@@ -12,10 +12,11 @@ import type { RequestContext } from "../api/request-context.ts";
 import { regionStub, type LoadedRegion } from "../config/load.ts";
 import { ApiError } from "../http/errors.ts";
 import type { RegionDurableObject } from "../../durable-objects/region.ts";
-import type { FailureReason, RouteResult, Usage } from "../contracts/routing.ts";
+import type { FailureReason, RouteRequest, RouteResult, Usage } from "../contracts/routing.ts";
 import type { Decision } from "../contracts/routing.ts";
 import { tenantMayUse } from "../core/region/candidates.ts";
 import { recordDecision, type DecisionLine, type DecisionSinks } from "./decision-log.ts";
+import { rateLimitHeaders } from "./rate-limit-headers.ts";
 import { relay, type RelayEnd } from "./relay.ts";
 import { chooseStateless, countStateless, rememberNode } from "./stateless.ts";
 import type { StreamEnd } from "./stream-end.ts";
@@ -106,6 +107,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
           failoverFrom: regionIndex > 0 ? nearest : undefined,
           previousResponseId: input.previousResponseId,
           waitToBeatSeconds,
+          tenantLimits: limitsOf(rc.tenant),
         });
       let routed: RouteResult | undefined;
       if (!stateless) {
@@ -127,6 +129,16 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
       }
       routed ??= statelessRoute(region, input, exclude, rc.tenant.id);
       if (!routed.ok) {
+        // A tenant over its rate limit is told so at once: another region would only spend another budget.
+        if (routed.reason === "rate-limited") {
+          attempts.push({ region: region.config.name, outcome: routed.reason });
+          recordRefusal(rc, input, attempts, 429);
+          throw ApiError.rateLimited(
+            `${routed.message}. Retry after ${routed.retryAfterSeconds} s.`,
+            routed.retryAfterSeconds,
+            rateLimitHeaders(routed.rateLimit),
+          );
+        }
         if (routed.reason === "over-share") overShare++;
         if (routed.waitSeconds !== undefined) soonest = Math.min(soonest ?? Infinity, routed.waitSeconds + roundTripSeconds);
         attempts.push({ region: region.config.name, outcome: routed.reason });
@@ -152,20 +164,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
     }
   }
 
-  recordDecision(
-    {
-      event: "request",
-      request_id: rc.requestId,
-      tenant: rc.tenant.id,
-      model: input.model,
-      status: overShare > 0 ? 429 : 503,
-      prompt_tokens_estimated: input.promptTokens,
-      attempts,
-      duration_ms: Date.now() - rc.startedAt,
-      measured_cached_tokens: null,
-    },
-    sinks(rc),
-  );
+  recordRefusal(rc, input, attempts, overShare > 0 ? 429 : 503);
   const seconds = Number.isFinite(retryAfter) ? retryAfter : 5;
   const tried = attempts.map((a) => (a.node ? `${a.region}/${a.node}: ${a.outcome}` : `${a.region}: ${a.outcome}`)).join("; ");
   // A tenant refused for its share somewhere is told to slow down (429); otherwise the fleet is full (503).
@@ -179,6 +178,30 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
     `No node can take this request now (${lastMessage}; tried ${tried || "nothing"}). Retry after ${seconds} s.`,
     seconds,
   );
+}
+
+/** The decision line of a request no region placed. */
+function recordRefusal(rc: RequestContext, input: DispatchInput, attempts: Attempt[], status: number): void {
+  recordDecision(
+    {
+      event: "request",
+      request_id: rc.requestId,
+      tenant: rc.tenant.id,
+      model: input.model,
+      status,
+      prompt_tokens_estimated: input.promptTokens,
+      attempts,
+      duration_ms: Date.now() - rc.startedAt,
+      measured_cached_tokens: null,
+    },
+    sinks(rc),
+  );
+}
+
+/** The tenant's configured rate limits, as the region object takes them. */
+function limitsOf(tenant: RequestContext["tenant"]): RouteRequest["tenantLimits"] {
+  const l = tenant.rate_limits;
+  return l ? { requestsPerMinute: l.requests_per_minute, promptTokensPerMinute: l.prompt_tokens_per_minute } : undefined;
 }
 
 type Upstream =
@@ -284,6 +307,7 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
   headers.set("x-warmpath-attempts", String(attempts.length));
   // A flooding tenant kept off the nodes held for the others says so (fair-share.ts).
   if (routed.heldForOthers > 0) headers.set("x-warmpath-held-nodes", String(routed.heldForOthers));
+  for (const [k, v] of Object.entries(rateLimitHeaders(routed.rateLimit))) headers.set(k, v);
 
   // A streamed request is relayed (and checked for its end) as SSE whatever the node's Content-Type says.
   const contentType = upstream.response.headers.get("content-type") ?? "";

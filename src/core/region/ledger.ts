@@ -27,7 +27,7 @@ export interface TenantCounters {
 
 /** The ledger's region-wide counters, as the snapshot shows them. */
 export interface LedgerCounters {
-  rejected: { saturated: number; noNode: number; overShare: number };
+  rejected: { saturated: number; noNode: number; overShare: number; rateLimited: number };
   /** Requests retried in this region after a node failed them before its first byte. */
   retries: number;
   /** Requests this region took over from a nearer one, by that region's name. */
@@ -72,6 +72,7 @@ export class RegionLedger {
   private saturated = 0;
   private noNode = 0;
   private overShare = 0;
+  private rateLimited = 0;
   private retries = 0;
   private readonly failovers = new Map<string, number>();
   private readonly tenants = new Map<string, TenantCounters>();
@@ -113,9 +114,15 @@ export class RegionLedger {
   }
 
   /** A request the region could not place: counted, and kept among the recent decisions with the candidates it weighed. */
-  rejected(req: RouteRequest, reason: "saturated" | "no-node" | "over-share", considered: Considered[], now: number): void {
+  rejected(
+    req: RouteRequest,
+    reason: "saturated" | "no-node" | "over-share" | "rate-limited",
+    considered: Considered[],
+    now: number,
+  ): void {
     if (reason === "saturated") this.saturated++;
     else if (reason === "over-share") this.overShare++;
+    else if (reason === "rate-limited") this.rateLimited++;
     else this.noNode++;
     this.history.rejected(now);
     this.recent.add({ ...recordOf(req, now), decision: reason, considered, status: "rejected" });
@@ -165,7 +172,7 @@ export class RegionLedger {
 
   counters(): LedgerCounters {
     return {
-      rejected: { saturated: this.saturated, noNode: this.noNode, overShare: this.overShare },
+      rejected: { saturated: this.saturated, noNode: this.noNode, overShare: this.overShare, rateLimited: this.rateLimited },
       retries: this.retries,
       failovers: Object.fromEntries(this.failovers),
       tenants: Object.fromEntries(this.tenants),

@@ -15,7 +15,7 @@ export interface DecisionRecord {
   model: string;
   /** The node chosen, or null when the region could not place the request. */
   node: string | null;
-  decision: Decision | "saturated" | "no-node" | "over-share";
+  decision: Decision | "saturated" | "no-node" | "over-share" | "rate-limited";
   matchBlocks: number;
   totalBlocks: number;
   promptTokens: number;

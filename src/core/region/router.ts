@@ -32,6 +32,7 @@ import { buildCandidates, eligibleNodes, shortestWaitSeconds } from "./candidate
 import { countAgreement, countDuration, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
 import { NodeTable, type NodeEntry, type NodeSpec } from "./node-table.ts";
 import type { RegionSettings } from "./settings.ts";
+import { RateBudgets } from "./rate-budget.ts";
 import { FairShare } from "./fair-share.ts";
 import { RegionLedger, type LedgerEntry, type RegionHistoryView } from "./ledger.ts";
 import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
@@ -99,6 +100,7 @@ export class RegionRouter {
   private readonly ticketPrefix: string;
   private readonly ledger = new RegionLedger();
   private readonly fair = new FairShare();
+  private readonly budgets = new RateBudgets();
 
   constructor(settings: RegionSettings, instanceId = "0") {
     this.settings = settings;
@@ -237,6 +239,20 @@ export class RegionRouter {
       };
     }
 
+    // Rate limits (rate-budget.ts): spent only where the request is placed.
+    const budget = this.budgets.take(tenant, req.tenantLimits, req.promptTokens, now);
+    const rateLimit = budget.requests || budget.tokens ? { requests: budget.requests, tokens: budget.tokens } : undefined;
+    if (!budget.ok) {
+      this.ledger.rejected(req, "rate-limited", [], now);
+      return {
+        ok: false,
+        reason: "rate-limited",
+        message: `tenant ${tenant} is over its ${budget.limit === "requests" ? "requests" : "prompt tokens"} per minute in region ${name}`,
+        retryAfterSeconds: budget.retryAfterSeconds,
+        rateLimit,
+      };
+    }
+
     const sessionNode = req.sessionKey !== undefined ? this.sessions.get(req.sessionKey) : undefined;
     // A follow-up of a stored response goes to the node that stores it, if it can take it; elsewhere
     // it would fail. (Gone or unavailable, the policy places it and the node answers for itself.)
@@ -316,6 +332,7 @@ export class RegionRouter {
       estimatedTtftMs,
       candidates: candidates.length,
       heldForOthers: admission.reserved?.size ?? 0,
+      rateLimit,
       considered: shown,
     };
   }
