@@ -50,3 +50,24 @@ test("deployed environments refuse development credentials", () => {
     assert.equal(config.mode, "production", `${name} must not be in development mode`);
   }
 });
+
+test("deployed environments keep every token out of plain vars (wrangler prints vars at startup; secrets it does not)", () => {
+  for (const [name, env] of environments.slice(1)) {
+    const vars = Object.keys(env.vars ?? {});
+    assert.deepEqual(vars, ["WARMPATH_CONFIG"], `${name}: only the configuration is a var; tokens are \`wrangler secret put\``);
+    // Every secret the configuration names must not be defined as a var either.
+    const config = configSchema.parse(env.vars?.WARMPATH_CONFIG);
+    const named = [config.admin_token_secret, ...config.regions.flatMap((r) => [r.node_token_secret, r.origin_token_secret].flat())];
+    for (const secret of named) if (secret) assert.ok(!vars.includes(secret), `${name}: ${secret} is a plain var`);
+  }
+});
+
+test("every environment binds the edge rate limiter, deployed ones each their own namespace", () => {
+  const namespaces = new Map<string, string>();
+  for (const [name, env] of environments) {
+    const rl = (env as { ratelimits?: Array<{ name: string; namespace_id: string }> }).ratelimits?.[0];
+    assert.equal(rl?.name, "RATE_LIMITER", name);
+    namespaces.set(name, rl!.namespace_id);
+  }
+  assert.notEqual(namespaces.get("staging"), namespaces.get("production"), "staging's counters are not production's");
+});
