@@ -29,6 +29,9 @@ import { regionInitSchema, type RegionInit } from "./region-init.ts";
  */
 const LAST_SEEN_WRITE_FRACTION = 1 / 3;
 
+/** The reason a restart aborts the object with: the error its callers see. */
+export const RESTART_REASON = "region object restarted by an operator";
+
 interface NodeRow extends Record<string, SqlStorageValue> {
   id: string;
   url: string;
@@ -204,6 +207,16 @@ export class RegionDurableObject extends DurableObject<Env> {
   /** The last hour in buckets and the recent decisions, for the dashboard (in memory: lost with the object). */
   history(init: RegionInit): RegionHistoryView {
     return this.ensure(init).historyView(Date.now());
+  }
+
+  /**
+   * Operator: restarts the object (POST /admin/regions/{region}/restart). `abort` drops this
+   * instance and everything it holds in memory (index, load model, history, tickets in flight);
+   * the next call constructs the object again from storage (configuration and node table). The
+   * call itself fails with the abort's reason, as every call still running on this instance does.
+   */
+  restart(): void {
+    this.ctx.abort(RESTART_REASON);
   }
 
   override async alarm(): Promise<void> {

@@ -14,9 +14,25 @@ export const FaultsSchema = z.strictObject({
   extra_latency_ms: z.number().min(0),
   /** Accept requests and never answer (admin endpoints still answer). */
   hang: z.boolean(),
+  /**
+   * A streamed answer sends this many tokens, then goes silent: the stream is never ended (the
+   * socket stays open until the client goes or the node crashes). null: off.
+   */
+  hang_after_tokens: z.number().int().min(1).nullable(),
+  /** Answer inference requests 307 with this Location (a URL the client must never see). null: off. */
+  redirect_to: z.url({ protocol: /^https?$/ }).nullable(),
+  /** Prefill takes this many times as long as the node's prefill rate says (1: normal). */
+  prefill_slowdown: z.number().min(1),
 });
 export type Faults = z.infer<typeof FaultsSchema>;
-export const NO_FAULTS: Faults = { error_rate: 0, extra_latency_ms: 0, hang: false };
+export const NO_FAULTS: Faults = {
+  error_rate: 0,
+  extra_latency_ms: 0,
+  hang: false,
+  hang_after_tokens: null,
+  redirect_to: null,
+  prefill_slowdown: 1,
+};
 
 const NodeFields = {
   models: z.array(z.string().min(1)).min(1),

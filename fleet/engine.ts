@@ -11,7 +11,8 @@
  *   running requests, the head of the prefill queue waits for one to finish.
  * - The first token comes out at the end of prefill; then every running request decodes
  *   concurrently at `decodeTokensPerSecond`.
- * - Every duration is divided by `timeFactor` (10 = ten times faster than the modelled GPU).
+ * - Every duration is divided by `timeFactor` (10 = ten times faster than the modelled GPU); a
+ *   prefill's is multiplied by `prefillSlowdown` (a degraded GPU, for fault injection).
  *
  * Callback-driven with plain setTimeout (no promises), so tests can drive it with mock timers.
  */
@@ -27,6 +28,8 @@ export interface EngineOptions {
   blockTokens?: number;
   /** Clock in ms; defaults to performance.now. Injected by tests that mock time. */
   now?: () => number;
+  /** Multiplies each prefill's duration, read when it starts (the node's `prefill_slowdown` fault). Default 1. */
+  prefillSlowdown?: () => number;
 }
 
 export interface PrefillInfo {
@@ -97,7 +100,7 @@ export class Engine {
   private stopped = false;
 
   constructor(options: EngineOptions) {
-    this.options = { blockTokens: 16, now: () => performance.now(), ...options };
+    this.options = { blockTokens: 16, now: () => performance.now(), prefillSlowdown: () => 1, ...options };
     this.cache = new PrefixCache(options.kvCapacityTokens, this.options.blockTokens);
   }
 
@@ -180,7 +183,7 @@ export class Engine {
     this.counters.prefixHitTokens += cachedTokens;
     this.counters.promptTokens += promptTokens;
     const start = this.options.now();
-    const prefillMs = (((promptTokens - cachedTokens) / prefillTokensPerSecond) * 1000) / timeFactor;
+    const prefillMs = ((((promptTokens - cachedTokens) / prefillTokensPerSecond) * 1000) / timeFactor) * this.options.prefillSlowdown();
     job.timer = setTimeout(() => {
       job.timer = undefined;
       this.prefilling = undefined;

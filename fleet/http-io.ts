@@ -1,7 +1,7 @@
 /**
  * Request and response plumbing shared by a node's endpoints: JSON answers, OpenAI-shaped
- * errors, and bounded body reading with JSON-object parsing (errors as RequestError, which the
- * route table turns into 4xx answers).
+ * errors, redirects (a fault), and bounded body reading with JSON-object parsing (errors as
+ * RequestError, which the route table turns into 4xx answers).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { errorBody } from "./openai.ts";
@@ -17,6 +17,13 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 
 export function sendError(res: ServerResponse, status: number, message: string, type: string, param: string | null = null): void {
   sendJson(res, status, errorBody(message, type, param, status));
+}
+
+/** A 307 to `location`, named in the body too, as web servers' redirect pages do. */
+export function sendRedirect(res: ServerResponse, location: string): void {
+  const text = `Temporary Redirect. Redirecting to ${location}`;
+  res.writeHead(307, { location, "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(text) });
+  res.end(text);
 }
 
 export function readBody(req: IncomingMessage): Promise<string> {

@@ -8,6 +8,7 @@ import type { Server } from "node:http";
 import { randomBytes } from "node:crypto";
 import { Engine } from "./engine.ts";
 import { NO_FAULTS, type Faults } from "./config.ts";
+import { FirstByteTags } from "./first-bytes.ts";
 import { Histogram, TTFT_BUCKETS } from "./metrics.ts";
 import type { LoadReport, Reporter } from "./report.ts";
 
@@ -45,6 +46,8 @@ export interface NodeState {
   cached_blocks: number;
   cached_tokens: number;
   faults: Faults;
+  /** First bytes sent, by request tag (first-bytes.ts), across restarts. */
+  first_byte_tags: Record<string, number>;
 }
 
 export const HOST = "127.0.0.1";
@@ -59,6 +62,8 @@ export class NodeRuntime {
   readonly model: string;
   faults: Faults;
   port: number;
+  /** Kept across restarts, like the faults: the record is the test's, not the process's. */
+  readonly firstBytes = new FirstByteTags();
   server: Server | undefined;
   reporter: Reporter | undefined;
   engine!: Engine;
@@ -93,6 +98,7 @@ export class NodeRuntime {
       decodeTokensPerSecond: o.decodeTokensPerSecond,
       maxRunning: o.maxRunning,
       timeFactor: o.timeFactor,
+      prefillSlowdown: () => this.faults.prefill_slowdown,
     });
     this.bootId = randomBytes(8).toString("hex");
     this.ttft = new Histogram(TTFT_BUCKETS);
@@ -116,6 +122,7 @@ export class NodeRuntime {
       cached_blocks: engine.cache.heldBlocks,
       cached_tokens: engine.cache.heldBlocks * engine.cache.blockTokens,
       faults: this.faults,
+      first_byte_tags: this.firstBytes.toJSON(),
     };
   }
 

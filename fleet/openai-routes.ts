@@ -1,11 +1,14 @@
 /**
  * A node's OpenAI-compatible endpoints: POST /v1/chat/completions and /v1/completions (faults,
- * validation, then the engine drives the answer, streamed or whole) and GET /v1/models.
+ * validation, then the engine drives the answer, streamed or whole) and GET /v1/models. Each
+ * request is held to the faults in force when it arrived (the prefill slowdown: when its prefill
+ * starts); its first byte is recorded by the tag in its prompt, if any (first-bytes.ts).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { chunk, fillerToken, fullResponse, newId, usage, usageChunk, type Kind, type StreamIds } from "./openai.ts";
 import { RequestError, blockHashes, countTokens, renderChat, renderCompletion } from "./prompt.ts";
-import { parseJsonObject, readBody, sendError, sendJson } from "./http-io.ts";
+import { parseJsonObject, readBody, sendError, sendJson, sendRedirect } from "./http-io.ts";
+import { requestTag } from "./first-bytes.ts";
 import { endEventStream, openEventStream, writeEvent } from "./sse.ts";
 import type { NodeRuntime } from "./node-runtime.ts";
 
@@ -24,6 +27,7 @@ export async function inference(node: NodeRuntime, kind: Kind, req: IncomingMess
     await node.sleep(f.extra_latency_ms);
     if (res.destroyed || !node.up) return;
   }
+  if (f.redirect_to !== null) return sendRedirect(res, f.redirect_to);
   if (f.error_rate > 0 && Math.random() < f.error_rate) {
     sendError(res, 500, "simulated node failure (fault injection)", "InternalServerError");
     return;
@@ -51,6 +55,7 @@ export async function inference(node: NodeRuntime, kind: Kind, req: IncomingMess
   const includeUsage = o.forceIncludeUsage === true || so?.include_usage === true;
   const ids: StreamIds = { kind, id: newId(kind), created: Math.floor(Date.now() / 1000), model: requested };
   const seed = promptTokens;
+  const tag = requestTag(prompt);
 
   if (stream) openEventStream(res, ids.id);
   let cachedTokens = 0;
@@ -66,15 +71,22 @@ export async function inference(node: NodeRuntime, kind: Kind, req: IncomingMess
       node.ttft.observe((info.queuedMs + info.prefillMs) / 1000);
     },
     onToken: (i) => {
+      // Silent from here on: no more work, and the stream is left open, never ended.
+      if (stream && i === f.hang_after_tokens) return handle.cancel();
       const t = fillerToken(seed, i);
       answer += t;
-      if (stream) writeEvent(res, chunk(ids, t, i === completionTokens - 1 ? finishReason : null, i === 0));
+      if (!stream) return;
+      writeEvent(res, chunk(ids, t, i === completionTokens - 1 ? finishReason : null, i === 0));
+      if (i === 0) node.firstBytes.record(tag);
     },
     onDone: () => {
       finished = true;
       node.success[finishReason] = (node.success[finishReason] ?? 0) + 1;
       const u = usage(promptTokens, completionTokens, cachedTokens);
-      if (!stream) return sendJson(res, 200, fullResponse(ids, answer, finishReason, u));
+      if (!stream) {
+        node.firstBytes.record(tag);
+        return sendJson(res, 200, fullResponse(ids, answer, finishReason, u));
+      }
       if (includeUsage) writeEvent(res, usageChunk(ids, u));
       endEventStream(res);
     },

@@ -7,7 +7,8 @@
  * left over from an earlier run would name nodes on ports that no longer exist. A configuration
  * override (e.g. another routing policy) is passed to wrangler as WARMPATH_CONFIG in a temporary
  * env file, the same way `.dev.vars` would carry it: the worker reads it as configuration, there is
- * no separate code path.
+ * no separate code path. For fault injection, the router process can be killed and started again
+ * on the same store (`restartRouter`).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -15,7 +16,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadFleet } from "../fleet/config.ts";
+import { loadFleet, type FleetConfig } from "../fleet/config.ts";
 import { startFleet, type Fleet } from "../fleet/fleet.ts";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -31,6 +32,8 @@ export interface SystemOptions {
   port?: number;
   /** Fleet file. Default fleet/fleet.default.json; null: no simulated fleet (real nodes register themselves). */
   fleetFile?: string | null;
+  /** A fleet already loaded, instead of the fleet file (e.g. the default fleet with a field changed). */
+  fleetConfig?: FleetConfig;
   /** Multiplies every node's time factor (10 = ten times faster). Default 1. */
   timeFactorScale?: number;
   /** A full configuration document replacing wrangler.toml's WARMPATH_CONFIG. */
@@ -46,7 +49,15 @@ export interface System {
   url: string;
   /** The simulated fleet (undefined with `fleetFile: null`). */
   fleet: Fleet | undefined;
-  router: ChildProcess;
+  /** The wrangler dev process running now (a new one after restartRouter). */
+  readonly router: ChildProcess;
+  /**
+   * Kills wrangler dev and its process tree (workerd) with SIGKILL, as a crash would, and starts
+   * it again with the same arguments: same port, same configuration, same --persist-to store, so
+   * the Durable Objects' storage survives and their memory does not. Resolves when /healthz
+   * answers again, with when the kill was sent and when it answered (ms epoch).
+   */
+  restartRouter(): Promise<{ killedAt: number; upAt: number }>;
   stop(): Promise<void>;
 }
 
@@ -76,24 +87,59 @@ async function waitFor(what: string, timeoutMs: number, check: () => Promise<boo
   }
 }
 
-/** Kills a child and its process group (wrangler starts workerd as its own child). */
-async function killTree(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.pid === undefined) return;
+/**
+ * Kills a child and its process group (wrangler starts workerd as its own child): SIGTERM, then
+ * SIGKILL after 5 s; or SIGKILL at once, as a crash would.
+ */
+async function killTree(child: ChildProcess, signal: "SIGTERM" | "SIGKILL" = "SIGTERM"): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  try {
-    process.kill(-child.pid, "SIGTERM");
-  } catch {
-    child.kill("SIGTERM");
-  }
+  const kill = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, sig);
+    } catch {
+      child.kill(sig);
+    }
+  };
+  kill(signal);
   const timeout = sleep(5000).then(() => "timeout" as const);
   if ((await Promise.race([exited, timeout])) === "timeout") {
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {
-      child.kill("SIGKILL");
-    }
+    kill("SIGKILL");
     await exited;
   }
+}
+
+/** wrangler dev with these arguments, its output kept in `output` (the last 500 lines) and passed on. */
+function launchRouter(args: string[], output: string[], onOutput: ((line: string) => void) | undefined): ChildProcess {
+  const router = spawn(WRANGLER, args, {
+    cwd: ROOT,
+    detached: true, // its own process group, so stop() also ends workerd
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+  });
+  for (const stream of [router.stdout!, router.stderr!]) {
+    stream.setEncoding("utf8");
+    stream.on("data", (chunk: string) => {
+      for (const line of chunk.split("\n")) {
+        if (!line) continue;
+        output.push(line);
+        if (output.length > 500) output.shift();
+        onOutput?.(line);
+      }
+    });
+  }
+  return router;
+}
+
+/** Resolves when the router answers /healthz; rejects if it exits first. */
+async function routerReady(router: ChildProcess, url: string, output: string[]): Promise<void> {
+  const died = new Promise<never>((_, reject) =>
+    router.once("exit", (code) => reject(new Error(`wrangler dev exited (${code}):\n${output.slice(-30).join("\n")}`))),
+  );
+  await Promise.race([
+    died,
+    waitFor("the router (wrangler dev) to answer /healthz", ROUTER_READY_TIMEOUT_MS, async () => (await fetch(`${url}/healthz`)).ok),
+  ]);
 }
 
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
@@ -115,38 +161,34 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     args.push("--env-file", envFile);
   }
   const output: string[] = [];
-  const router = spawn(WRANGLER, args, {
-    cwd: ROOT,
-    detached: true, // its own process group, so stop() also ends workerd
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
-  });
-  for (const stream of [router.stdout!, router.stderr!]) {
-    stream.setEncoding("utf8");
-    stream.on("data", (chunk: string) => {
-      for (const line of chunk.split("\n")) {
-        if (!line) continue;
-        if (output.length < 500) output.push(line);
-        options.onRouterOutput?.(line);
-      }
-    });
-  }
+  let router = launchRouter(args, output, options.onRouterOutput);
   let fleet: Fleet | undefined;
   const stop = async () => {
     await fleet?.stop();
     await killTree(router);
     rmSync(state, { recursive: true, force: true });
   };
+  const restartRouter = async () => {
+    const killedAt = Date.now();
+    await killTree(router, "SIGKILL");
+    // The same arguments: the same port, configuration and --persist-to store.
+    router = launchRouter(args, output, options.onRouterOutput);
+    await routerReady(router, url, output);
+    return { killedAt, upAt: Date.now() };
+  };
+  const system = (): System => ({
+    url,
+    fleet,
+    get router() {
+      return router;
+    },
+    restartRouter,
+    stop,
+  });
   try {
-    const died = new Promise<never>((_, reject) =>
-      router.once("exit", (code) => reject(new Error(`wrangler dev exited (${code}):\n${output.slice(-30).join("\n")}`))),
-    );
-    await Promise.race([
-      died,
-      waitFor("the router (wrangler dev) to answer /healthz", ROUTER_READY_TIMEOUT_MS, async () => (await fetch(`${url}/healthz`)).ok),
-    ]);
-    if (options.fleetFile === null) return { url, fleet, router, stop };
-    const fleetConfig = loadFleet(options.fleetFile ?? join(ROOT, "fleet", "fleet.default.json"));
+    await routerReady(router, url, output);
+    if (options.fleetFile === null) return system();
+    const fleetConfig = options.fleetConfig ?? loadFleet(options.fleetFile ?? join(ROOT, "fleet", "fleet.default.json"));
     fleet = await startFleet(fleetConfig, { routerUrl: url, timeFactorScale: options.timeFactorScale, log: options.log });
     const expected = fleetConfig.regions.reduce((n, r) => n + r.nodes.length, 0);
     await waitFor(`${expected} nodes to register`, FLEET_READY_TIMEOUT_MS, async () => {
@@ -155,7 +197,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       const body = (await res.json()) as { regions: { nodes: unknown[] }[] };
       return body.regions.reduce((n, r) => n + r.nodes.length, 0) >= expected;
     });
-    return { url, fleet, router, stop };
+    return system();
   } catch (e) {
     await stop();
     throw e;

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { ConfigError, loadFleet, parseFleet } from "../config.ts";
+import { ConfigError, NO_FAULTS, loadFleet, parseFleet } from "../config.ts";
 import { startFleet } from "../fleet.ts";
 import { blockHashes, countTokens, renderChat } from "../prompt.ts";
 
@@ -19,7 +19,7 @@ test("the default fleet loads: two regions of three nodes, defaults applied", ()
   const n = f.regions[0]!.nodes[0]!;
   assert.equal(n.kv_capacity_tokens, 200_000);
   assert.equal(n.max_running, 64);
-  assert.deepEqual(n.faults, { error_rate: 0, extra_latency_ms: 0, hang: false });
+  assert.deepEqual(n.faults, NO_FAULTS);
 });
 
 test("invalid fleet files are rejected naming the bad field", () => {
@@ -34,6 +34,9 @@ test("invalid fleet files are rejected naming the bad field", () => {
   bad({ regions: [{ name: "r", nodes: [{ id: "GPU_1" }] }] }, /regions\[0\]\.nodes\[0\]\.id: must be lowercase/);
   bad({ regions: [] }, /regions/);
   bad({ defaults: { faults: { error_rate: 3 } }, regions: [{ name: "r", nodes: [{ id: "a" }] }] }, /defaults\.faults\.error_rate/);
+  bad({ regions: [{ name: "r", nodes: [{ id: "a", faults: { redirect_to: "/relative" } }] }] }, /nodes\[0\]\.faults\.redirect_to/);
+  bad({ regions: [{ name: "r", nodes: [{ id: "a", faults: { prefill_slowdown: 0 } }] }] }, /nodes\[0\]\.faults\.prefill_slowdown/);
+  bad({ regions: [{ name: "r", nodes: [{ id: "a", faults: { hang_after_tokens: 1.5 } }] }] }, /nodes\[0\]\.faults\.hang_after_tokens/);
 });
 
 test("node fields override defaults, faults merge field by field", () => {
@@ -44,7 +47,7 @@ test("node fields override defaults, faults merge field by field", () => {
   const [a, b] = f.regions[0]!.nodes;
   assert.equal(a!.time_factor, 2);
   assert.equal(b!.time_factor, 5);
-  assert.deepEqual(a!.faults, { error_rate: 0.5, extra_latency_ms: 10, hang: false });
+  assert.deepEqual(a!.faults, { ...NO_FAULTS, error_rate: 0.5, extra_latency_ms: 10 });
 });
 
 test("a fleet needs a token per region when it reports to a router; starts and stops every node", async () => {

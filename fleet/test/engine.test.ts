@@ -124,3 +124,19 @@ test("a new engine (a restarted node) has lost the cache", () => {
   tick(1000);
   assert.equal(r.prefill?.cachedTokens, 0);
 });
+
+test("the prefill slowdown multiplies each prefill's duration, as it stands when the prefill starts", () => {
+  let slowdown = 10;
+  const e = new Engine({ ...BASE, timeFactor: 10, prefillSlowdown: () => slowdown });
+  const slow = submit(e, "s", 62, 1, 8); // 1000 tokens: 100 ms, x10 = 1000 ms
+  const next = submit(e, "n", 62, 1, 8); // queued behind it: its prefill starts after the fault is gone
+  tick(500);
+  slowdown = 1;
+  tick(499);
+  assert.equal(slow.tokens.length, 0);
+  tick(1);
+  assert.deepEqual(slow.tokens, [1000]);
+  assert.equal(slow.prefill?.prefillMs, 1000);
+  tick(100);
+  assert.deepEqual(next.tokens, [1100], "prefilled at the normal rate");
+});

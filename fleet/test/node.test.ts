@@ -151,6 +151,92 @@ test("faults set at runtime: error rate, extra latency, hang", async () => {
   assert.equal((await fetch(node.url + "/health")).status, 200);
 });
 
+/** Reads a stream until `events` data events have arrived; then whether anything more comes within `quietMs`. */
+async function readEvents(res: Response, events: number, quietMs: number) {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  while (text.split("\n\n").filter((e) => e.startsWith("data: ")).length < events) {
+    const { done, value } = await reader.read();
+    if (done) return { text, more: "end" as const };
+    text += decoder.decode(value, { stream: true });
+  }
+  const next = await Promise.race([reader.read(), new Promise<"quiet">((r) => setTimeout(() => r("quiet"), quietMs))]);
+  await reader.cancel();
+  return { text, more: next === "quiet" ? ("quiet" as const) : next.done ? ("end" as const) : ("data" as const) };
+}
+
+test("hang after first tokens: a stream sends them, then nothing, and is never ended; its slot is freed", async () => {
+  const post = (body: unknown) => fetch(node.url + "/admin/faults", { method: "POST", body: JSON.stringify(body) });
+  assert.equal((await post({ hang_after_tokens: 0 })).status, 400);
+  await post({ hang_after_tokens: 2 });
+  const res = await fetch(node.url + "/v1/chat/completions", {
+    method: "POST",
+    body: JSON.stringify({ model: MODEL, stream: true, max_tokens: 20, messages: [{ role: "user", content: "stall" }] }),
+  });
+  assert.equal(res.status, 200);
+  // 20 tokens at 10,000 a second (time factor 10) would take 2 ms: 500 ms of silence is a hang.
+  const seen = await readEvents(res, 2, 500);
+  assert.equal(seen.more, "quiet");
+  assert.equal(events(seen.text).length, 2);
+  assert.equal(node.state().running, 0, "the stalled request holds no batch slot");
+  const whole = await chat({ model: MODEL, max_tokens: 20, messages: [{ role: "user", content: "not streamed" }] });
+  assert.equal(JSON.parse(whole.text).usage.completion_tokens, 20, "a whole JSON answer is not affected");
+  await post({ hang_after_tokens: null });
+  const healed = await chat({ model: MODEL, stream: true, max_tokens: 3, messages: [{ role: "user", content: "stall" }] });
+  assert.equal(events(healed.text).at(-1), "[DONE]");
+});
+
+test("redirect_to: inference requests are answered 307 to that URL, nothing is generated", async () => {
+  const post = (body: unknown) => fetch(node.url + "/admin/faults", { method: "POST", body: JSON.stringify(body) });
+  assert.equal((await post({ redirect_to: "not a url" })).status, 400);
+  assert.equal((await post({ redirect_to: "file:///etc/passwd" })).status, 400);
+  const internal = "http://10.0.0.7:8000/v1/chat/completions";
+  await post({ redirect_to: internal });
+  const before = node.engine.counters.promptTokens;
+  const res = await fetch(node.url + "/v1/chat/completions", {
+    method: "POST",
+    redirect: "manual",
+    body: JSON.stringify({ model: MODEL, stream: true, messages: [{ role: "user", content: "[request-tag:redirected]" }] }),
+  });
+  assert.equal(res.status, 307);
+  assert.equal(res.headers.get("location"), internal);
+  assert.match(await res.text(), /Redirecting to http:\/\/10\.0\.0\.7:8000/);
+  assert.equal(node.engine.counters.promptTokens, before);
+  assert.equal(node.state().first_byte_tags["redirected"], undefined);
+  assert.equal((await fetch(node.url + "/admin/state")).status, 200, "admin endpoints are not redirected");
+  await post({ redirect_to: null });
+});
+
+test("prefill_slowdown: the first chunk waits that many times the prefill", async () => {
+  const post = (body: unknown) => fetch(node.url + "/admin/faults", { method: "POST", body: JSON.stringify(body) });
+  assert.equal((await post({ prefill_slowdown: 0.5 })).status, 400);
+  await post({ prefill_slowdown: 10 });
+  // ~2,000 uncached tokens: 40 ms of prefill at 5,000 tokens/s and time factor 10; 400 ms slowed.
+  const slow = await chat({ model: MODEL, stream: true, max_tokens: 1, messages: [{ role: "user", content: "slow ".repeat(1_600) }] });
+  await post({ prefill_slowdown: 1 });
+  assert.equal(events(slow.text).at(-1), "[DONE]");
+  assert.ok(slow.firstChunkMs >= 380, `first chunk after ${slow.firstChunkMs} ms`);
+});
+
+test("first bytes are recorded by request tag, streamed or not, once per answer", async () => {
+  const tagged = (tag: string, stream: boolean) =>
+    chat({ model: MODEL, stream, max_tokens: 2, messages: [{ role: "user", content: `[request-tag:${tag}] hello` }] });
+  await tagged("t-stream", true);
+  await tagged("t-whole", false);
+  await tagged("t-whole", false);
+  await chat({ model: MODEL, stream: true, max_tokens: 2, messages: [{ role: "user", content: "untagged" }] });
+  const tags = node.state().first_byte_tags;
+  assert.equal(tags["t-stream"], 1);
+  assert.equal(tags["t-whole"], 2, "the same tag answered twice counts twice");
+  await fetch(node.url + "/admin/faults", { method: "POST", body: JSON.stringify({ error_rate: 1 }) });
+  await tagged("t-failed", true);
+  await fetch(node.url + "/admin/faults", { method: "POST", body: JSON.stringify({ error_rate: 0 }) });
+  const state = (await (await fetch(node.url + "/admin/state")).json()) as { first_byte_tags: Record<string, number> };
+  assert.equal(state.first_byte_tags["t-failed"], undefined, "a 500 sent no generation's first byte");
+  assert.equal(state.first_byte_tags["t-stream"], 1, "exposed on GET /admin/state");
+});
+
 test("metrics expose vLLM gauges and prefix cache counters", async () => {
   const text = await (await fetch(node.url + "/metrics")).text();
   const value = (name: string) => Number(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, "m").exec(text)?.[1]);
@@ -189,6 +275,7 @@ test("reports reach the router with the bearer; a restart loses the cache and ch
   for (let i = 0; i < 100 && node.bootId === oldBoot; i++) await new Promise((r) => setTimeout(r, 10));
   assert.notEqual(node.bootId, oldBoot);
   assert.equal(node.state().cached_tokens, 0);
+  assert.equal(node.state().first_byte_tags["t-stream"], 1, "the first-byte record outlives the process");
   for (let i = 0; i < 100 && !received.some((r) => r.body?.boot_id === node.bootId); i++) await new Promise((r) => setTimeout(r, 10));
   assert.ok(
     received.some((r) => r.body?.boot_id === node.bootId),

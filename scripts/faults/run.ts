@@ -1,29 +1,53 @@
 /**
  * Fault injection against the running system (wrangler dev + the simulated fleet) under a steady
- * client load from two tenants: each scenario injects one fault into the fleet one second into the
- * load, for three seconds, while requests keep flowing, and every request is accounted for:
+ * client load from two tenants: each scenario injects one fault one second into the load (into a
+ * node, a region's Durable Object, or the router process) while requests keep flowing, and every
+ * request is accounted for:
  * - `ok`: a 200 whose stream ended with `data: [DONE]`;
  * - `failed cleanly`: an error status in OpenAI's shape, or a stream ended by an SSE error event;
  * - `lost`: no answer within the client's timeout, or a stream that stopped without either.
+ * When the router process itself is killed, two more: `in flight at the kill` (a request under way
+ * when it died) and `refused while down` (a connection refused before it answered /healthz again).
  * Lost must be 0 in every scenario. Recovery: seconds from the fault's end to the next `ok`.
+ *
+ * Every request carries a unique tag in its user message, and the fleet records the tags it sent a
+ * first byte for (fleet/first-bytes.ts): `duplicated` counts requests whose generation a node
+ * started more than once, on any node (a retry after the first byte); it must be 0. No answer may
+ * show the internal URL a redirecting node points at (`leaked internal URL`).
  *
  *   node scripts/faults/run.ts             # the scenarios below, a table on stdout
  *
  * Scenarios: a node answering 503; a node hanging before its first byte (longer than every
- * timeout); a node killed mid-stream and back with a new boot id; a whole region down and back.
+ * timeout); a node going silent after its first bytes; a node answering 307 to an internal URL; a
+ * node whose prefill is 10x slower; a node killed mid-stream and back with a new boot id; a whole
+ * region down and back; the region's Durable Object restarted; the router process killed and
+ * started again. Then one tenant's flood against a light one.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { loadFleet, type Faults, type FleetConfig } from "../../fleet/config.ts";
 import { DEV_API_KEY, DEV_API_KEY_2 } from "../../src/config/dev-credentials.ts";
 import { percentile } from "../../src/core/stats.ts";
 import { devConfigWithPolicy } from "../demo/policy-config.ts";
-import { startSystem, type System } from "../system.ts";
+import { ROOT, startSystem, type System } from "../system.ts";
 
 /** Requests a second from each tenant during a scenario (the fleet runs 20x faster than real time). */
 const RATE_PER_TENANT = 4;
 /** A client gives up on an answer after this long: past every timeout of the configuration below. */
 const CLIENT_TIMEOUT_MS = 30_000;
+/**
+ * Tokens a scenario's answer streams: 900 at the fleet's 30 tokens/s x20 take 1.5 s, so a crash or
+ * a kill finds several streams in flight (8 requests a second: ~12 at any time).
+ */
+const ANSWER_TOKENS = 900;
+/** Tokens a node streams before going silent in the hung-after-its-first-byte scenario. */
+const TOKENS_BEFORE_SILENCE = 3;
+/** How much slower the slow node's prefill is. */
+const PREFILL_SLOWDOWN = 10;
 
-export type Outcome = "ok" | "failed-cleanly" | "lost";
+export type Outcome = "ok" | "failed-cleanly" | "lost" | "in-flight-at-kill" | "refused-while-down";
 
 export interface ScenarioResult {
   name: string;
@@ -31,49 +55,150 @@ export interface ScenarioResult {
   ok: number;
   failedCleanly: number;
   lost: number;
-  /** Status / error code counts of the clean failures. */
+  /** Router restart only (0 elsewhere): requests under way at the kill, and refused while it was down. */
+  inFlightAtKill: number;
+  refusedWhileDown: number;
+  /** Requests a first byte was sent for more than once (on two nodes, or twice on one). */
+  duplicated: number;
+  /** `ok` answers no node recorded a first byte for: 0, or the first-byte record is broken. */
+  untracked: number;
+  /** Answers (body or headers) showing the internal URL a node redirected to. */
+  leaked: number;
+  /** Status / error code counts of the clean failures, and how the lost ones ended. */
   failures: Record<string, number>;
+  lostAs: Record<string, number>;
   /** Answers that took more than one node (a retry before the first byte), and answers by region. */
   retried: number;
   regions: Record<string, number>;
   /** Seconds from the end of the fault to the first `ok` answer sent after it. */
   recoverySeconds: number | null;
+  /** What the scenario measured beyond the counts (first-byte times, the outage, the redirect target). */
+  notes: string;
+  /**
+   * wrangler dev reloaded the worker during the scenario because a source file changed: the
+   * streams the reload cut count as lost through no fault of the router's.
+   */
+  reloaded: boolean;
+}
+
+/** What a scenario's fault did, for its heal and its notes. */
+interface Fault {
+  /** Requests routed to each node of REGION when the scenario began, to find the busiest since. */
+  routedAtStart: Map<string, number>;
+  /** The node the fault struck. */
+  victim: string;
+  injectedAt: number;
+  /** When the fault ended: healed, or, for a restart, back up. */
+  endedAt: number;
+  /** Router restart: when it was killed and when it answered /healthz again. */
+  outage?: { killedAt: number; upAt: number };
+  /** 307 scenario: the internal service the redirect points at. */
+  target?: InternalTarget;
 }
 
 interface Scenario {
   name: string;
-  inject(system: System): Promise<void>;
-  heal(system: System): Promise<void>;
+  inject(system: System, fault: Fault): Promise<void>;
+  /** Undoes the fault after it has lasted; absent for a restart, which is over once inject resolves. */
+  heal?(system: System, fault: Fault): Promise<void>;
+  /** The scenario's own measure, for the notes column. */
+  notes?(fault: Fault, sent: readonly Sent[]): string;
 }
 
 const node = (s: System, region: string, id: string) => s.fleet!.node(region, id)!;
 /** The region the clients' requests reach first (wrangler dev's nearest region); eu-west is the failover. */
 const REGION = "us-east";
 
-/** The node of REGION that has been sent the most requests so far: the one a fault there hurts. */
-async function busiest(s: System): Promise<string> {
+/** Requests routed to each node of REGION so far, by the router's count. */
+async function routedByNode(s: System): Promise<Map<string, number>> {
   const state = (await (await fetch(`${s.url}/admin/state/${REGION}`)).json()) as {
     nodes: Array<{ id: string; metrics: { routed: number } }>;
   };
-  return state.nodes.reduce((a, b) => (b.metrics.routed > a.metrics.routed ? b : a)).id;
+  return new Map(state.nodes.map((n) => [n.id, n.metrics.routed]));
 }
-let victim = "use1-a";
+
+/**
+ * The node of REGION sent the most requests since the scenario began: the one a fault there hurts.
+ * Not the most since boot: prefix affinity keeps each support prompt on its node, and the earlier
+ * scenarios' faults moved them, so the all-time busiest node may be getting nothing now.
+ */
+async function busiest(s: System, f: Fault): Promise<string> {
+  const now = [...(await routedByNode(s))].map(([id, n]) => ({ id, n: n - (f.routedAtStart.get(id) ?? 0) }));
+  return now.reduce((a, b) => (b.n > a.n ? b : a)).id;
+}
+
+/** A node-level fault: set on REGION's busiest node, undone by `off`. */
+function nodeFault(name: string, on: Partial<Faults>, off: Partial<Faults>): Scenario {
+  return {
+    name,
+    inject: async (s, f) => void node(s, REGION, (f.victim = await busiest(s, f))).setFaults(on),
+    heal: async (s, f) => void node(s, REGION, f.victim).setFaults(off),
+  };
+}
+
+/** In every URL an internal service's redirect points at: no client-facing answer may contain it. */
+const INTERNAL_MARKER = "internal-only-7d1c";
+
+interface InternalTarget {
+  url: string;
+  /** Requests that reached it: a router that followed the redirect. */
+  hits: number;
+  close(): Promise<void>;
+}
+
+/** A stand-in for the internal service a misbehaving node redirects to, counting who comes. */
+async function internalTarget(): Promise<InternalTarget> {
+  const server = createServer((_req, res) => {
+    target.hits++;
+    res.end(`internal service ${INTERNAL_MARKER}`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const target: InternalTarget = {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/${INTERNAL_MARKER}/v1/chat/completions`,
+    hits: 0,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+  return target;
+}
+
+/** p50 first-byte time of the `ok` answers among `sent`, with their count. */
+function ttftP50(sent: readonly Sent[]): string {
+  const { p50, n } = quantiles(sent.filter((r) => r.outcome === "ok").map((r) => r.ttftMs));
+  return n ? `${p50.toFixed(0)} ms (${n})` : "– (0)";
+}
 
 export const SCENARIOS: Scenario[] = [
+  nodeFault("node answering 503", { error_rate: 1 }, { error_rate: 0 }),
+  nodeFault("node hung before its first byte", { hang: true }, { hang: false }),
+  nodeFault("node hung after its first byte", { hang_after_tokens: TOKENS_BEFORE_SILENCE }, { hang_after_tokens: null }),
   {
-    name: "node answering 503",
-    inject: async (s) => void node(s, REGION, (victim = await busiest(s))).setFaults({ error_rate: 1 }),
-    heal: async (s) => void node(s, REGION, victim).setFaults({ error_rate: 0 }),
+    name: "node answering 307 to an internal URL",
+    inject: async (s, f) => {
+      f.target = await internalTarget();
+      node(s, REGION, (f.victim = await busiest(s, f))).setFaults({ redirect_to: f.target.url });
+    },
+    heal: async (s, f) => {
+      node(s, REGION, f.victim).setFaults({ redirect_to: null });
+      await f.target!.close();
+    },
+    notes: (f) => `redirect target fetched ${f.target!.hits} times`,
   },
   {
-    name: "node hung before its first byte",
-    inject: async (s) => void node(s, REGION, (victim = await busiest(s))).setFaults({ hang: true }),
-    heal: async (s) => void node(s, REGION, victim).setFaults({ hang: false }),
+    ...nodeFault(`node slow to ${PREFILL_SLOWDOWN}x its prefill`, { prefill_slowdown: PREFILL_SLOWDOWN }, { prefill_slowdown: 1 }),
+    notes: (f, sent) => {
+      const before = sent.filter((r) => r.at < f.injectedAt);
+      const during = sent.filter((r) => r.at >= f.injectedAt && r.at < f.endedAt);
+      const on = (rs: Sent[]) => rs.filter((r) => r.node === f.victim);
+      return (
+        `first byte p50 (answers): all nodes ${ttftP50(before)} before, ${ttftP50(during)} during; ` +
+        `${f.victim} ${ttftP50(on(before))} before, ${ttftP50(on(during))} during`
+      );
+    },
   },
   {
     name: "node killed mid-stream, back with a new boot id",
-    inject: async (s) => node(s, REGION, (victim = await busiest(s))).crash(),
-    heal: async (s) => node(s, REGION, victim).restart(0),
+    inject: async (s, f) => node(s, REGION, (f.victim = await busiest(s, f))).crash(),
+    heal: async (s, f) => node(s, REGION, f.victim).restart(0),
   },
   {
     name: "region us-east down and back (clients fail over to eu-west)",
@@ -84,18 +209,43 @@ export const SCENARIOS: Scenario[] = [
       for (const id of ["use1-a", "use1-b", "use1-c"]) await node(s, REGION, id).restart(0);
     },
   },
+  {
+    name: "region object us-east restarted",
+    inject: async (s) => {
+      const res = await fetch(`${s.url}/admin/regions/${REGION}/restart`, { method: "POST" });
+      if (res.status !== 200) throw new Error(`restart of ${REGION}'s object: ${res.status} ${await res.text()}`);
+    },
+    notes: (_f, sent) =>
+      `placed without the object (x-warmpath-decision: stateless): ${sent.filter((r) => r.decision === "stateless").length}`,
+  },
+  {
+    name: "router process killed (SIGKILL) and started again",
+    inject: async (s, f) => void (f.outage = await s.restartRouter()),
+    notes: (f, sent) => {
+      const { killedAt, upAt } = f.outage!;
+      const firstOk = Math.min(...sent.filter((r) => r.outcome === "ok" && r.at >= killedAt).map((r) => r.at + r.ttftMs!));
+      const outage = Number.isFinite(firstOk) ? `${((firstOk - killedAt) / 1000).toFixed(1)} s` : "no ok answer after it";
+      return `outage ${outage} from the kill to the first byte of an ok answer (/healthz back after ${((upAt - killedAt) / 1000).toFixed(1)} s)`;
+    },
+  },
 ];
 
 /** One request, streamed, classified by how it ended. */
 interface Sent {
   outcome: Outcome;
   detail: string;
+  /** When it was sent and when its answer ended (ms epoch). */
   at: number;
-  /** Status, time to the first byte, region that answered, and nodes tried (x-warmpath-attempts). */
+  endedAt: number;
+  /** Whether the answer (body or headers) showed an internal URL. */
+  leaked: boolean;
+  /** Status, time to the first byte, region and node that answered, nodes tried (x-warmpath-attempts), decision. */
   status?: number | undefined;
   ttftMs?: number | undefined;
   region?: string | undefined;
+  node?: string | undefined;
   attempts?: number | undefined;
+  decision?: string | undefined;
 }
 
 /** One streamed request with its messages, timed to its first byte and classified by how it ended. */
@@ -108,6 +258,8 @@ async function post(system: System, key: string, messages: unknown[], maxTokens:
     const res = await fetch(`${system.url}/v1/chat/completions`, {
       method: "POST",
       signal: abort.signal,
+      // A redirect is the router's to handle: passed on to the client, it is counted, never followed.
+      redirect: "manual",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
       body: JSON.stringify({ model: "llama-3.1-8b-instruct", stream: true, max_tokens: maxTokens, messages }),
     });
@@ -122,76 +274,139 @@ async function post(system: System, key: string, messages: unknown[], maxTokens:
       text += decoder.decode(value, { stream: true });
     }
     const seen = {
+      at,
+      endedAt: Date.now(),
+      leaked: text.includes(INTERNAL_MARKER) || [...res.headers.values()].some((v) => v.includes(INTERNAL_MARKER)),
       status: res.status,
       ttftMs,
       region: res.headers.get("x-warmpath-region") ?? undefined,
+      node: res.headers.get("x-warmpath-node") ?? undefined,
       attempts: Number(res.headers.get("x-warmpath-attempts") ?? 0),
+      decision: res.headers.get("x-warmpath-decision") ?? undefined,
     };
     if (res.status !== 200) {
       const code = /"code":"([^"]+)"/.exec(text)?.[1] ?? "unknown";
-      return { outcome: text.includes('"error"') ? "failed-cleanly" : "lost", detail: `${res.status} ${code}`, at, ...seen };
+      return { outcome: text.includes('"error"') ? "failed-cleanly" : "lost", detail: `${res.status} ${code}`, ...seen };
     }
-    if (text.trimEnd().endsWith("data: [DONE]")) return { outcome: "ok", detail: "200", at, ...seen };
+    if (text.trimEnd().endsWith("data: [DONE]")) return { outcome: "ok", detail: "200", ...seen };
     const code = /"code":"([^"]+)"/.exec(text.slice(-2_000))?.[1];
     return code
-      ? { outcome: "failed-cleanly", detail: `stream ${code}`, at, ...seen }
-      : { outcome: "lost", detail: "stream cut without an error event", at, ...seen };
+      ? { outcome: "failed-cleanly", detail: `stream ${code}`, ...seen }
+      : { outcome: "lost", detail: "stream cut without an error event", ...seen };
   } catch (e) {
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
     return {
       outcome: "lost",
-      detail: abort.signal.aborted ? "no answer within the client timeout" : `connection: ${(e as Error).message}`,
+      detail: abort.signal.aborted
+        ? "no answer within the client timeout"
+        : `connection: ${(e as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ""}`,
       at,
+      endedAt: Date.now(),
+      leaked: false,
     };
   } finally {
     clearTimeout(timer);
   }
 }
 
-/** A scenario's request: one of five support prompts, long enough (~1.5 s at the fleet's speed) that a crash finds streams in flight. */
-function send(system: System, key: string, i: number): Promise<Sent> {
+/** Distinguishes runs in one process, so a tag is never reused. */
+const RUN = Date.now().toString(36);
+let scenarioSeq = 0;
+
+/**
+ * A scenario's request: one of five support prompts (cached on the nodes after their first use),
+ * then a user message with its tag and ~1,000 tokens of its own (uncached: 10 ms of prefill at the
+ * fleet's speed, 100 ms on the slow node), answered in ANSWER_TOKENS tokens.
+ */
+function send(system: System, key: string, i: number, tag: string): Promise<Sent> {
   const messages = [
     { role: "system", content: `Support agent ${i % 5}. ` + "Follow the policy. ".repeat(200) },
-    { role: "user", content: `question ${i}` },
+    { role: "user", content: `[request-tag:${tag}] question ${i}: ` + "Here is what happened to my order. ".repeat(115) },
   ];
-  return post(system, key, messages, 1_024, CLIENT_TIMEOUT_MS);
+  return post(system, key, messages, ANSWER_TOKENS, CLIENT_TIMEOUT_MS);
 }
 
-/** Steady load for `ms`, two tenants; resolves when every request sent has ended. */
-async function load(system: System, ms: number, onSent: (p: Promise<Sent>) => void) {
+/** Steady load for `ms`, two tenants, requests tagged `<prefix>-<i>`; resolves when every request has been sent. */
+async function load(system: System, ms: number, tagPrefix: string, onSent: (tag: string, p: Promise<Sent>) => void) {
   const end = Date.now() + ms;
   let i = 0;
   while (Date.now() < end) {
-    for (const key of [DEV_API_KEY, DEV_API_KEY_2]) onSent(send(system, key, i++));
+    for (const key of [DEV_API_KEY, DEV_API_KEY_2]) {
+      const tag = `${tagPrefix}-${i}`;
+      onSent(tag, send(system, key, i++, tag));
+    }
     await sleep(1_000 / RATE_PER_TENANT);
   }
 }
 
+/**
+ * A router restart's casualties, told apart from the lost: a request under way when it was killed,
+ * and a request refused (a connection error) while it was down.
+ */
+function aroundOutage(r: Sent, outage: Fault["outage"]): Outcome {
+  if (r.outcome !== "lost" || !outage) return r.outcome;
+  if (r.at < outage.killedAt && r.endedAt >= outage.killedAt) return "in-flight-at-kill";
+  if (r.at >= outage.killedAt && r.at < outage.upAt && r.detail.startsWith("connection")) return "refused-while-down";
+  return "lost";
+}
+
+/** First bytes the fleet sent per tag (summed over every node, up or down). */
+function firstBytesByTag(system: System): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const n of system.fleet!.nodes) {
+    for (const [tag, k] of Object.entries(n.state().first_byte_tags)) counts.set(tag, (counts.get(tag) ?? 0) + k);
+  }
+  return counts;
+}
+
 export async function runScenario(system: System, scenario: Scenario, faultMs = 3_000): Promise<ScenarioResult> {
+  const startedAt = Date.now();
   const pending: Array<Promise<Sent>> = [];
+  const tags: string[] = [];
+  const prefix = `${RUN}-${++scenarioSeq}`;
+  const onSent = (tag: string, p: Promise<Sent>) => (tags.push(tag), pending.push(p));
+  const fault: Fault = { routedAtStart: await routedByNode(system), victim: "", injectedAt: 0, endedAt: 0 };
   // The fault strikes one second into a steady load, so requests are in flight when it does.
-  const before = load(system, 1_000 + faultMs, (p) => pending.push(p));
+  const before = load(system, 1_000 + faultMs, `${prefix}-a`, onSent);
   await sleep(1_000);
-  await scenario.inject(system);
+  fault.injectedAt = Date.now();
+  await scenario.inject(system, fault);
+  if (!scenario.heal) fault.endedAt = Date.now();
   await before;
-  await scenario.heal(system);
-  const healedAt = Date.now();
-  await load(system, 2_000, (p) => pending.push(p));
-  const results = await Promise.all(pending);
+  if (scenario.heal) {
+    await scenario.heal(system, fault);
+    fault.endedAt = Date.now();
+  }
+  await load(system, 2_000, `${prefix}-b`, onSent);
+  const sent = await Promise.all(pending);
+  const results = sent.map((r) => ({ ...r, outcome: aroundOutage(r, fault.outage) }));
+  const firstBytes = firstBytesByTag(system);
+  const count = (o: Outcome) => results.filter((r) => r.outcome === o).length;
   const failures: Record<string, number> = {};
+  const lostAs: Record<string, number> = {};
   for (const r of results) if (r.outcome === "failed-cleanly") failures[r.detail] = (failures[r.detail] ?? 0) + 1;
+  for (const r of results) if (r.outcome === "lost") lostAs[r.detail] = (lostAs[r.detail] ?? 0) + 1;
   const regions: Record<string, number> = {};
   for (const r of results) if (r.region) regions[r.region] = (regions[r.region] ?? 0) + 1;
-  const firstOkAfter = results.filter((r) => r.outcome === "ok" && r.at >= healedAt).map((r) => r.at);
+  const firstOkAfter = results.filter((r) => r.outcome === "ok" && r.at >= fault.endedAt).map((r) => r.at);
   return {
     name: scenario.name,
     sent: results.length,
-    ok: results.filter((r) => r.outcome === "ok").length,
-    failedCleanly: results.filter((r) => r.outcome === "failed-cleanly").length,
-    lost: results.filter((r) => r.outcome === "lost").length,
+    ok: count("ok"),
+    failedCleanly: count("failed-cleanly"),
+    lost: count("lost"),
+    inFlightAtKill: count("in-flight-at-kill"),
+    refusedWhileDown: count("refused-while-down"),
+    duplicated: tags.filter((t) => (firstBytes.get(t) ?? 0) > 1).length,
+    untracked: results.filter((r, i) => r.outcome === "ok" && !firstBytes.get(tags[i]!)).length,
+    leaked: results.filter((r) => r.leaked).length,
     failures,
+    lostAs,
     retried: results.filter((r) => (r.attempts ?? 0) > 1).length,
     regions,
-    recoverySeconds: firstOkAfter.length ? (Math.min(...firstOkAfter) - healedAt) / 1000 : null,
+    recoverySeconds: firstOkAfter.length ? (Math.min(...firstOkAfter) - fault.endedAt) / 1000 : null,
+    notes: scenario.notes?.(fault, results) ?? "",
+    reloaded: reloads.some((t) => t >= startedAt),
   };
 }
 
@@ -270,22 +485,60 @@ export function faultConfig(fairShareWaitSeconds?: number): Record<string, unkno
   };
 }
 
+/** The default fleet, its answers allowed ANSWER_TOKENS long (its cap, 64 tokens, would end them in ~0.1 s). */
+export function faultFleet(): FleetConfig {
+  const fleet = loadFleet(join(ROOT, "fleet", "fleet.default.json"));
+  for (const r of fleet.regions) for (const n of r.nodes) n.default_max_tokens = Math.max(n.default_max_tokens, ANSWER_TOKENS);
+  return fleet;
+}
+
+/** When wrangler dev reloaded the worker: it does on any edit under src/, cutting every stream in flight. */
+const reloads: number[] = [];
+
+/** The system the scenarios run against: wrangler dev with faultConfig, the fault fleet at x20. */
+export function startFaultSystem(fairShareWaitSeconds?: number): Promise<System> {
+  return startSystem({
+    port: 0,
+    timeFactorScale: 20,
+    config: faultConfig(fairShareWaitSeconds),
+    fleetConfig: faultFleet(),
+    onRouterOutput: (line) => void (line.includes("Reloading local server") && reloads.push(Date.now())),
+  });
+}
+
+const counted = (n: number, what: Record<string, number>) =>
+  `${n}${
+    Object.keys(what).length
+      ? ` (${Object.entries(what)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join(", ")})`
+      : ""
+  }`;
+
 export function formatResults(results: readonly ScenarioResult[]): string {
-  const rows = results.map(
-    (r) =>
-      `| ${r.name} | ${r.sent} | ${r.ok} | ${r.failedCleanly}${
-        Object.keys(r.failures).length
-          ? ` (${Object.entries(r.failures)
-              .map(([k, v]) => `${k}: ${v}`)
-              .join(", ")})`
-          : ""
-      } | ${r.lost} | ${r.retried} | ${Object.entries(r.regions)
+  const rows = results.map((r) => {
+    // Only the router restart has these outcomes; elsewhere they cannot occur.
+    const restart = r.name.startsWith("router") ? [r.inFlightAtKill, r.refusedWhileDown] : ["–", "–"];
+    return `| ${[
+      r.name,
+      r.sent,
+      r.ok,
+      counted(r.failedCleanly, r.failures),
+      counted(r.lost, r.lostAs),
+      r.duplicated,
+      ...restart,
+      r.leaked,
+      r.retried,
+      Object.entries(r.regions)
         .map(([k, v]) => `${k} ${v}`)
-        .join(", ")} | ${r.recoverySeconds === null ? "–" : r.recoverySeconds.toFixed(1) + " s"} |`,
-  );
+        .join(", "),
+      r.recoverySeconds === null ? "–" : r.recoverySeconds.toFixed(1) + " s",
+      [r.reloaded ? "**the worker was reloaded by a source edit during this scenario**" : "", r.notes].filter(Boolean).join("; ") || "–",
+    ].join(" | ")} |`;
+  });
   return [
-    "| scenario | sent | ok | failed cleanly | lost | retried before the first byte | answered by region | recovery |",
-    "|---|---:|---:|---|---:|---:|---|---:|",
+    "| scenario | sent | ok | failed cleanly | lost | duplicated | in flight at the kill | refused while down | leaked internal URL | retried before the first byte | answered by region | recovery | measured |",
+    "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---|---:|---|",
     ...rows,
   ].join("\n");
 }
@@ -295,11 +548,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const out = arg("--out");
   // The regions' fair-share bound, to compare with the default (e.g. `--fair-share-wait 2`).
   const fairShareWait = arg("--fair-share-wait");
-  const system = await startSystem({
-    port: 0,
-    timeFactorScale: 20,
-    config: faultConfig(fairShareWait === undefined ? undefined : Number(fairShareWait)),
-  });
+  const system = await startFaultSystem(fairShareWait === undefined ? undefined : Number(fairShareWait));
   try {
     const results: ScenarioResult[] = [];
     for (const s of SCENARIOS) results.push(await runScenario(system, s));
@@ -307,7 +556,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     const md = [
       "# Fault injection (fast version)",
       "",
-      `Generated by \`npm run faults\` (scripts/faults/run.ts; do not edit by hand): wrangler dev and the simulated fleet (time factor x20), two tenants sending ${RATE_PER_TENANT} streamed requests a second each; each fault strikes one second into the load and lasts three seconds, then two more seconds of load. Lost means no answer within ${CLIENT_TIMEOUT_MS / 1000} s or a stream cut without an error event; it must be 0. Not yet here: a node hung after its first byte, a node slow to 10x, the region object and the router process restarted, and the flood of one tenant against two light ones (issue 11).`,
+      `Generated by \`npm run faults\` (scripts/faults/run.ts; do not edit by hand): wrangler dev and the simulated fleet (time factor x20), two tenants sending ${RATE_PER_TENANT} streamed requests a second each (a cached system prompt, ~1,000 tokens of the request's own, ${ANSWER_TOKENS} tokens streamed over 1.5 s); each fault strikes one second into the load and lasts three seconds (a restart: until it is back), then two more seconds of load. The faults: a node answering 503; hung before its first byte, or after its first ${TOKENS_BEFORE_SILENCE} tokens (past every timeout; the router's stream idle timeout is 3 s); answering 307 to an internal URL; prefilling ${PREFILL_SLOWDOWN}x slower; killed mid-stream; a whole region down; the region's Durable Object restarted (\`POST /admin/regions/us-east/restart\`); the router process killed with SIGKILL and started again on the same store.`,
+      "",
+      `Lost means no answer within ${CLIENT_TIMEOUT_MS / 1000} s, or a stream cut without an error event; it must be 0. When the router process is killed, a request under way is counted \`in flight at the kill\` and one refused while it is down \`refused while down\`, not lost. Duplicated: requests whose generation a node started (sent a first byte for) more than once, on any node, found by a tag in each request's prompt that the fleet records at its first byte; it must be 0. Leaked internal URL: answers whose body or headers show the URL the redirecting node points at; it must be 0. Recovery: from the fault's end to the first ok answer sent after it.`,
       "",
       formatResults(results),
       "",

@@ -1,28 +1,65 @@
 /**
  * The fast fault-injection suite (scripts/faults/run.ts) against wrangler dev and the simulated
- * fleet: a node answering 503, hung before its first byte, killed mid-stream, a region down and
- * back, each under a steady two-tenant load. No request may be lost. ~40 s.
+ * fleet: every scenario (a node answering 503, hung before or after its first byte, answering 307,
+ * slow to prefill, killed mid-stream; a region down and back; the region object restarted; the
+ * router process killed and started again), each under a steady two-tenant load, its faults two
+ * seconds instead of three. Asserted on counts, never on latencies (a loaded 2-core machine): no
+ * request lost, no generation started twice, no internal URL shown. ~65 s on 2 cores (nine
+ * scenarios of ~6.5 s, and the boot).
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { SCENARIOS, faultConfig, runScenario } from "../faults/run.ts";
-import { startSystem, type System } from "../system.ts";
+import { SCENARIOS, runScenario, startFaultSystem, type ScenarioResult } from "../faults/run.ts";
+import type { System } from "../system.ts";
+
+/**
+ * Two seconds of fault instead of three (9 s off the suite): at 8 requests a second, 16 arrive
+ * during the fault besides the ~12 streams in flight when it strikes.
+ */
+const FAULT_MS = 2_000;
+
+/** What a scenario must show beyond the common invariants, by its name's start. */
+const SPECIFIC: Record<string, (r: ScenarioResult) => void> = {
+  "node hung after": (r) => {
+    // The silent streams ended with the router's idle-timeout error event, none cut or held.
+    assert.ok(
+      (r.failures["stream upstream_stream_timeout"] ?? 0) > 0,
+      `no stream ended by the idle timeout: ${JSON.stringify(r.failures)}`,
+    );
+  },
+  "node answering 307": (r) => {
+    assert.ok(r.retried > 0, "the redirecting node was tried and passed over");
+    assert.match(r.notes, /fetched 0 times/, "the router never followed the redirect");
+  },
+  "region us-east down": (r) => assert.ok((r.regions["eu-west"] ?? 0) > 0, "clients failed over to eu-west"),
+  "router process": (r) => assert.ok(r.ok > 0 && r.inFlightAtKill + r.refusedWhileDown > 0, JSON.stringify(r)),
+};
+
+/** Faults that cut streams already relaying: their requests fail cleanly; elsewhere all but a few are answered. */
+const CUTS_STREAMS = ["node hung after", "node killed", "region us-east down", "router process"];
 
 let system: System;
 before(async () => {
-  system = await startSystem({ port: 0, timeFactorScale: 20, config: faultConfig() });
+  system = await startFaultSystem();
 });
 after(async () => {
   await system?.stop();
 });
 
 for (const scenario of SCENARIOS) {
-  test(`${scenario.name}: nothing lost`, { timeout: 120_000 }, async () => {
-    const r = await runScenario(system, scenario);
-    assert.equal(r.lost, 0, JSON.stringify(r));
-    assert.ok(r.sent >= 30, `${r.sent} sent`);
-    assert.ok(r.ok >= r.sent * 0.9, `${r.ok} of ${r.sent} answered: ${JSON.stringify(r.failures)}`);
-    if (scenario.name.startsWith("region")) assert.ok((r.regions["eu-west"] ?? 0) > 0, "clients failed over to eu-west");
+  test(`${scenario.name}: nothing lost, nothing generated twice, no internal URL shown`, { timeout: 120_000 }, async () => {
+    const r = await runScenario(system, scenario, FAULT_MS);
+    // A source edit while the test runs makes wrangler dev reload the worker and cut its streams: say so.
+    const all = (r.reloaded ? "the worker was reloaded by a source edit during the scenario; " : "") + JSON.stringify(r);
+    assert.equal(r.lost, 0, all);
+    assert.equal(r.duplicated, 0, all);
+    assert.equal(r.untracked, 0, `ok answers without a recorded first byte: ${all}`);
+    assert.equal(r.leaked, 0, all);
+    assert.ok(r.sent >= 20, `${r.sent} sent`);
+    if (!CUTS_STREAMS.some((p) => scenario.name.startsWith(p))) {
+      assert.ok(r.ok >= r.sent * 0.9, `${r.ok} of ${r.sent} answered: ${JSON.stringify(r.failures)}`);
+    }
+    for (const [prefix, check] of Object.entries(SPECIFIC)) if (scenario.name.startsWith(prefix)) check(r);
     assert.notEqual(r.recoverySeconds, null, "answers came back after the fault");
   });
 }

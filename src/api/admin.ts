@@ -7,6 +7,7 @@
  * - `GET /admin/state/{region}`: one region.
  * - `GET /admin/history`: every region's last hour (10 s buckets) and its recent decisions.
  * - `GET /metrics`: every region in Prometheus' text format.
+ * - `POST /admin/regions/{region}/restart`: restarts the region's Durable Object.
  */
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types.ts";
@@ -14,6 +15,7 @@ import { regionStub, type LoadedConfig, type LoadedRegion } from "../config/load
 import { ApiError } from "../http/errors.ts";
 import { adminAuth } from "../middleware/bearer-guard/guards.ts";
 import { renderPrometheus } from "./prometheus.ts";
+import { RESTART_REASON } from "../../durable-objects/region.ts";
 
 export const adminApi = new Hono<AppEnv>();
 adminApi.use("/admin/*", adminAuth);
@@ -52,4 +54,21 @@ adminApi.get("/admin/history", async (c) => {
   const config = c.get("config");
   const regions = await Promise.all(config.regions.map((r) => regionStub(c.env, r).history(r.init)));
   return c.json({ at: Date.now(), regions });
+});
+
+/**
+ * Restarts the region's Durable Object (an operator's remedy for a wedged object; a fault for
+ * scripts/faults/run.ts): its soft state (index, load model, history) starts again, the node table
+ * and configuration are read back from storage on the next call.
+ */
+adminApi.post("/admin/regions/:region/restart", async (c) => {
+  const region = regionFromPath(c.get("config"), c.req.param("region"));
+  try {
+    await regionStub(c.env, region).restart();
+  } catch (e) {
+    // The abort ends the very call that asked for it (workerd flags it `durableObjectReset`): that
+    // is the restart done. Any other error is not.
+    if (!(e instanceof Error && e.message.includes(RESTART_REASON))) throw e;
+  }
+  return c.json({ region: region.config.name, restarted: true });
 });
