@@ -11,6 +11,9 @@
  *       'init'  -> JSON RegionInit (settings, static nodes, fingerprint) last applied
  *     nodes(id TEXT PRIMARY KEY, url TEXT, models TEXT (JSON array), kv_capacity_tokens INTEGER,
  *           static INTEGER (0/1), last_seen INTEGER (ms epoch), boot_id TEXT NULL)
+ *     node_secrets(id TEXT PRIMARY KEY, sha256 TEXT): the SHA-256 of each registered node's secret
+ *           (src/core/node-identity.ts), never the secret; a table of its own so that objects
+ *           created before node secrets need no migration (their nodes simply have none)
  *
  * An alarm expires reporting nodes whose reports stopped (and releases in-flight requests whose
  * worker never completed them). Per request the object does only in-memory work: `route` and
@@ -20,6 +23,13 @@ import { DurableObject } from "cloudflare:workers";
 import { nodeIdSchema, nodeReportSchema } from "../src/contracts/node.ts";
 import { completionOutcomeSchema, responseIdSchema, routeRequestSchema, ticketSchema, type RouteResult } from "../src/contracts/routing.ts";
 import { RegionRouter, type NodeSpec, type RegionHistoryView, type RegionSnapshot } from "../src/core/region/index.ts";
+import {
+  authorizeRemoval,
+  authorizeReport,
+  nodeCredentialSchema,
+  type IdentityEntry,
+  type IdentityRefusal,
+} from "../src/core/node-identity.ts";
 import { regionInitSchema, type RegionInit } from "./region-init.ts";
 
 /**
@@ -31,6 +41,10 @@ const LAST_SEEN_WRITE_FRACTION = 1 / 3;
 
 /** The reason a restart aborts the object with: the error its callers see. */
 export const RESTART_REASON = "region object restarted by an operator";
+
+/** A report's outcome: the stored spec (and whether the report registered the node), or why the credential may not act as the node. */
+export type ReportOutcome =
+  { ok: true; spec: NodeSpec; registered: boolean } | { ok: false; reason: IdentityRefusal; retryAfterMs?: number | undefined };
 
 interface NodeRow extends Record<string, SqlStorageValue> {
   id: string;
@@ -46,6 +60,8 @@ export class RegionDurableObject extends DurableObject<Env> {
   private router: RegionRouter | undefined;
   private fingerprint: string | undefined;
   private readonly persistedSeen = new Map<string, number>();
+  /** Node id -> SHA-256 of its secret (mirrors `node_secrets`). */
+  private readonly secrets = new Map<string, string>();
   private alarmAt: number | undefined;
   private readonly sql: SqlStorage;
 
@@ -57,6 +73,7 @@ export class RegionDurableObject extends DurableObject<Env> {
       this.sql.exec(`CREATE TABLE IF NOT EXISTS nodes (
         id TEXT PRIMARY KEY, url TEXT NOT NULL, models TEXT NOT NULL, kv_capacity_tokens INTEGER NOT NULL,
         static INTEGER NOT NULL, last_seen INTEGER NOT NULL, boot_id TEXT)`);
+      this.sql.exec(`CREATE TABLE IF NOT EXISTS node_secrets (id TEXT PRIMARY KEY, sha256 TEXT NOT NULL)`);
       const row = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'init'`).toArray()[0];
       // Validated before it was stored; a stored init this version no longer accepts is dropped, and
       // the router is built from the worker's init on the next call.
@@ -74,6 +91,8 @@ export class RegionDurableObject extends DurableObject<Env> {
       router.upsertNode(this.rowToSpec(r), now);
       this.persistedSeen.set(r.id, r.last_seen);
     }
+    this.secrets.clear();
+    for (const r of this.sql.exec<{ id: string; sha256: string }>(`SELECT id, sha256 FROM node_secrets`)) this.secrets.set(r.id, r.sha256);
     this.router = router;
     this.fingerprint = init.fingerprint;
     this.syncStaticNodes(init, now);
@@ -102,7 +121,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     for (const spec of router.nodeSpecs()) {
       if (spec.static && !declared.has(spec.id)) {
         router.removeNode(spec.id);
-        this.sql.exec(`DELETE FROM nodes WHERE id = ?`, spec.id);
+        this.forget(spec.id);
       }
     }
     for (const n of init.staticNodes) {
@@ -141,6 +160,20 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.persistedSeen.set(spec.id, spec.lastSeen);
   }
 
+  /** Drops a node's durable rows and its secret (removal, expiry, or gone from the configuration). */
+  private forget(id: string): void {
+    this.sql.exec(`DELETE FROM nodes WHERE id = ?`, id);
+    this.sql.exec(`DELETE FROM node_secrets WHERE id = ?`, id);
+    this.persistedSeen.delete(id);
+    this.secrets.delete(id);
+  }
+
+  /** What node-identity.ts needs to know of a node's entry. */
+  private identity(id: string): IdentityEntry | undefined {
+    const spec = this.router?.nodeSpec(id);
+    return spec && { static: spec.static, url: spec.url, lastSeen: spec.lastSeen, secretSha256: this.secrets.get(id) };
+  }
+
   /** Makes sure the alarm fires by `at`. */
   private async scheduleAlarm(at: number | undefined): Promise<void> {
     if (at === undefined) return;
@@ -171,13 +204,34 @@ export class RegionDurableObject extends DurableObject<Env> {
     return this.router?.complete(t, o, Date.now()) ?? false;
   }
 
-  /** A node's load report: registers the node on its first report. */
-  async report(init: RegionInit, report: unknown): Promise<NodeSpec> {
+  /**
+   * A node's load report, if `credential` may act as the node (src/core/node-identity.ts): the
+   * region token registers a new id (storing the hash of the secret the worker hands out), a node
+   * secret updates its own node. Decided and applied without an await in between, so two
+   * registrations of one id cannot both succeed.
+   */
+  async report(init: RegionInit, report: unknown, credential: unknown): Promise<ReportOutcome> {
     const router = this.ensure(init);
     const r = nodeReportSchema.parse(report);
+    const cred = nodeCredentialSchema.parse(credential);
     const now = Date.now();
+    const entry = this.identity(r.node_id);
+    const decision = authorizeReport(entry, cred, r.url, now, router.settings.nodeSilenceMs);
+    if (!decision.ok) return decision;
+    if (decision.register) {
+      // A new id, or one whose entry expired by silence (the alarm may not have run yet): start afresh.
+      if (entry) {
+        router.removeNode(r.node_id);
+        this.forget(r.node_id);
+      }
+      if (cred.kind === "region" && cred.registerSha256 !== undefined) {
+        this.sql.exec(`INSERT OR REPLACE INTO node_secrets (id, sha256) VALUES (?, ?)`, r.node_id, cred.registerSha256);
+        this.secrets.set(r.node_id, cred.registerSha256);
+      }
+    }
     const before = router.nodeSpec(r.node_id);
-    const spec = router.report(r, now);
+    // A static node's URL is the configuration's: a report never moves it.
+    const spec = router.report(before?.static ? { ...r, url: before.url } : r, now);
     const changed =
       !before ||
       before.url !== spec.url ||
@@ -187,16 +241,21 @@ export class RegionDurableObject extends DurableObject<Env> {
     const lastWrite = this.persistedSeen.get(spec.id) ?? 0;
     if (changed || now - lastWrite > router.settings.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION) this.persist(spec);
     await this.scheduleAlarm(now + router.settings.nodeSilenceMs);
-    return spec;
+    return { ok: true, spec, registered: decision.register };
   }
 
-  /** Removes a node (DELETE /v1/nodes/{region}/{node_id}). */
-  removeNode(init: RegionInit, nodeId: unknown): boolean {
-    const router = this.ensure(init);
+  /**
+   * Removes a node (DELETE /v1/nodes/{region}/{node_id}) if `credential` is the admin token or the
+   * node's own secret; its secret is revoked with it.
+   */
+  removeNode(init: RegionInit, nodeId: unknown, credential: unknown): { ok: true } | { ok: false; reason: IdentityRefusal } {
+    this.ensure(init);
     const id = nodeIdSchema.parse(nodeId);
-    this.sql.exec(`DELETE FROM nodes WHERE id = ?`, id);
-    this.persistedSeen.delete(id);
-    return router.removeNode(id);
+    const decision = authorizeRemoval(this.identity(id), nodeCredentialSchema.parse(credential));
+    if (!decision.ok) return decision;
+    this.router!.removeNode(id);
+    this.forget(id);
+    return decision;
   }
 
   /** The region's state for operators and the dashboard. */
@@ -225,8 +284,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     if (!router) return;
     const { expired, nextAt } = router.expire(Date.now());
     for (const id of expired) {
-      this.sql.exec(`DELETE FROM nodes WHERE id = ?`, id);
-      this.persistedSeen.delete(id);
+      this.forget(id);
       console.log(JSON.stringify({ event: "node_expired", region: router.settings.name, node: id }));
     }
     await this.scheduleAlarm(nextAt);

@@ -2,7 +2,7 @@
  * A simulated node's load reports to the router, as a real node agent would push them: the
  * fleet's report body, sent by the node agent's shared loop (scripts/agent/report-loop.ts).
  */
-import { startReportLoop, type ReportLoop, type ReportLoopEvent } from "../scripts/agent/report-loop.ts";
+import { NodeCredentials, startReportLoop, type ReportLoop, type ReportLoopEvent } from "../scripts/agent/report-loop.ts";
 
 /**
  * The load-report body, as this fleet sends it. The router's contract for it lives in
@@ -33,10 +33,22 @@ export interface ReporterOptions {
 
 export type Reporter = ReportLoop;
 
+/**
+ * Each simulated node's credentials with the router, kept across its process restarts: on a real
+ * machine the agent beside the engine outlives an engine restart and keeps the node secret the
+ * router gave it at registration (scripts/agent/credentials.ts). A clean stop deregisters the node
+ * and drops its secret; a crash keeps it, and the node comes back reporting with it.
+ */
+const credentials = new Map<string, NodeCredentials>();
+
 export function startReporter(o: ReporterOptions): Reporter {
+  const key = `${o.routerUrl} ${o.region}/${o.nodeId}`;
+  let kept = credentials.get(key);
+  if (!kept || kept.regionToken !== o.token) credentials.set(key, (kept = new NodeCredentials(o.token)));
   return startReportLoop({
     routerUrl: o.routerUrl,
     token: o.token,
+    credentials: kept,
     node: { region: o.region, node_id: o.nodeId },
     intervalMs: o.intervalMs,
     report: o.report,

@@ -8,10 +8,15 @@ import { adminApi } from "./api/admin.ts";
 import { nodesApi } from "./api/nodes.ts";
 import { CLIENT_PATHS, openaiApi } from "./api/openai.ts";
 import { ConfigError, loadConfig } from "./config/load.ts";
+import { JsonBoundsError } from "./core/json-bounds.ts";
 import { ApiError } from "./http/errors.ts";
 import { clientCors } from "./middleware/cors.ts";
+import { requestBounds } from "./middleware/request-bounds.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Methods named in a 404's message; any other method the client invented is not repeated. */
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -22,6 +27,9 @@ export function createApp(): Hono<AppEnv> {
     await next();
     c.header("x-request-id", c.get("requestId"));
   });
+
+  // URL and header bounds (414, 431) before anything reads them.
+  app.use("*", requestBounds);
 
   app.get("/healthz", (c) => c.json({ ok: true }));
 
@@ -36,8 +44,12 @@ export function createApp(): Hono<AppEnv> {
   app.route("/", nodesApi);
   app.route("/", adminApi);
 
+  // The path is not repeated: errors never echo what the client sent.
   app.notFound((c) =>
-    ApiError.notFound("route_not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`).toResponse({
+    ApiError.notFound(
+      "route_not_found",
+      `No route for ${METHODS.has(c.req.method) ? c.req.method : "this method"} on this path`,
+    ).toResponse({
       "x-request-id": c.get("requestId") ?? "",
     }),
   );
@@ -46,6 +58,8 @@ export function createApp(): Hono<AppEnv> {
     const requestId = c.get("requestId") ?? "";
     const headers = { "x-request-id": requestId };
     if (err instanceof ApiError) return err.toResponse(headers);
+    // A value over the JSON bounds reached a walk that checks them itself (canonical.ts): the client's input, a 400.
+    if (err instanceof JsonBoundsError) return ApiError.invalidRequest(err.message, null, err.code).toResponse(headers);
     if (err instanceof ConfigError) {
       console.error(JSON.stringify({ event: "config_error", message: err.message }));
       return ApiError.server("invalid_configuration", err.message).toResponse(headers);

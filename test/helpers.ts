@@ -41,7 +41,15 @@ export function nodeUrl(n: { id: string; mode?: string }): string {
   return `http://${n.id}.${n.mode ?? "ok"}.node.test`;
 }
 
-export function report(n: FakeNode, token = TEST_NODE_TOKEN): Promise<Response> {
+/** Node secrets handed out at registration, by `region/id` (as a node's agent keeps its own). */
+const nodeSecrets = new Map<string, string>();
+
+/** The secret the router gave this node when it registered (through {@link report}), if any. */
+export function nodeSecret(region: string, id: string): string | undefined {
+  return nodeSecrets.get(`${region}/${id}`);
+}
+
+function postReport(n: FakeNode, token: string): Promise<Response> {
   return call("/v1/nodes/report", {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
@@ -59,11 +67,41 @@ export function report(n: FakeNode, token = TEST_NODE_TOKEN): Promise<Response> 
   });
 }
 
+/**
+ * Posts a report for `n`, as its agent would: with the node's secret once it has one (kept from
+ * the registration answer), else with the region token (`token`), registering it. A secret the
+ * router no longer knows (the node expired or was removed) is dropped and the node registered again.
+ * An explicit `token` is sent as given.
+ */
+export async function report(n: FakeNode, token?: string): Promise<Response> {
+  const key = `${n.region}/${n.id}`;
+  const secret = token === undefined ? nodeSecrets.get(key) : undefined;
+  let res = await postReport(n, token ?? secret ?? TEST_NODE_TOKEN);
+  if (secret !== undefined && res.status === 401) {
+    nodeSecrets.delete(key);
+    await res.arrayBuffer();
+    res = await postReport(n, TEST_NODE_TOKEN);
+  }
+  if (res.status === 200) {
+    const body = await res.clone().json<{ node_secret?: string }>();
+    if (body.node_secret) nodeSecrets.set(key, body.node_secret);
+  }
+  return res;
+}
+
 export async function registerAll(nodes: FakeNode[]): Promise<void> {
   for (const n of nodes) {
     const r = await report(n);
     if (r.status !== 200) throw new Error(`report failed: ${r.status} ${await r.text()}`);
   }
+}
+
+/** Removes a node as its agent would (`DELETE` with its node secret); returns the answer. */
+export async function deregister(region: string, id: string): Promise<Response> {
+  const secret = nodeSecrets.get(`${region}/${id}`);
+  const res = await call(`/v1/nodes/${region}/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${secret ?? "no-secret"}` } });
+  if (res.status === 200) nodeSecrets.delete(`${region}/${id}`);
+  return res;
 }
 
 /** A long system prompt (~6,000 characters, ~12 blocks). */

@@ -22,6 +22,15 @@
  * 3. Post the report. Failure: logged once ("router failing"), retried with bounded exponential
  *    backoff with jitter (scripts/agent/backoff.ts); the next success logs once ("router ok").
  *
+ * 4. Identity (scripts/agent/credentials.ts): the first report registers the node with the
+ *    region's node token and the answer carries the node's own secret ("registered"), which every
+ *    later report and the deregistration carry instead. A 403 `node_identity_mismatch` means the
+ *    id is held by another credential, usually this agent's previous run whose secret was lost on
+ *    restart (use --state-file to keep it): logged once ("identity refused"), and registration is
+ *    tried again when the router says the holder's entry expires (its Retry-After), else with
+ *    backoff. A secret the router no longer knows (the node expired while the agent was cut off)
+ *    is dropped and the node registered again at once.
+ *
  * Nothing is thrown out of the loop but one fatal error: no KV capacity, from the engine or the
  * command line (the router needs it, and guessing it would corrupt the router's index).
  */
@@ -30,7 +39,8 @@ import { bootMarkers, newBootId, restartReason, type BootMarkers } from "./boot.
 import { ENGINES, detectEngine } from "./engines/detect.ts";
 import type { Capacity, Engine, EngineLoad, EngineName } from "./engines/types.ts";
 import { parsePrometheus } from "./prometheus.ts";
-import { deregisterNode, postReport } from "./report-loop.ts";
+import { NodeCredentials } from "./credentials.ts";
+import { NodeIdentityError, deregisterNode, postReport } from "./report-loop.ts";
 import { EngineError, engineGet, engineGetJson, fetchModels } from "./scrape.ts";
 import type { NodeReport } from "../../src/contracts/node.ts";
 import type { AgentConfig } from "./args.ts";
@@ -44,11 +54,14 @@ export type AgentEvent =
   | { event: "capacity"; tokens: number; source: string }
   | { event: "router_ok" }
   | { event: "router_failing"; error: string }
+  | { event: "registered"; kept_in: "memory" | "state file" }
+  | { event: "identity_refused"; error: string; retry_in_ms: number }
   | { event: "deregistered"; reason: "engine down" | "shutdown" | "fatal error" }
+  | { event: "not_deregistered"; reason: "engine down" | "shutdown" | "fatal error" }
   | { event: "fatal"; error: string };
 
 export interface AgentOptions extends AgentConfig {
-  /** The region's node token. */
+  /** The region's node token: registers the node (later reports carry the node secret it returns). */
   token: string;
   /** The engine's API key, if it has one. */
   engineApiKey?: string | undefined;
@@ -82,6 +95,10 @@ export function startAgent(o: AgentOptions): Agent {
   const node = { region: o.region, node_id: o.nodeId };
   const abort = new AbortController();
   const engineRequest = { timeoutMs: o.engineTimeoutMs, apiKey: o.engineApiKey, signal: abort.signal };
+  const credentials = new NodeCredentials(o.token, {
+    stateFile: o.stateFile,
+    identity: { routerUrl: o.routerUrl, region: o.region, nodeId: o.nodeId },
+  });
 
   let stopped = false;
   let wake: (() => void) | undefined;
@@ -92,6 +109,7 @@ export function startAgent(o: AgentOptions): Agent {
   let engineFailures = 0;
   let routerFailing = false;
   let routerAttempts = 0;
+  let identityRefused = false;
   /** A report may have registered the node since it was last deregistered. */
   let mayBeRegistered = false;
 
@@ -104,8 +122,9 @@ export function startAgent(o: AgentOptions): Agent {
   let loggedCapacity = "";
 
   const routerOk = () => {
-    if (routerFailing) log({ event: "router_ok" });
+    if (routerFailing || identityRefused) log({ event: "router_ok" });
     routerFailing = false;
+    identityRefused = false;
     routerAttempts = 0;
   };
   const routerFailed = (err: unknown) => {
@@ -116,8 +135,9 @@ export function startAgent(o: AgentOptions): Agent {
 
   const deregister = async (reason: "engine down" | "shutdown" | "fatal error"): Promise<void> => {
     try {
-      await deregisterNode(o.routerUrl, o.token, node);
-      log({ event: "deregistered", reason });
+      const sent = await deregisterNode(o.routerUrl, credentials, node);
+      // Without a secret there is nothing to deregister with: the router expires the node by silence.
+      log({ event: sent ? "deregistered" : "not_deregistered", reason });
       routerOk();
     } catch (err) {
       // Unreachable router: it expires the node by silence, since no report follows.
@@ -214,9 +234,21 @@ export function startAgent(o: AgentOptions): Agent {
     };
     mayBeRegistered = true; // even a report that timed out may have reached the router
     try {
-      await postReport(o.routerUrl, o.token, report, o.routerTimeoutMs);
+      const { registered } = await postReport(o.routerUrl, credentials, report, o.routerTimeoutMs);
+      if (registered) log({ event: "registered", kept_in: o.stateFile ? "state file" : "memory" });
     } catch (err) {
       if (stopped) throw err;
+      if (err instanceof NodeIdentityError) {
+        // The node is not (or no longer) ours to report: try registering again when the holder's
+        // entry expires, as the router says, plus jitter; else with backoff.
+        routerAttempts++;
+        const backoff = backoffDelay(routerAttempts, o.intervalMs, o.maxBackoffMs, random);
+        const delay = err.retryAfterMs !== undefined ? err.retryAfterMs + Math.round(random() * o.intervalMs) : backoff;
+        if (!identityRefused) log({ event: "identity_refused", error: err.message, retry_in_ms: delay });
+        identityRefused = true;
+        mayBeRegistered = false; // whoever holds the id, it is not this agent: nothing to deregister
+        return delay;
+      }
       routerFailed(err);
       return backoffDelay(routerAttempts, o.intervalMs, o.maxBackoffMs, random);
     }

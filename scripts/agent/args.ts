@@ -33,6 +33,8 @@ export interface AgentConfig {
   maxBackoffMs: number;
   /** Failed scrapes in a row (other than a refused connection) before the node is deregistered; default 3. */
   downAfter: number;
+  /** Where the node secret is kept across restarts (mode 0600); default: memory only. */
+  stateFile?: string | undefined;
 }
 
 export class UsageError extends Error {}
@@ -53,6 +55,12 @@ and registered again, with a new boot id, when the server is back; a restart see
 server's counters or process start time also gets a new boot id. If the router is unreachable,
 reports are retried with bounded exponential backoff. SIGINT/SIGTERM deregister the node and exit 0.
 
+Identity: the region's node token only registers the node; the router's answer carries the node's
+own secret, which every later report and the deregistration carry instead. Without --state-file the
+secret is kept in memory only: a restarted agent finds its node id still held by its previous run
+(logged: "router refused this node's identity") and registers it again once that entry expires
+(the region's node_silence_ms, 15 s by default).
+
 Usage:
   WARMPATH_NODE_TOKEN=... warmpath-agent --router URL --region NAME --node-id ID --url URL [options]
 
@@ -61,6 +69,7 @@ Required:
   --region NAME             the node's region (the token must be that region's node token)
   --node-id ID              unique in the region: lowercase letters, digits, dashes (max 63)
   --url URL                 the inference server as the router reaches it, e.g. http://10.0.0.5:8000
+                            (inside the region's allowed_origins)
 
 Options:
   --engine-url URL          the server as this agent reaches it (default: --url)
@@ -77,6 +86,8 @@ Options:
   --max-backoff-ms N        longest wait between retries to a failing router (default 30000)
   --down-after N            failed scrapes in a row before the node is deregistered (default 3;
                             a refused connection, nothing listening, deregisters at once)
+  --state-file PATH         keep the node secret in this file (mode 0600) so a restarted agent keeps
+                            its node's identity (default: memory only)
   -h, --help                this text
 
 Environment:
@@ -134,6 +145,7 @@ export function parseAgentArgs(argv: readonly string[]): AgentConfig | undefined
         "router-timeout-ms": { type: "string" },
         "max-backoff-ms": { type: "string" },
         "down-after": { type: "string" },
+        "state-file": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -170,5 +182,6 @@ export function parseAgentArgs(argv: readonly string[]): AgentConfig | undefined
     routerTimeoutMs: positive("router-timeout-ms", values["router-timeout-ms"], 5000),
     maxBackoffMs: positive("max-backoff-ms", values["max-backoff-ms"], 30000),
     downAfter: positive("down-after", values["down-after"], 3),
+    stateFile: values["state-file"] || undefined,
   };
 }

@@ -18,8 +18,14 @@ export function formatEvent(e: AgentEvent): string {
       return "router ok: reports accepted again";
     case "router_failing":
       return `router failing: ${e.error} (retrying with backoff)`;
+    case "registered":
+      return `registered with the router: node secret received, kept in ${e.kept_in === "memory" ? "memory (pass --state-file to keep it across restarts)" : "the state file"}`;
+    case "identity_refused":
+      return `router refused this node's identity: ${e.error} (the node id is held by another credential, e.g. this agent's previous run whose secret was lost; registering again in ${Math.round(e.retry_in_ms / 1000)} s)`;
     case "deregistered":
       return `deregistered from the router (${e.reason})`;
+    case "not_deregistered":
+      return `not deregistered (${e.reason}): this agent holds no node secret (a static node, or the registration answer was lost); the router expires the node by silence`;
     case "fatal":
       return `fatal: ${e.error}`;
   }

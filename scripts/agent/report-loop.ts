@@ -2,8 +2,11 @@
  * The node agent's side of the router's node API (src/api/nodes.ts), shared by the simulated
  * fleet (fleet/report.ts) and warmpath-agent (scripts/agent/agent.ts):
  *
- * - `postReport`: `POST {router}/v1/nodes/report`, the node's load; the first one registers it.
- * - `deregisterNode`: `DELETE {router}/v1/nodes/{region}/{node_id}`; the node leaves at once.
+ * - `postReport`: `POST {router}/v1/nodes/report`, the node's load; the first one registers it
+ *   (with the region's node token) and returns the node's own secret, which every later report
+ *   carries instead (scripts/agent/credentials.ts).
+ * - `deregisterNode`: `DELETE {router}/v1/nodes/{region}/{node_id}` with the node's secret; the
+ *   node leaves at once.
  * - `startReportLoop`: the fleet's loop: every interval, build a report and post it; on a clean
  *   stop, optionally deregister.
  *
@@ -12,7 +15,26 @@
  * report body, and imports nothing from the router (src/): the agent speaks the wire format, it
  * does not share the router's code.
  */
-import { briefBody, httpRequestText } from "./http.ts";
+import { NODE_SECRET_PATTERN, NodeCredentials } from "./credentials.ts";
+import { briefBody, httpRequestText, type HttpResponse } from "./http.ts";
+
+export { NodeCredentials } from "./credentials.ts";
+
+/**
+ * The router refused to let this credential act as the node (403): the id is registered by another
+ * credential (this agent's previous run, which had the secret, or someone else), or it is a static
+ * node reported at another URL. Retried after `retryAfterMs` (the router's `Retry-After`: when the
+ * holder's entry expires if nothing reports for it), else with backoff.
+ */
+export class NodeIdentityError extends Error {
+  readonly code: string;
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, code: string, retryAfterMs: number | undefined) {
+    super(message);
+    this.code = code;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
 
 /** Which node is reporting: names it in log events and in the deregistration path. */
 export interface ReportingNode {
@@ -25,7 +47,14 @@ export type ReportLoopEvent =
 
 export interface ReportLoopOptions<Body> {
   routerUrl: string;
+  /** The region's node token (registers the node; the loop keeps the node secret it is given). */
   token: string;
+  /**
+   * The node's credentials, when the caller keeps them beyond this loop (the fleet: a simulated
+   * engine restart starts a new loop, but a real node's agent outlives its engine and keeps the
+   * node's secret). Default: a fresh set from `token`, registering the node.
+   */
+  credentials?: NodeCredentials | undefined;
   node: ReportingNode;
   intervalMs: number;
   /** Timeout of one report POST; default max(1000, intervalMs). */
@@ -48,39 +77,98 @@ export interface ReportLoop {
 /** Default timeout of a deregistration: a shutdown should not wait long on a router that is gone. */
 export const DEREGISTER_TIMEOUT_MS = 2000;
 
-/**
- * Posts one report. Resolves on 2xx; rejects otherwise, with the router's own error message
- * when it sent one (`HTTP 401: Invalid node token`), so a misconfiguration reads in the log.
- */
-export async function postReport(routerUrl: string, token: string, body: unknown, timeoutMs: number): Promise<void> {
-  const res = await httpRequestText(`${routerUrl.replace(/\/+$/, "")}/v1/nodes/report`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-    timeoutMs,
-    maxBytes: 64 * 1024,
-  });
-  if (res.status < 200 || res.status > 299) throw new Error(`HTTP ${res.status}${errorDetail(res.text)}`);
+/** The code of an OpenAI-shaped error body (the router's), if any. */
+function errorCode(text: string): string | undefined {
+  try {
+    const code = (JSON.parse(text) as { error?: { code?: unknown } }).error?.code;
+    return typeof code === "string" ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function retryAfterMs(res: HttpResponse): number | undefined {
+  const raw = res.headers["retry-after"];
+  const seconds = Number(Array.isArray(raw) ? raw[0] : raw);
+  return raw !== undefined && Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
+}
+
+/** Whether the answer registered the node (it then carries the node's secret, kept in `credentials`). */
+export interface ReportResult {
+  registered: boolean;
 }
 
 /**
- * Removes the node from its region. Resolves when the router confirms it (2xx) or does not know
- * the node (404: already gone, e.g. expired by silence); rejects otherwise.
+ * Posts one report with the node's secret once it has one, else the region token (registering the
+ * node and keeping the secret the answer carries). Resolves on 2xx. A secret the router no longer
+ * knows (401: the node expired or was removed, e.g. while the agent was cut off) is dropped and
+ * the report sent again at once with the region token, registering the node again. A 403 about the
+ * node's identity rejects with a {@link NodeIdentityError}; anything else rejects with the router's
+ * own error message when it sent one (`HTTP 401: Invalid node token`), so a misconfiguration reads
+ * in the log.
+ */
+export async function postReport(routerUrl: string, credentials: NodeCredentials, body: unknown, timeoutMs: number): Promise<ReportResult> {
+  for (;;) {
+    const usedSecret = credentials.secret !== undefined;
+    const res = await httpRequestText(`${routerUrl.replace(/\/+$/, "")}/v1/nodes/report`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${credentials.bearer()}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+      timeoutMs,
+      maxBytes: 64 * 1024,
+    });
+    if (res.status >= 200 && res.status <= 299) {
+      let secret: unknown;
+      try {
+        secret = (JSON.parse(res.text) as { node_secret?: unknown }).node_secret;
+      } catch {
+        secret = undefined; // an older router answers without one: the region token it is
+      }
+      if (typeof secret === "string" && NODE_SECRET_PATTERN.test(secret)) {
+        credentials.remember(secret);
+        return { registered: true };
+      }
+      return { registered: false };
+    }
+    const code = errorCode(res.text);
+    if (usedSecret && res.status === 401) {
+      credentials.forget();
+      continue; // register again with the region token (one retry: the next answer is final)
+    }
+    if (res.status === 403 && (code === "node_identity_mismatch" || code === "static_node_url")) {
+      // A secret refused here is no longer this node's (its id was registered again): drop it.
+      if (usedSecret) credentials.forget();
+      throw new NodeIdentityError(`HTTP 403${errorDetail(res.text)}`, code, retryAfterMs(res));
+    }
+    throw new Error(`HTTP ${res.status}${errorDetail(res.text)}`);
+  }
+}
+
+/**
+ * Removes the node from its region with its secret (which the router revokes). Resolves `true`
+ * when the router confirms it (2xx) or no longer knows the node or its secret (404, 401: already
+ * gone, e.g. expired by silence); `false` without sending anything when the agent holds no secret
+ * (a static node, or one whose registration answer never arrived: the router expires it by
+ * silence). Rejects otherwise.
  */
 export async function deregisterNode(
   routerUrl: string,
-  token: string,
+  credentials: NodeCredentials,
   node: ReportingNode,
   timeoutMs: number = DEREGISTER_TIMEOUT_MS,
-): Promise<void> {
+): Promise<boolean> {
+  if (credentials.secret === undefined) return false;
   const path = `/v1/nodes/${encodeURIComponent(node.region)}/${encodeURIComponent(node.node_id)}`;
   const res = await httpRequestText(routerUrl.replace(/\/+$/, "") + path, {
     method: "DELETE",
-    headers: { authorization: `Bearer ${token}` },
+    headers: { authorization: `Bearer ${credentials.secret}` },
     timeoutMs,
     maxBytes: 64 * 1024,
   });
-  if (res.status === 404 || (res.status >= 200 && res.status <= 299)) return;
+  if (res.status === 404 || res.status === 401 || (res.status >= 200 && res.status <= 299)) {
+    credentials.forget();
+    return true;
+  }
   throw new Error(`HTTP ${res.status}${errorDetail(res.text)}`);
 }
 
@@ -99,13 +187,14 @@ function errorDetail(text: string): string {
 export function startReportLoop<Body>(o: ReportLoopOptions<Body>): ReportLoop {
   const { node_id, region } = o.node;
   const timeoutMs = o.timeoutMs ?? Math.max(1000, o.intervalMs);
+  const credentials = o.credentials ?? new NodeCredentials(o.token);
   let failing = false;
   let stopped = false;
   let inFlight: Promise<void> | undefined;
 
   const post = async () => {
     const body = await o.report(); // called synchronously by send(): the report is this tick's snapshot
-    await postReport(o.routerUrl, o.token, body, timeoutMs);
+    await postReport(o.routerUrl, credentials, body, timeoutMs);
   };
 
   const send = () => {
@@ -137,7 +226,7 @@ export function startReportLoop<Body>(o: ReportLoopOptions<Body>): ReportLoop {
       await inFlight;
       if (!deregister) return;
       try {
-        await deregisterNode(o.routerUrl, o.token, o.node);
+        await deregisterNode(o.routerUrl, credentials, o.node);
       } catch {
         // The router is gone too: it will expire the node by silence.
       }

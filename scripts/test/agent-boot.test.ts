@@ -117,6 +117,7 @@ test("args: defaults", () => {
     routerTimeoutMs: 5000,
     maxBackoffMs: 30000,
     downAfter: 3,
+    stateFile: undefined,
   });
 });
 
@@ -134,6 +135,8 @@ test("args: overrides", () => {
     "250",
     "--down-after",
     "5",
+    "--state-file",
+    "/var/lib/warmpath/gpu-1.json",
   ]);
   assert.equal(c?.engineUrl, "http://127.0.0.1:8000");
   assert.equal(c?.metricsUrl, "http://127.0.0.1:8000/metrics");
@@ -143,6 +146,7 @@ test("args: overrides", () => {
   assert.equal(c?.kvCapacityTokens, 65536);
   assert.equal(c?.intervalMs, 250);
   assert.equal(c?.downAfter, 5);
+  assert.equal(c?.stateFile, "/var/lib/warmpath/gpu-1.json");
 });
 
 test("args: refuses a token on the command line, bad values and unknown flags", () => {

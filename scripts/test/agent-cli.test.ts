@@ -73,7 +73,11 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
       const del = router.deletes();
       assert.equal(del.length, 1);
       assert.equal(del[0]?.path, "/v1/nodes/us-east/gpu-1");
-      assert.equal(del[0]?.authorization, "Bearer node-token");
+      const secret = router.requests.find((r) => r.method === "POST" && r.authorization !== "Bearer node-token")?.authorization;
+      assert.match(del[0]?.authorization ?? "", /^Bearer [A-Za-z0-9_-]{43}$/, "the node leaves with its own secret");
+      if (secret) assert.equal(del[0]?.authorization, secret);
+      assert.ok(!r.stderr.includes(del[0]!.authorization!.slice(7)), "the node secret never reaches the log");
+      assert.match(r.stderr, /registered with the router: node secret received, kept in memory/);
       assert.match(r.stderr, /us-east\/gpu-1: engine ok: vllm at http:\/\/127\.0\.0\.1:\d+\/metrics/);
       assert.match(r.stderr, /KV capacity 16000 tokens, from vllm:cache_config_info \(block_size x num_gpu_blocks\)/);
       assert.match(r.stderr, /deregistered from the router \(shutdown\)/);

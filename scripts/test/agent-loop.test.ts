@@ -7,6 +7,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { nodeReportSchema } from "../../src/contracts/node.ts";
 import { startAgent, type Agent, type AgentEvent, type AgentOptions } from "../agent/agent.ts";
 import { FakeEngine, FakeRouter, waitFor } from "./fixtures/agent/fakes.ts";
@@ -133,9 +136,11 @@ test("engine gone (connection refused): deregistered at once, one log line; back
   try {
     const first = await reportWhere(h, "a first report", () => true);
     await h.engine.stop();
+    const secret = h.router.secretOf("gpu-1");
+    assert.ok(secret, "the first report registered the node and got its secret");
     const del = await waitFor(h.bus, "event", () => h.router.deletes()[0], "the deregistration");
     assert.equal(del.path, "/v1/nodes/us-east/gpu-1");
-    assert.equal(del.authorization, "Bearer node-token");
+    assert.equal(del.authorization, `Bearer ${secret}`, "the node leaves with its own secret");
     await waitFor(h.bus, "event", () => (h.count("deregistered") === 1 ? true : undefined), "the deregistered event");
     const reportsAtDelete = h.router.reports().length;
 
@@ -144,6 +149,8 @@ test("engine gone (connection refused): deregistered at once, one log line; back
     await h.engine.start();
     const back = await reportWhere(h, "a report after the outage", () => true, reportsAtDelete);
     assert.notEqual(back.boot_id, first.boot_id, "a node that came back after an outage has a new boot id");
+    const registration = h.router.requests.filter((r) => r.method === "POST" && r.status === 200)[reportsAtDelete];
+    assert.equal(registration?.authorization, "Bearer node-token", "deregistered, it registers again with the region token");
     assert.equal(h.count("engine_failing"), 1, "one line when the engine started failing, not one per scrape");
     assert.equal(h.count("engine_down"), 1);
     assert.equal(h.count("engine_ok"), 2, "one when first seen, one when it recovered");
@@ -282,5 +289,131 @@ test("no KV capacity from the engine and none given: a fatal error naming the fl
     await given.stop();
   } finally {
     await h.close();
+  }
+});
+
+test("identity: registers with the region token, then every report and the deregistration carry the node secret", async () => {
+  const h = await harness();
+  try {
+    await reportWhere(h, "a first report", () => true);
+    assert.equal(h.router.requests[0]?.authorization, "Bearer node-token");
+    const secret = h.router.secretOf("gpu-1")!;
+    assert.match(secret, /^[A-Za-z0-9_-]{43}$/);
+    await waitFor(h.bus, "event", () => (h.router.reports().length >= 4 ? true : undefined), "more reports");
+    const later = h.router.requests.filter((r) => r.method === "POST").slice(1);
+    assert.ok(
+      later.every((r) => r.authorization === `Bearer ${secret}`),
+      "later reports carry the node secret, not the region token",
+    );
+    assert.equal(h.count("registered"), 1, "one registration");
+    await h.agent.stop();
+    assert.equal(h.router.deletes()[0]?.authorization, `Bearer ${secret}`);
+    assert.equal(h.count("deregistered"), 1);
+    for (const e of h.events) assert.ok(!JSON.stringify(e).includes(secret), "the secret is never in an event (log line)");
+  } finally {
+    await h.close();
+  }
+});
+
+test("identity: a secret the router no longer knows (the node expired): registered again at once", async () => {
+  const h = await harness();
+  try {
+    await reportWhere(h, "a first report", () => true);
+    const first = h.router.secretOf("gpu-1")!;
+    h.router.forgetSecrets();
+    const n = h.router.requests.length;
+    await waitFor(h.bus, "event", () => h.router.secretOf("gpu-1"), "a new registration");
+    const after = h.router.requests.slice(n);
+    assert.equal(after[0]?.status, 401, "the forgotten secret is refused");
+    assert.equal(after[1]?.authorization, "Bearer node-token", "and the same tick registers again with the region token");
+    assert.notEqual(h.router.secretOf("gpu-1"), first);
+    assert.equal(h.count("identity_refused"), 0);
+    assert.equal(h.count("router_failing"), 0, "not a router failure");
+  } finally {
+    await h.close();
+  }
+});
+
+test("identity refused (403 node_identity_mismatch): one log line, registration tried again after the router's Retry-After", async () => {
+  const h = await harness({ random: () => 0 });
+  try {
+    h.router.refuseRegistrations = { retryAfterSeconds: 1 };
+    const refused = () => h.router.requests.filter((r) => r.status === 403);
+    await waitFor(h.bus, "event", () => (refused().length >= 1 ? true : undefined), "a refused registration");
+    const at = performance.now();
+    await waitFor(h.bus, "event", () => (refused().length >= 2 ? true : undefined), "a second attempt");
+    assert.ok(performance.now() - at >= 950, `retried after ${Math.round(performance.now() - at)} ms, Retry-After 1 s`);
+    assert.equal(h.count("identity_refused"), 1, "one line, not one per attempt");
+    const e = h.events.find((x) => x.event === "identity_refused") as { error: string; retry_in_ms: number };
+    assert.match(e.error, /HTTP 403: node_identity_mismatch/);
+    assert.equal(e.retry_in_ms, 1000);
+    assert.equal(h.count("router_failing"), 0);
+    // The holder's entry expired: the next attempt registers.
+    h.router.refuseRegistrations = undefined;
+    await waitFor(h.bus, "event", () => h.router.secretOf("gpu-1"), "the registration");
+    await waitFor(h.bus, "event", () => (h.count("router_ok") === 1 ? true : undefined), "router ok");
+    await h.agent.stop();
+    assert.equal(h.router.deletes().length, 1);
+  } finally {
+    await h.close();
+  }
+});
+
+test("identity refused with nothing registered: stop() sends no DELETE (it would be refused)", async () => {
+  const h = await harness();
+  try {
+    h.router.refuseRegistrations = { retryAfterSeconds: 30 };
+    await waitFor(h.bus, "event", () => (h.count("identity_refused") === 1 ? true : undefined), "the refusal");
+    await h.agent.stop();
+    assert.equal(h.router.deletes().length, 0);
+  } finally {
+    await h.close();
+  }
+});
+
+test("--state-file: the node secret survives a restart of the agent (file mode 0600), and is dropped on deregistration", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "warmpath-agent-"));
+  const stateFile = join(dir, "gpu-1.json");
+  const h = await harness({ stateFile });
+  try {
+    await waitFor(h.bus, "event", () => (h.count("registered") === 1 ? true : undefined), "the registration");
+    const secret = h.router.secretOf("gpu-1")!;
+    assert.equal(statSync(stateFile).mode & 0o777, 0o600);
+    assert.equal(JSON.parse(readFileSync(stateFile, "utf8")).node_secret, secret);
+    // A crash (no deregistration): a new agent process with the same state file.
+    const events: AgentEvent[] = [];
+    const n = h.router.requests.length;
+    const second = startAgent({
+      routerUrl: h.router.url,
+      region: "us-east",
+      nodeId: "gpu-1",
+      nodeUrl: "http://10.0.0.5:8000",
+      engineUrl: h.engine.url,
+      metricsUrl: `${h.engine.url}/metrics`,
+      engine: "auto",
+      models: undefined,
+      kvCapacityTokens: undefined,
+      intervalMs: 25,
+      engineTimeoutMs: 5000,
+      routerTimeoutMs: 5000,
+      maxBackoffMs: 400,
+      downAfter: 3,
+      token: "node-token",
+      stateFile,
+      log: (e) => events.push(e),
+    });
+    await waitFor(
+      h.bus,
+      "event",
+      () => h.router.requests.slice(n).find((r) => r.method === "POST" && r.status === 200),
+      "the restarted agent's report",
+    );
+    assert.equal(h.router.requests.slice(n).find((r) => r.method === "POST")?.authorization, `Bearer ${secret}`);
+    assert.equal(events.filter((e) => e.event === "registered").length, 0, "no new registration");
+    await second.stop();
+    assert.throws(() => statSync(stateFile), /ENOENT/, "deregistered: the secret is gone with the node");
+  } finally {
+    await h.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -71,3 +71,11 @@ test("every environment binds the edge rate limiter, deployed ones each their ow
   }
   assert.notEqual(namespaces.get("staging"), namespaces.get("production"), "staging's counters are not production's");
 });
+
+test("every deployed region says where its nodes may be (without allowed_origins or static nodes, every registration is refused)", () => {
+  for (const [name, env] of environments.slice(1)) {
+    for (const r of configSchema.parse(env.vars?.WARMPATH_CONFIG).regions) {
+      assert.ok((r.allowed_origins?.length ?? 0) > 0 || r.nodes.length > 0, `${name}: region ${r.name}`);
+    }
+  }
+});

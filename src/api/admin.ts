@@ -29,7 +29,7 @@ async function regionState(env: Env, region: LoadedRegion) {
 /** The configured region named in the path, or 404 `unknown_region`. */
 export function regionFromPath(config: LoadedConfig, name: string): LoadedRegion {
   const region = config.regionByName.get(name);
-  if (!region) throw ApiError.notFound("unknown_region", `Unknown region '${name.slice(0, 64)}'`);
+  if (!region) throw ApiError.notFound("unknown_region", "No region of that name is configured");
   return region;
 }
 

@@ -115,10 +115,8 @@ export const MESSAGES: Endpoint = {
 export async function handleInference(rc: RequestContext, endpoint: Endpoint): Promise<Response> {
   const { request, config, tenant } = rc;
   await edgeCeiling(rc);
-  const contentType = request.headers.get("content-type") ?? "";
-  if (contentType && !contentType.toLowerCase().includes("application/json")) {
-    throw ApiError.unsupportedMediaType(`Content-Type must be application/json, not ${contentType.slice(0, 64)}`);
-  }
+  // 415 unless the Content-Type is exactly JSON, 413 over the limit, 400 unless UTF-8 JSON within
+  // the depth and size bounds (src/http/body.ts): all before anything walks the body.
   const body = await readBodyLimited(request, config.raw.limits.max_body_bytes);
   const json = parseJsonBody(body);
   if (json === null || typeof json !== "object" || Array.isArray(json)) {
@@ -126,10 +124,11 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
   }
   const parsed = endpoint.parse(json as Record<string, unknown>);
 
+  // Messages name the field or header at fault, never its value: an error repeats nothing the client sent.
   if (!config.models.includes(parsed.model)) {
     throw ApiError.notFound(
       "model_not_found",
-      `The model '${parsed.model.slice(0, 256)}' does not exist or is not served here`,
+      "The model named in `model` does not exist or is not served here (GET /v1/models lists them)",
       "model",
       "invalid_request_error",
     );
@@ -188,7 +187,7 @@ function resolveNamespace(request: Request, tenant: TenantConfig): string {
   if (!tenant.shared_namespaces.includes(asked)) {
     throw ApiError.permission(
       "namespace_not_allowed",
-      `This API key may not use cache namespace '${asked.slice(0, 64)}'`,
+      "This API key may not use the cache namespace named in x-warmpath-namespace",
       "x-warmpath-namespace",
     );
   }
@@ -208,11 +207,11 @@ function chooseRegions(
   if (pinned !== null) {
     const region = config.regionByName.get(pinned);
     if (!region) {
-      throw ApiError.invalidRequest(`Unknown region '${pinned.slice(0, 64)}' in x-warmpath-region`, "x-warmpath-region", "unknown_region");
+      throw ApiError.invalidRequest("The region named in x-warmpath-region is not configured", "x-warmpath-region", "unknown_region");
     }
     if (!region.config.models.includes(model)) {
       throw ApiError.invalidRequest(
-        `Region '${pinned}' does not serve model '${model.slice(0, 256)}'`,
+        "The region named in x-warmpath-region does not serve the model named in `model`",
         "x-warmpath-region",
         "model_not_in_region",
       );

@@ -40,7 +40,12 @@ openaiApi.get("/v1/models/:id{.+}", (c) => {
   const config = c.get("config");
   const id = c.req.param("id");
   if (!config.models.includes(id)) {
-    throw ApiError.notFound("model_not_found", `The model '${id.slice(0, 256)}' does not exist or is not served here`, "model");
+    // The id is not repeated: errors never echo what the client sent.
+    throw ApiError.notFound(
+      "model_not_found",
+      "The model named in the path does not exist or is not served here (GET /v1/models lists them)",
+      "model",
+    );
   }
   return c.json(modelObject(config, id));
 });

@@ -12,12 +12,18 @@ import type { RegionInit } from "../../durable-objects/region-init.ts";
 import { DEFAULT_REGION_SETTINGS, type RegionSettings } from "../core/region/index.ts";
 import type { PrefixSettings } from "../core/prefix.ts";
 import { locationHintFor, type LocationHint } from "./location-hint.ts";
+import { originPolicy, type OriginPolicy } from "../core/origins.ts";
 
 export class ConfigError extends Error {}
 
 export interface LoadedRegion {
   config: RegionConfig;
+  /** The first of {@link nodeTokens} (the current one during a rotation). */
   nodeToken: string;
+  /** Every node token the region accepts for registrations: one, or during a rotation old and new. */
+  nodeTokens: string[];
+  /** Where the region's nodes may be (src/core/origins.ts): `allowed_origins`, the static nodes' origins, loopback in development. */
+  origins: OriginPolicy;
   /** Bearer sent to this region's nodes, if the region names one. */
   originToken: string | undefined;
   init: RegionInit;
@@ -83,7 +89,10 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
     charsPerToken: cfg.prefix.chars_per_token,
   };
   const regions = cfg.regions.map((r, i): LoadedRegion => {
-    const nodeToken = secret(r.node_token_secret, `regions.${i}.node_token_secret`, true) ?? "";
+    const tokenSecrets = typeof r.node_token_secret === "string" ? [r.node_token_secret] : r.node_token_secret;
+    const nodeTokens = tokenSecrets.map(
+      (name, j) => secret(name, `regions.${i}.node_token_secret${tokenSecrets.length > 1 ? `.${j}` : ""}`, true) ?? "",
+    );
     // A typo in a dedicated node's tenant list would make the node unreachable for everyone, silently.
     for (const [node, ids] of Object.entries(r.node_tenants))
       for (const id of ids)
@@ -114,7 +123,13 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
     const fingerprint = JSON.stringify([settings, staticNodes]);
     return {
       config: r,
-      nodeToken,
+      nodeToken: nodeTokens[0]!,
+      nodeTokens,
+      origins: originPolicy({
+        allowedOrigins: r.allowed_origins,
+        staticNodeUrls: r.nodes.map((n) => n.url),
+        development: cfg.mode === "development",
+      }),
       originToken,
       init: { fingerprint, settings, staticNodes },
       locationHint: r.location_hint ?? locationHintFor(r.location.lat, r.location.lon),

@@ -14,6 +14,7 @@ import { nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "../contracts/node
 import { policySpecSchema } from "../core/policies/index.ts";
 import { DEFAULT_PREFIX_SETTINGS } from "../core/prefix.ts";
 import { DEFAULT_REGION_SETTINGS } from "../core/region/index.ts";
+import { MAX_ORIGIN_PATTERN_LENGTH, parseOriginPattern } from "../core/origins.ts";
 import { LOCATION_HINTS } from "./location-hint.ts";
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -52,10 +53,29 @@ export const regionSchema = z.strictObject({
     .optional()
     .describe("Where the region's Durable Object is created (`wnam`, `enam`, `weur`, ...); default: derived from `location`."),
   models: z.array(z.string().min(1)).min(1).describe("Model catalogue of the region (others get 404)."),
-  node_token_secret: secretName().describe("Secret holding the region's node token."),
+  node_token_secret: z
+    .union([secretName(), z.array(secretName()).min(1).max(4)])
+    .describe(
+      "Secret holding the region's node token, which registers new nodes (each then reports with its own node secret). A list accepts each of its secrets' tokens: rotate by adding the new secret, moving the agents to it, then removing the old one; registered nodes keep their node secrets throughout.",
+    ),
   origin_token_secret: secretName()
     .optional()
-    .describe("Secret holding a bearer token sent to the region's nodes (e.g. vLLM's `--api-key`)."),
+    .describe("Secret holding a bearer token sent to the region's nodes (e.g. vLLM's `--api-key`), only to URLs inside `allowed_origins`."),
+  allowed_origins: z
+    .array(
+      z
+        .string()
+        .max(MAX_ORIGIN_PATTERN_LENGTH)
+        .superRefine((entry, ctx) => {
+          const parsed = parseOriginPattern(entry);
+          if ("error" in parsed) ctx.addIssue({ code: "custom", message: parsed.error });
+        }),
+    )
+    .max(256)
+    .optional()
+    .describe(
+      "Where the region's nodes may be (a report's `url` outside is refused, 403 `origin_not_allowed`): `[http(s)://]host[:port]` entries, the host a name (`gpu-1.example.com`), a suffix wildcard (`*.gpus.example.com`), or an IPv4/IPv6 address or CIDR range (`10.0.0.0/8`, `[fd00::/8]:8000`). Default: only the static `nodes`' origins (which are always allowed), plus loopback in `mode = \"development\"`. Link-local, cloud metadata, unspecified, multicast and (outside development) loopback addresses are refused even inside a range listed here. Names are matched as names: where they resolve is not checked.",
+    ),
   policy: regionPolicySchema
     .prefault({ name: "warmpath" })
     .describe("The routing policy and its options (below); options of another policy are refused."),

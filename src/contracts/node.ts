@@ -11,8 +11,11 @@ export const NODE_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 export const nodeIdSchema = z.string().regex(NODE_ID_PATTERN, "must be lowercase letters, digits and dashes (max 63)");
 
-/** An http(s) URL: where the router sends a node's requests. */
-export const nodeUrlSchema = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
+/**
+ * An http(s) URL: where the router sends a node's requests. The form only; what a region accepts
+ * (no userinfo, inside its `allowed_origins`, never a metadata address) is src/core/origins.ts.
+ */
+export const nodeUrlSchema = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).max(2048, "must be at most 2048 characters");
 
 /** Model (or LoRA adapter) names a node serves. */
 export const nodeModelsSchema = z.array(z.string().min(1).max(256)).min(1).max(64);

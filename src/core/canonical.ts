@@ -15,6 +15,8 @@
  * namespace and the request's `cache_salt` (vLLM's per-request cache isolation).
  */
 
+import { JsonBoundsError, MAX_JSON_DEPTH } from "./json-bounds.ts";
+
 /** Separators that cannot be confused with ordinary prompt text. */
 const FIELD = "\u001f";
 const RECORD = "\u001e";
@@ -50,16 +52,33 @@ export function namespaceSeed(ns: CacheNamespace): string {
 /**
  * Stable JSON: object keys sorted, so `{"a":1,"b":2}` and `{"b":2,"a":1}` canonicalise alike.
  * Used for tool definitions and tool calls, whose key order is not meaningful.
+ *
+ * The walk recurses once per level, so it carries the depth bound itself: a value nested deeper
+ * than {@link MAX_JSON_DEPTH} levels throws a {@link JsonBoundsError} (a 400 through the app's error
+ * handler) instead of overflowing the stack. Request bodies are measured before they get here
+ * (src/http/body.ts); this keeps any other caller just as safe.
  */
 export function stableJson(value: unknown): string {
+  return stableJsonAt(value, 1);
+}
+
+function stableJsonAt(value: unknown, depth: number): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (Array.isArray(value)) return "[" + value.map(stableJson).join(",") + "]";
+  if (depth > MAX_JSON_DEPTH) throw new JsonBoundsError("nesting_too_deep", MAX_JSON_DEPTH);
+  if (Array.isArray(value)) {
+    let out = "[";
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out += ",";
+      out += stableJsonAt(value[i], depth + 1);
+    }
+    return out + "]";
+  }
   const keys = Object.keys(value as Record<string, unknown>).sort();
   let out = "{";
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
     if (i > 0) out += ",";
-    out += JSON.stringify(k) + ":" + stableJson((value as Record<string, unknown>)[k]);
+    out += JSON.stringify(k) + ":" + stableJsonAt((value as Record<string, unknown>)[k], depth + 1);
   }
   return out + "}";
 }

@@ -14,6 +14,7 @@ import { ApiError } from "../http/errors.ts";
 import type { RegionDurableObject } from "../../durable-objects/region.ts";
 import type { FailureReason, RouteRequest, RouteResult, Usage } from "../contracts/routing.ts";
 import type { Decision } from "../contracts/routing.ts";
+import { originTokenAllowed } from "../core/origins.ts";
 import { tenantMayUse } from "../core/region/candidates.ts";
 import { recordDecision, type DecisionLine, type DecisionSinks } from "./decision-log.ts";
 import { rateLimitHeaders } from "./rate-limit-headers.ts";
@@ -241,7 +242,8 @@ async function callNode(rc: RequestContext, routed: Ok, region: LoadedRegion, in
     if (v !== null) headers.set(name, v);
   }
   headers.set("x-request-id", rc.requestId);
-  if (region.originToken) headers.set("authorization", `Bearer ${region.originToken}`);
+  // The origin token only ever goes to the region's allowed origins (src/core/origins.ts).
+  if (region.originToken && originTokenAllowed(routed.url, region)) headers.set("authorization", `Bearer ${region.originToken}`);
 
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error(`no first byte within ${timeoutMs} ms`)), timeoutMs);

@@ -1,7 +1,8 @@
 /** Every bad input gets its status and an OpenAI-shaped error naming what is wrong. */
 import { describe, expect, it } from "vitest";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
-import { ACME_KEY } from "../fixtures/config.ts";
+import { MAX_HEADER_BYTES, MAX_HEADER_VALUE_BYTES, MAX_URL_BYTES } from "../../src/middleware/request-bounds.ts";
+import { ACME_KEY, TEST_NODE_TOKEN } from "../fixtures/config.ts";
 import { call, chat, registerAll } from "../helpers.ts";
 
 interface ErrorBody {
@@ -39,9 +40,91 @@ describe("client errors", () => {
     await expectError(res, 401, "development_credential_refused", "authentication_error");
   });
 
+  it("401 for a development key, and no token-free admin API, when a header names a client that is not on loopback", async () => {
+    for (const forwarded of [
+      { "cf-connecting-ip": "203.0.113.9" } as Record<string, string>,
+      { "x-forwarded-for": "127.0.0.1, 203.0.113.9" },
+      { forwarded: 'for="[2001:db8::1]:4711"' },
+      { "x-real-ip": "unknown" },
+      { "sec-fetch-site": "cross-site" },
+    ]) {
+      const res = await call("/v1/models", { headers: { authorization: `Bearer ${DEV_API_KEY}`, ...forwarded } });
+      await expectError(res, 401, "development_credential_refused", "authentication_error");
+      await expectError(await call("/admin/state", { headers: forwarded }), 401, "missing_admin_token", "authentication_error");
+    }
+    // Loopback peers, as wrangler dev sets CF-Connecting-IP for a local client: still local.
+    expect((await call("/admin/state", { headers: { "cf-connecting-ip": "127.0.0.1" } })).status).toBe(200);
+    expect((await call("/admin/state", { headers: { "cf-connecting-ip": "::1", "sec-fetch-site": "same-origin" } })).status).toBe(200);
+  });
+
+  it("401 for an Authorization header the guard cannot read, even where no token is needed", async () => {
+    for (const authorization of ["Basic YWRtaW46YWRtaW4=", "Bearer", "Bearer a b", "bearer"]) {
+      await expectError(await call("/admin/state", { headers: { authorization } }), 401, "missing_admin_token", "authentication_error");
+    }
+  });
+
   it("400 for malformed JSON", async () => {
     const error = await expectError(await chat('{"model": "m-eu", "messages": ['), 400, "invalid_json", "invalid_request_error");
     expect(error.message).toMatch(/not valid JSON/);
+  });
+
+  it("400 for malformed JSON says where, never what", async () => {
+    // V8's own message quotes the text around the error ("Unexpected token 'S', "SECRET_TEXT"... is not valid JSON").
+    const body = '{"model": "m-eu", "messages": [{"role": "user", "content": "SECRET_TEXT"}] SECRET_TAIL}';
+    const error = await expectError(await chat(body), 400, "invalid_json", "invalid_request_error");
+    const at = body.indexOf("SECRET_TAIL");
+    expect(error.message).toBe(`Request body is not valid JSON: expected ',' or '}' at position ${at} (line 1, column ${at + 1})`);
+    const bad = await expectError(await chat("SECRET_START and more"), 400, "invalid_json", "invalid_request_error");
+    expect(bad.message).not.toContain("SECRET");
+    expect(bad.message).toContain("position 0");
+  });
+
+  it("400 for a body that is not UTF-8, naming the byte", async () => {
+    const bytes = new Uint8Array([...new TextEncoder().encode('{"model":"'), 0xff, ...new TextEncoder().encode('"}')]);
+    const res = await call("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${ACME_KEY}` },
+      body: bytes,
+    });
+    expect((await expectError(res, 400, "invalid_json", "invalid_request_error")).message).toBe(
+      "Request body is not valid UTF-8 (at byte 10)",
+    );
+  });
+
+  it("400 nesting_too_deep for a body nested past the bound, wherever the nesting is (no stack overflow, no 500)", async () => {
+    // The attack: ~2,800 levels in a 5.7 KB body overflowed the stack while canonicalising.
+    const deep = "[".repeat(2_800) + "]".repeat(2_800);
+    const bodies = [
+      `{"model":"m-eu","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":${deep}}]}`,
+      `{"model":"m-eu","messages":[{"role":"user","content":[{"type":"image_url","image_url":${deep}}]}]}`,
+      `{"model":"m-eu","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"arguments":${deep}}}]}]}`,
+      `{"model":"m-eu","messages":[{"role":"user","content":"x"}],"unrelated":${deep}}`,
+    ];
+    for (const body of bodies) {
+      const error = await expectError(await chat(body), 400, "nesting_too_deep", "invalid_request_error");
+      expect(error.message).toContain("64");
+    }
+    const responses = await call("/v1/responses", {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${ACME_KEY}` },
+      body: `{"model":"m-eu","input":[{"type":"reasoning","x":${deep}}]}`,
+    });
+    await expectError(responses, 400, "nesting_too_deep", "invalid_request_error");
+    const messages = await call("/v1/messages", {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": ACME_KEY },
+      body: `{"model":"m-eu","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_use","id":"t","name":"f","input":${deep}}]}]}`,
+    });
+    await expectError(messages, 400, "nesting_too_deep", "invalid_request_error");
+  });
+
+  it("a body at the depth bound is not refused for its depth", async () => {
+    // Level 1 is the body, 2 the messages array, 3 a message, 4 its content array, 5 a part; 59 more inside.
+    const inner = "[".repeat(59) + "]".repeat(59);
+    const body = `{"model":"gpt-nope","messages":[{"role":"user","content":[{"type":"x","v":${inner}}]}]}`;
+    await expectError(await chat(body), 404, "model_not_found", "invalid_request_error");
+    const over = `{"model":"gpt-nope","messages":[{"role":"user","content":[{"type":"x","v":[${inner}]}]}]}`;
+    await expectError(await chat(over), 400, "nesting_too_deep", "invalid_request_error");
   });
 
   it("400 for a JSON body that is not an object", async () => {
@@ -90,14 +173,15 @@ describe("client errors", () => {
     expect(error.param).toBe("prompt");
   });
 
-  it("404 for an unknown model", async () => {
+  it("404 for an unknown model, naming the field, not repeating its value", async () => {
     const error = await expectError(
       await chat({ model: "gpt-nope", messages: [{ role: "user", content: "hi" }] }),
       404,
       "model_not_found",
       "invalid_request_error",
     );
-    expect(error.message).toContain("gpt-nope");
+    expect(error.param).toBe("model");
+    expect(error.message).not.toContain("gpt-nope");
   });
 
   it("413 for a body over the limit (declared length)", async () => {
@@ -129,6 +213,70 @@ describe("client errors", () => {
       body: "hi",
     });
     await expectError(res, 415, "unsupported_media_type", "invalid_request_error");
+  });
+
+  it("415 for a media type that merely contains application/json, on the client and node APIs, without repeating it", async () => {
+    const body = JSON.stringify({ model: "gpt-nope", messages: [{ role: "user", content: "hi" }] });
+    for (const type of [
+      "application/jsonx",
+      "text/plain; application/json",
+      "application/json-seq",
+      "application/json, text/plain",
+      "application/json; charset=latin1",
+    ]) {
+      const res = await call("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": type, authorization: `Bearer ${ACME_KEY}` },
+        body,
+      });
+      const error = await expectError(res, 415, "unsupported_media_type", "invalid_request_error");
+      expect(error.message).not.toContain(type);
+      const report = await call("/v1/nodes/report", {
+        method: "POST",
+        headers: { "content-type": type, authorization: `Bearer ${TEST_NODE_TOKEN}` },
+        body: "{}",
+      });
+      await expectError(report, 415, "unsupported_media_type", "invalid_request_error");
+    }
+    for (const type of ["application/json", "Application/JSON", "application/json; charset=utf-8", 'application/json;charset="UTF-8"']) {
+      const res = await call("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": type, authorization: `Bearer ${ACME_KEY}` },
+        body,
+      });
+      await expectError(res, 404, "model_not_found", "invalid_request_error");
+    }
+  });
+
+  it("431 for a header value or all headers over their bound, 414 for a URL over its bound", async () => {
+    const headers = (extra: Record<string, string>) => ({ authorization: `Bearer ${ACME_KEY}`, ...extra });
+    const one = await call("/v1/models", { headers: headers({ "x-session-id": "s".repeat(MAX_HEADER_VALUE_BYTES + 1) }) });
+    const error = await expectError(one, 431, "request_headers_too_large", "invalid_request_error");
+    expect(error.param).toBe("x-session-id");
+    expect(error.message).toContain(String(MAX_HEADER_VALUE_BYTES));
+    const many: Record<string, string> = {};
+    for (let i = 0; i < 8; i++) many[`x-filler-${i}`] = "f".repeat(MAX_HEADER_BYTES / 8);
+    const total = await expectError(
+      await call("/v1/models", { headers: headers(many) }),
+      431,
+      "request_headers_too_large",
+      "invalid_request_error",
+    );
+    expect(total.param).toBeNull();
+    const unknownName = await expectError(
+      await call("/v1/models", { headers: headers({ "x-secret-name": "v".repeat(MAX_HEADER_VALUE_BYTES + 1) }) }),
+      431,
+      "request_headers_too_large",
+      "invalid_request_error",
+    );
+    expect(unknownName.message).not.toContain("x-secret-name");
+    await expectError(
+      await call(`/v1/models/${"m".repeat(MAX_URL_BYTES)}`, { headers: headers({}) }),
+      414,
+      "uri_too_long",
+      "invalid_request_error",
+    );
+    expect((await call("/v1/models", { headers: headers({ "x-session-id": "s".repeat(MAX_HEADER_VALUE_BYTES) }) })).status).toBe(200);
   });
 
   it("403 for a cache namespace the tenant may not use", async () => {

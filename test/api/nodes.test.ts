@@ -6,7 +6,7 @@ import { env, exports } from "cloudflare:workers";
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { TEST_ADMIN_TOKEN, TEST_NODE_TOKEN } from "../fixtures/config.ts";
-import { call, chat, nodeUrl, registerAll, report } from "../helpers.ts";
+import { call, chat, deregister, nodeUrl, registerAll, report } from "../helpers.ts";
 import type { RegionSnapshot } from "../../src/core/region/index.ts";
 
 const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
@@ -40,8 +40,9 @@ describe("node reports", () => {
   it("registers a node on its first valid report and shows its load", async () => {
     const res = await post(validReport);
     expect(res.status).toBe(200);
-    const body = await res.json<{ ok: boolean; node_id: string; expires_after_ms: number }>();
-    expect(body).toMatchObject({ ok: true, node_id: "v1", expires_after_ms: 15_000 });
+    const body = await res.json<{ ok: boolean; node_id: string; expires_after_ms: number; node_secret: string }>();
+    expect(body).toMatchObject({ ok: true, node_id: "v1", expires_after_ms: 15_000, registered: true });
+    expect(body.node_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const s = await state("us");
     const node = s.nodes.find((n) => n.id === "v1")!;
     expect(node.url).toBe("http://v1.ok.node.test");
@@ -77,13 +78,18 @@ describe("node reports", () => {
     expect((await res.json<{ error: { param: string } }>()).error.param).toBe("region");
   });
 
-  it("removes a node on DELETE, 404 for one that is not registered", async () => {
+  it("removes a node on DELETE with its node secret; 404 for one that is not registered", async () => {
     await registerAll([{ id: "leaver", region: "us", models: ["m-us"] }]);
-    const del = await call("/v1/nodes/us/leaver", { method: "DELETE", headers: { authorization: `Bearer ${TEST_NODE_TOKEN}` } });
+    const del = await deregister("us", "leaver");
     expect(del.status).toBe(200);
     expect((await state("us")).nodes.map((n) => n.id)).not.toContain("leaver");
-    const again = await call("/v1/nodes/us/leaver", { method: "DELETE", headers: { authorization: `Bearer ${TEST_NODE_TOKEN}` } });
+    const again = await call("/v1/nodes/us/leaver", { method: "DELETE", headers: admin });
     expect(again.status).toBe(404);
+    const withRegionToken = await call("/v1/nodes/us/leaver", {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${TEST_NODE_TOKEN}` },
+    });
+    expect(withRegionToken.status).toBe(404);
   });
 });
 

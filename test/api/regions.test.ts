@@ -1,7 +1,7 @@
 /** Region choice: nearest healthy region for the model, pinning, failover, and the model list. */
 import { describe, expect, it } from "vitest";
 import type { RegionSnapshot } from "../../src/core/region/index.ts";
-import { CF_FRANKFURT, CF_VIRGINIA, call, chat, registerAll } from "../helpers.ts";
+import { CF_FRANKFURT, CF_VIRGINIA, call, chat, deregister, registerAll } from "../helpers.ts";
 import { ACME_KEY, GLOBEX_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 
 const body = (model: string, text: string) => ({ model, messages: [{ role: "user", content: text }] });
@@ -32,7 +32,7 @@ describe("regions", () => {
 
   it("fails over to the next region when the nearest one cannot serve", async () => {
     // The only eu node serving m-shared leaves; eu still lists the model, so it is tried first.
-    const del = await call("/v1/nodes/eu/eu-1", { method: "DELETE", headers: { authorization: "Bearer test-node-token" } });
+    const del = await deregister("eu", "eu-1"); // with the node's own secret, as its agent would
     expect(del.status).toBe(200);
     const res = await chat(body("m-shared", "failover"), { cf: CF_FRANKFURT });
     expect(res.status).toBe(200);

@@ -6,7 +6,8 @@ import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
 import type { LoadedConfig } from "../../src/config/load.ts";
 import { ApiError } from "../../src/http/errors.ts";
 import { bearerGuard } from "../../src/middleware/bearer-guard/index.ts";
-import { refusesDevCredential, timingSafeEqual } from "../../src/middleware/bearer-guard/credentials.ts";
+import { isLoopbackAddress } from "../../src/config/dev-credentials.ts";
+import { isLocalDevelopment, refusesDevCredential, timingSafeEqual } from "../../src/middleware/bearer-guard/credentials.ts";
 
 const config = (mode: "development" | "production") => ({ raw: { mode } }) as unknown as LoadedConfig;
 
@@ -77,5 +78,77 @@ describe("development credentials", () => {
 
   it("do not affect other credentials", () => {
     expect(refusesDevCredential("sk-real", request("api.example.com"), config("production"))).toBe(false);
+  });
+});
+
+describe("what counts as local development", () => {
+  const dev = config("development");
+  const local = (url: string, headers: Record<string, string> = {}) => isLocalDevelopment(new Request(url, { headers }), dev);
+
+  it("loopback addresses, however a header or URL writes them", () => {
+    for (const a of [
+      "127.0.0.1",
+      "127.1.2.3",
+      "::1",
+      "[::1]",
+      "[::1]:8787",
+      "127.0.0.1:8787",
+      '"[::1]:4711"',
+      "0:0:0:0:0:0:0:1",
+      "::ffff:127.0.0.1",
+      "::ffff:7f00:1",
+      " 127.0.0.1 ",
+    ]) {
+      expect(isLoopbackAddress(a), a).toBe(true);
+    }
+    for (const a of [
+      "",
+      "unknown",
+      "_hidden",
+      "localhost",
+      "10.0.0.1",
+      "128.0.0.1",
+      "127.0.0.256",
+      "127.0.0",
+      "::2",
+      "::ffff:10.0.0.1",
+      "::",
+      "1::1::1",
+      "127.0.0.1.evil",
+      "[::1",
+      "fe80::1",
+      "0.0.0.0",
+      "203.0.113.7",
+    ]) {
+      expect(isLoopbackAddress(a), a).toBe(false);
+    }
+  });
+
+  it("a loopback URL host with no header naming a remote client", () => {
+    expect(local("http://localhost:8787/admin/state")).toBe(true);
+    expect(local("http://127.0.0.1:8787/", { "cf-connecting-ip": "127.0.0.1" })).toBe(true);
+    expect(local("http://[::1]:8787/", { "cf-connecting-ip": "::1", "sec-fetch-site": "same-origin" })).toBe(true);
+    expect(local("http://localhost/", { forwarded: 'for="[::1]:4711";proto=http', "x-forwarded-for": "127.0.0.1" })).toBe(true);
+    expect(local("http://localhost/", { "sec-fetch-site": "none" })).toBe(true);
+  });
+
+  it("not when the Host is not loopback, or a header says the client is elsewhere (wrangler dev on 0.0.0.0, a tunnel, a proxy, a page)", () => {
+    expect(local("http://192.0.2.2:8787/")).toBe(false);
+    expect(local("http://localhost.evil.example/")).toBe(false);
+    // What wrangler dev sets for a LAN client that forged only `Host: localhost`.
+    expect(local("http://localhost/", { "cf-connecting-ip": "192.0.2.77" })).toBe(false);
+    expect(local("http://localhost/", { "x-forwarded-for": "127.0.0.1, 198.51.100.4" })).toBe(false);
+    expect(local("http://localhost/", { "x-real-ip": "198.51.100.4" })).toBe(false);
+    expect(local("http://localhost/", { "true-client-ip": "198.51.100.4" })).toBe(false);
+    expect(local("http://localhost/", { forwarded: "for=198.51.100.4" })).toBe(false);
+    expect(local("http://localhost/", { forwarded: "proto=https" })).toBe(false);
+    expect(local("http://localhost/", { "sec-fetch-site": "cross-site" })).toBe(false);
+    expect(local("http://localhost/", { "sec-fetch-site": "same-site" })).toBe(false);
+    expect(isLocalDevelopment(new Request("http://localhost/"), config("production"))).toBe(false);
+  });
+
+  it("is not airtight under wrangler dev: a client that forges both Host and CF-Connecting-IP looks local (the socket is the boundary)", () => {
+    // Documented in isLocalDevelopment: only listening on loopback keeps such a client out.
+    expect(local("http://localhost/", { "cf-connecting-ip": "127.0.0.1" })).toBe(true);
   });
 });

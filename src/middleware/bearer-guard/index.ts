@@ -37,7 +37,9 @@ export function bearerGuard(options: BearerGuardOptions): MiddlewareHandler<AppE
   return createMiddleware<AppEnv>(async (c, next) => {
     const token = bearerToken(c.req.raw) ?? (keyHeader ? c.req.header(keyHeader)?.trim() || undefined : undefined);
     if (!token) {
-      if (tokenless?.(c)) return next();
+      // A credential sent in a form the guard cannot read is refused, never ignored: the token-free
+      // admin API of a local server does not admit `Authorization: Basic ...` as if none were sent.
+      if (tokenless?.(c) && c.req.header("authorization") === undefined) return next();
       throw ApiError.authentication(
         `missing_${credential}`,
         `Missing ${label}: send it as Authorization: Bearer <${credential === "api_key" ? "key" : "token"}>`,
@@ -46,7 +48,7 @@ export function bearerGuard(options: BearerGuardOptions): MiddlewareHandler<AppE
     if (refusesDevCredential(token, c.req.raw, c.get("config"))) {
       throw ApiError.authentication(
         "development_credential_refused",
-        'Development credentials are accepted only by a local development server (mode = "development" on localhost)',
+        'Development credentials are accepted only by a local development server (mode = "development", reached over loopback)',
       );
     }
     if (!(await verifyToken(token, c))) throw ApiError.authentication(`invalid_${credential}`, `Invalid ${label}`);
