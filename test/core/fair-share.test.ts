@@ -1,7 +1,7 @@
 /** Per-tenant fair share of a region's prefill (src/core/region/fair-share.ts), through the RegionRouter. */
 import { describe, expect, it } from "vitest";
 import { DEFAULT_REGION_SETTINGS, RegionRouter, type RegionSettings } from "../../src/core/region/index.ts";
-import { ACTIVE_WINDOW_MS, SHARE_TOLERANCE } from "../../src/core/region/fair-share.ts";
+import { ACTIVE_WINDOW_MS, FairShare, SHARE_TOLERANCE } from "../../src/core/region/fair-share.ts";
 
 const settings = (over: Partial<RegionSettings> = {}): RegionSettings => ({
   ...DEFAULT_REGION_SETTINGS,
@@ -157,6 +157,48 @@ describe("fair share", () => {
       held = 0;
       for (let i = 0; i < 6; i++) held = Math.max(held, placed(busy, "flood", 5_000, 2)?.heldForOthers ?? held);
       expect(held).toBe(2); // two of three, never three
+    });
+
+    it("keeps holding the same node while it qualifies, rather than hopping to whichever node drained last", () => {
+      const r = three();
+      // Three light tenants (each still queued: whichever node holds one is not idle), so the flood's
+      // share of the short queue is a quarter, and it stays heavy with one request queued.
+      for (const t of ["l1", "l2", "l3"]) placed(r, t, 100, 0);
+      const flood: Array<{ ticket: string; nodeId: string }> = [];
+      for (let i = 0; i < 6; i++) {
+        const f = placed(r, "flood", 5_000, 1);
+        if (f) flood.push(f);
+      }
+      const floodNodes = new Set(flood.map((f) => f.nodeId));
+      expect(floodNodes.size).toBe(2);
+      const held = ["a", "b", "c"].find((n) => !floodNodes.has(n))!;
+      // The held node gets more light work, then one flood node drains completely: it is now as
+      // clear of the flood as the held one, and emptier.
+      expect(placed(r, "l1", 1_000, 500)!.nodeId).toBe(held);
+      const drained = flood[0]!.nodeId;
+      for (const f of flood) if (f.nodeId === drained) r.firstByte(f.ticket, 501); // 5,000 tokens at 10,000/s
+      const next = placed(r, "flood", 5_000, 502)!;
+      expect(next.nodeId).not.toBe(held);
+    });
+
+    it("sends a light tenant to the held nodes while one is within the short wait, whatever the others look like", () => {
+      const fair = new FairShare();
+      const nodes = (waitC: number) => [
+        { id: "a", waitSeconds: 0, prefillRate: 10_000 }, // the model believes a is empty: an estimate
+        { id: "b", waitSeconds: 0.4, prefillRate: 10_000 },
+        { id: "c", waitSeconds: waitC, prefillRate: 10_000 },
+      ];
+      fair.admit("light", 1, 0, nodes(0), 0.5);
+      fair.admit("flood", 1, 0, nodes(0), 0.5);
+      fair.queued("flood", "a", 10_000, 0);
+      fair.queued("flood", "b", 10_000, 0);
+      const light = fair.admit("light", 1, 1, nodes(0.1), 0.5);
+      expect(light).toMatchObject({ ok: true, reserved: undefined });
+      if (!light.ok) throw new Error();
+      expect([...(light.preferred ?? [])]).toEqual(["c"]);
+      // Once the held node is past the short wait itself, the light tenant may go anywhere.
+      const busy = fair.admit("light", 1, 2, nodes(0.6), 0.5);
+      expect(busy.ok && busy.preferred).toBeFalsy();
     });
 
     it("gives the held node back once the light tenant goes quiet", () => {

@@ -214,8 +214,12 @@ export class RegionRouter {
         retryAfterSeconds: admission.retryAfterSeconds,
       };
     }
-    if (admission.reserved?.size) {
-      const keep = candidates.map((c) => !admission.reserved!.has(c.id));
+    // A follow-up of a stored response still goes to the node that stores it (elsewhere it would fail).
+    const storedOn = req.previousResponseId !== undefined ? this.responses.get(req.previousResponseId) : undefined;
+    const narrowed =
+      storedOn !== undefined && candidates.some((c) => c.id === storedOn) ? undefined : (admission.reserved ?? admission.preferred);
+    if (narrowed?.size) {
+      const keep = candidates.map((c) => (admission.reserved ? !narrowed.has(c.id) : narrowed.has(c.id)));
       candidates = candidates.filter((_, i) => keep[i]);
       eligible = eligible.filter((_, i) => keep[i]);
     }
