@@ -47,6 +47,7 @@ export function formatResult(result: DemoResult): string {
       row("prefill tokens per node max / mean (worst region)", (p) => p.prefillSpread.toFixed(2)),
       row("index agreed with the nodes' caches", (p) => pct(p.indexAgreement)),
       row("index corrections / silent restarts found", (p) => `${p.indexCorrections} / ${p.silentRestarts}`),
+      row("429s waited out (Retry-After), then sent again", (p) => String(p.retriedAfter429)),
       row("errors", (p) => String(p.errors)),
       row("wall time (s)", (p) => p.wallSeconds.toFixed(1)),
     ]),

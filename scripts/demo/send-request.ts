@@ -27,7 +27,17 @@ export interface RequestResult {
   delayMs?: number;
   promptTokens?: number;
   cachedTokens?: number;
+  /** 429s waited out before this answer (as the official SDKs do), 0 mostly. */
+  retries?: number;
 }
+
+/**
+ * A 429 is waited out and sent again, as the official OpenAI SDKs do by default (2 retries, honouring
+ * `Retry-After` up to 60 s): the fair share answers a tenant over its share of a contended region
+ * with 429 and the time its queue takes to drain, and a real client comes back then.
+ */
+const MAX_RETRIES = 2;
+const MAX_RETRY_AFTER_S = 60;
 
 interface Usage {
   prompt_tokens?: number;
@@ -42,11 +52,21 @@ export async function sendRequest(
 ): Promise<Omit<RequestResult, "id" | "tenant" | "user" | "turn" | "delayMs">> {
   const sent = performance.now();
   try {
-    const res = await fetch(`${url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify(request.body),
-    });
+    const post = () =>
+      fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify(request.body),
+      });
+    let res = await post();
+    let retries = 0;
+    for (; res.status === 429 && retries < MAX_RETRIES; retries++) {
+      const wait = Number(res.headers.get("retry-after"));
+      if (!(wait >= 0 && wait <= MAX_RETRY_AFTER_S)) break;
+      await res.body?.cancel();
+      await new Promise((r) => setTimeout(r, wait * 1000));
+      res = await post();
+    }
     const meta = {
       status: res.status,
       region: res.headers.get("x-warmpath-region") ?? undefined,
@@ -54,6 +74,7 @@ export async function sendRequest(
       decision: res.headers.get("x-warmpath-decision") ?? undefined,
       policy: res.headers.get("x-warmpath-policy") ?? undefined,
       prefixMatch: res.headers.get("x-warmpath-prefix-match") ?? undefined,
+      retries,
     };
     if (!res.ok || !res.body) {
       const text = await res.text().catch(() => "");

@@ -26,6 +26,8 @@ export interface PolicyResult {
   requests: number;
   ok: number;
   errors: number;
+  /** 429s (the fair share's `tenant_over_share`) waited out and sent again, as the SDKs do. */
+  retriedAfter429: number;
   /** Token-weighted: sum of the nodes' cached_tokens / sum of prompt_tokens, over the answers. */
   hitRate: number;
   promptTokens: number;
@@ -117,6 +119,7 @@ export function summarize(
     requests: results.length,
     ok: ok.length - wrongPolicy,
     errors: results.length - ok.length + wrongPolicy,
+    retriedAfter429: results.reduce((n, r) => n + (r.retries ?? 0), 0),
     hitRate: promptTokens ? cachedTokens / promptTokens : 0,
     promptTokens,
     cachedTokens,
