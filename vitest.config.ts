@@ -7,7 +7,7 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { handleFakeNode } from "./test/fixtures/fake-node.ts";
-import { TEST_ADMIN_TOKEN, TEST_CONFIG, TEST_NODE_TOKEN } from "./test/fixtures/config.ts";
+import { TEST_ADMIN_TOKEN, TEST_CONFIG, TEST_NODE_TOKEN, TEST_ORIGIN_TOKEN } from "./test/fixtures/config.ts";
 
 export default defineConfig({
   plugins: [
@@ -19,6 +19,7 @@ export default defineConfig({
           WARMPATH_CONFIG: TEST_CONFIG as never,
           NODE_TOKEN_TEST: TEST_NODE_TOKEN,
           ADMIN_TOKEN_TEST: TEST_ADMIN_TOKEN,
+          ORIGIN_TOKEN_TEST: TEST_ORIGIN_TOKEN,
         },
         outboundService: (request) => handleFakeNode(request as unknown as Request) as never,
       },

@@ -23,6 +23,19 @@ export function requestTag(prompt: string): string | undefined {
 /** First bytes sent, counted by tag, for the last {@link FIRST_BYTE_TAGS_KEPT} tags. */
 export class FirstByteTags {
   private readonly counts = new Map<string, number>();
+  /** How long each tagged request waited in the engine's queue before its prefill began (ms). */
+  private readonly waits = new Map<string, number>();
+
+  /** The engine began prefilling a tagged request after waiting `queuedMs` behind others. */
+  recordWait(tag: string | undefined, queuedMs: number): void {
+    if (tag === undefined) return;
+    this.waits.set(tag, queuedMs);
+    if (this.waits.size > FIRST_BYTE_TAGS_KEPT) this.waits.delete(this.waits.keys().next().value!);
+  }
+
+  waitsJSON(): Record<string, number> {
+    return Object.fromEntries(this.waits);
+  }
 
   record(tag: string | undefined): void {
     if (tag === undefined) return;

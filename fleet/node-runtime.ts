@@ -48,6 +48,8 @@ export interface NodeState {
   faults: Faults;
   /** First bytes sent, by request tag (first-bytes.ts), across restarts. */
   first_byte_tags: Record<string, number>;
+  /** Engine queue wait (ms) of each tagged request, for the fault runner's flood measurement. */
+  queue_waits_ms: Record<string, number>;
 }
 
 export const HOST = "127.0.0.1";
@@ -123,6 +125,7 @@ export class NodeRuntime {
       cached_tokens: engine.cache.heldBlocks * engine.cache.blockTokens,
       faults: this.faults,
       first_byte_tags: this.firstBytes.toJSON(),
+      queue_waits_ms: this.firstBytes.waitsJSON(),
     };
   }
 

@@ -68,6 +68,7 @@ export async function inference(node: NodeRuntime, kind: Kind, req: IncomingMess
     onPrefilled: (info) => {
       cachedTokens = info.cachedTokens;
       node.queueTime.observe(info.queuedMs / 1000);
+      node.firstBytes.recordWait(tag, info.queuedMs);
       node.ttft.observe((info.queuedMs + info.prefillMs) / 1000);
     },
     onToken: (i) => {

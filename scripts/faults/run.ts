@@ -414,6 +414,9 @@ export interface FloodResult {
   /** The light tenant's TTFT (ms to the first streamed byte) without and with the flood. */
   baseline: { p50: number; p99: number; max: number; n: number };
   flooded: { p50: number; p99: number; max: number; n: number };
+  /** The light tenant's wait in the engines' queues (ms, the fleet's own clock): the router's part of its time to first byte. */
+  baselineQueueMs: { p50: number; p99: number; max: number; n: number };
+  floodedQueueMs: { p50: number; p99: number; max: number; n: number };
   floodSent: number;
   floodOk: number;
   flood429: number;
@@ -438,16 +441,26 @@ function quantiles(xs: Array<number | undefined>) {
 const FLOOD_SECONDS = 50;
 
 export async function runFlood(system: System, seconds = 10): Promise<FloodResult> {
-  const light = async (ms: number) => {
-    const out: Array<Promise<Sent>> = [];
+  // Each light request is tagged, so the engine's own queue wait for it can be read back from the
+  // fleet: what the router decided (which queue it joined) apart from the client's end-to-end time,
+  // which on one 2-core machine also carries the flood's CPU in the router and the fleet processes.
+  const light = async (ms: number, phase: string) => {
+    const out: Array<Promise<Sent & { tag: string }>> = [];
     const end = Date.now() + ms;
     for (let i = 0; Date.now() < end; i++) {
-      out.push(post(system, DEV_API_KEY_2, [{ role: "user", content: `short question ${i}` }], 8, 2 * CLIENT_TIMEOUT_MS));
+      const tag = `light-${phase}-${i}`;
+      const content = `[request-tag:${tag}] short question ${i}`;
+      out.push(post(system, DEV_API_KEY_2, [{ role: "user", content }], 8, 2 * CLIENT_TIMEOUT_MS).then((r) => ({ ...r, tag })));
       await sleep(LIGHT_INTERVAL_MS);
     }
     return Promise.all(out);
   };
-  const baseline = await light(seconds * 1_000);
+  const waits = () => {
+    const byTag = new Map<string, number>();
+    for (const n of system.fleet!.nodes) for (const [tag, ms] of Object.entries(n.state().queue_waits_ms)) byTag.set(tag, ms);
+    return byTag;
+  };
+  const baseline = await light(seconds * 1_000, "alone");
   let stop = false;
   const flood: Sent[] = [];
   const flooder = async (w: number) => {
@@ -465,13 +478,16 @@ export async function runFlood(system: System, seconds = 10): Promise<FloodResul
   };
   const flooders = Array.from({ length: FLOOD_CONCURRENCY }, (_, w) => flooder(w));
   await sleep(2_000); // the flood builds up first
-  const flooded = await light(seconds * 1_000);
+  const flooded = await light(seconds * 1_000, "flood");
   stop = true;
   await Promise.all(flooders);
+  const queued = waits();
   const all = [...baseline, ...flooded, ...flood];
   return {
     baseline: quantiles(baseline.map((r) => r.ttftMs)),
     flooded: quantiles(flooded.map((r) => r.ttftMs)),
+    baselineQueueMs: quantiles(baseline.map((r) => queued.get(r.tag))),
+    floodedQueueMs: quantiles(flooded.map((r) => queued.get(r.tag))),
     floodSent: flood.length,
     floodOk: flood.filter((r) => r.status === 200).length,
     flood429: flood.filter((r) => r.status === 429).length,
@@ -569,7 +585,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       "",
       formatResults(results),
       "",
-      `Flood: tenant \`dev\` keeps ${FLOOD_CONCURRENCY} requests of 100,000 characters in flight (waiting 1 s after a 429) while \`dev-2\` sends a short request every ${LIGHT_INTERVAL_MS} ms. \`dev-2\`'s time to first byte: p50 ${flood.baseline.p50.toFixed(0)} ms / p99 ${flood.baseline.p99.toFixed(0)} ms / max ${flood.baseline.max.toFixed(0)} ms alone (${flood.baseline.n} requests), p50 ${flood.flooded.p50.toFixed(0)} ms / p99 ${flood.flooded.p99.toFixed(0)} ms / max ${flood.flooded.max.toFixed(0)} ms during the flood (${flood.flooded.n}); the flood sent ${flood.floodSent}, ${flood.floodOk} answered, ${flood.flood429} refused with 429; ${flood.lost} lost.`,
+      `Flood: tenant \`dev\` keeps ${FLOOD_CONCURRENCY} requests of 100,000 characters in flight (waiting 1 s after a 429) while \`dev-2\` sends a short request every ${LIGHT_INTERVAL_MS} ms. \`dev-2\`'s time to first byte: p50 ${flood.baseline.p50.toFixed(0)} ms / p99 ${flood.baseline.p99.toFixed(0)} ms / max ${flood.baseline.max.toFixed(0)} ms alone (${flood.baseline.n} requests), p50 ${flood.flooded.p50.toFixed(0)} ms / p99 ${flood.flooded.p99.toFixed(0)} ms / max ${flood.flooded.max.toFixed(0)} ms during the flood (${flood.flooded.n}); its requests' wait in the engines' queues: p50 ${flood.baselineQueueMs.p50.toFixed(1)} ms / p99 ${flood.baselineQueueMs.p99.toFixed(1)} ms alone, p50 ${flood.floodedQueueMs.p50.toFixed(1)} ms / p99 ${flood.floodedQueueMs.p99.toFixed(1)} ms during the flood; the flood sent ${flood.floodSent}, ${flood.floodOk} answered, ${flood.flood429} refused with 429; ${flood.lost} lost.`,
       "",
     ].join("\n");
     if (out) (await import("node:fs")).writeFileSync(out, md);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { FAKE_CHUNK_DELAY_MS, handleFakeNode } from "../fixtures/fake-node.ts";
-import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
+import { ACME_KEY, TEST_ADMIN_TOKEN, TEST_ORIGIN_TOKEN } from "../fixtures/config.ts";
 import { call, chat, readChunks, registerAll } from "../helpers.ts";
 import type { RegionSnapshot } from "../../src/core/region/index.ts";
 import { engineCacheSalt } from "../../src/proxy/cache-salt.ts";
@@ -64,6 +64,8 @@ describe("streaming", () => {
     const res = await chat(raw);
     expect(res.headers.get("x-warmpath-region")).toBe("rr");
     expect(res.headers.get("x-fake-body-sha256")).toBe(await sha256Hex(raw));
+    // A node inside the region's allowed origins gets the region's origin token, never the client's key.
+    expect(res.headers.get("x-fake-authorization")).toBe(`Bearer ${TEST_ORIGIN_TOKEN}`);
     await res.arrayBuffer();
   });
 });

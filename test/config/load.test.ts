@@ -4,7 +4,7 @@ import { createApp } from "../../src/app.ts";
 import { ConfigError, loadConfig } from "../../src/config/load.ts";
 import { TEST_CONFIG } from "../fixtures/config.ts";
 
-const secrets = { NODE_TOKEN_TEST: "t", ADMIN_TOKEN_TEST: "a" };
+const secrets = { NODE_TOKEN_TEST: "t", ADMIN_TOKEN_TEST: "a", ORIGIN_TOKEN_TEST: "o" };
 const envWith = (config: unknown, extra: Record<string, unknown> = secrets) => ({ WARMPATH_CONFIG: config, ...extra }) as unknown as Env;
 const clone = () => JSON.parse(JSON.stringify(TEST_CONFIG)) as typeof TEST_CONFIG & Record<string, unknown>;
 
@@ -81,7 +81,7 @@ describe("loadConfig", () => {
     const dup = clone();
     dup.regions[1]!.name = "eu";
     expect(configError(envWith(dup))).toContain("regions.1.name: duplicate region eu");
-    expect(configError(envWith(clone(), { ADMIN_TOKEN_TEST: "a" }))).toContain(
+    expect(configError(envWith(clone(), { ADMIN_TOKEN_TEST: "a", ORIGIN_TOKEN_TEST: "o" }))).toContain(
       "regions.0.node_token_secret: secret NODE_TOKEN_TEST is not set",
     );
   });

@@ -4,7 +4,8 @@ import { loadConfig } from "../../src/config/load.ts";
 import { locationHintFor } from "../../src/config/location-hint.ts";
 import { TEST_CONFIG } from "../fixtures/config.ts";
 
-const env = (config: unknown) => ({ WARMPATH_CONFIG: config, NODE_TOKEN_TEST: "t", ADMIN_TOKEN_TEST: "a" }) as unknown as Env;
+const env = (config: unknown) =>
+  ({ WARMPATH_CONFIG: config, NODE_TOKEN_TEST: "t", ADMIN_TOKEN_TEST: "a", ORIGIN_TOKEN_TEST: "o" }) as unknown as Env;
 
 describe("location hints", () => {
   it("maps GPU locations to Cloudflare's hint areas", () => {
