@@ -264,7 +264,13 @@ describe("the origin token", () => {
     const cfg = structuredClone(TEST_CONFIG) as unknown as { mode: string; regions: Array<Record<string, unknown>> };
     cfg.mode = "production";
     cfg.regions[0]!.node_token_secret = ["NODE_TOKEN_NEXT", "NODE_TOKEN_TEST"];
-    const env = { WARMPATH_CONFIG: cfg, NODE_TOKEN_TEST: "old", NODE_TOKEN_NEXT: "new", ADMIN_TOKEN_TEST: "a", ORIGIN_TOKEN_TEST: "o" } as unknown as Env;
+    const env = {
+      WARMPATH_CONFIG: cfg,
+      NODE_TOKEN_TEST: "old",
+      NODE_TOKEN_NEXT: "new",
+      ADMIN_TOKEN_TEST: "a",
+      ORIGIN_TOKEN_TEST: "o",
+    } as unknown as Env;
     const loaded = loadConfig(env);
     const eu = loaded.regionByName.get("eu")!;
     expect(eu.nodeTokens).toEqual(["new", "old"]);
