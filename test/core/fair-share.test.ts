@@ -201,6 +201,25 @@ describe("fair share", () => {
       expect(busy.ok && busy.preferred).toBeFalsy();
     });
 
+    it("lets a heavy tenant onto a held node that holds most of its prompt (its cache), and nowhere else held", () => {
+      const r = three();
+      placed(r, "light", 100, 0);
+      const floodNodes = new Set<string>();
+      for (let i = 0; i < 8; i++) {
+        const f = placed(r, "flood", 5_000, 1);
+        if (f) floodNodes.add(f.nodeId);
+      }
+      const held = ["a", "b", "c"].find((n) => !floodNodes.has(n))!;
+      // A document both tenants send: the light tenant's copy goes to the held node and is cached there.
+      const doc = (tenant: string) => ({ ...req(tenant, 4_000), hashes: Array.from({ length: 32 }, (_, i) => `doc:${i}`.padEnd(16, "0")) });
+      const first = r.route(doc("light"), 2);
+      expect(first).toMatchObject({ ok: true, nodeId: held });
+      const again = r.route(doc("flood"), 3);
+      expect(again).toMatchObject({ ok: true, nodeId: held, decision: "prefix-hit" });
+      // Its uncached work still keeps off the held node.
+      expect(placed(r, "flood", 5_000, 3)?.nodeId).not.toBe(held);
+    });
+
     it("gives the held node back once the light tenant goes quiet", () => {
       const r = three();
       r.complete(placed(r, "light", 100, 0)!.ticket, { status: "ok" }, 1);

@@ -8,11 +8,11 @@
  * and how much. The rules, while two or more tenants are active (a request in the last
  * ACTIVE_WINDOW_MS, or work still queued):
  * - **The reserve.** A *heavy* tenant (one holding more queued prefill than its weighted share of
- *   the short queue `fairShareWaitSeconds` allows, or any while over 1.5x its share of the recent
- *   prefill: it is building a queue) never places work on
+ *   the short queue `fairShareWaitSeconds` allows: it is building a queue) never places work on
  *   the nodes kept for the others: those holding the least heavy tenants' queued prefill (none,
  *   once it has drained), as many as the others' recent demand in nodes, rounded up, at least
- *   one, and never the whole region. A light
+ *   one, and never the whole region, unless the held node holds most of the request's prompt
+ *   (HELD_CACHE_SHARE). A light
  *   tenant's next request therefore finds a node with no flood ahead of it, and pays its own
  *   prefill, not someone else's. A heavy tenant uses every other node, and every node when no one
  *   else is active (work-conserving).
@@ -39,6 +39,14 @@ export const ACTIVE_WINDOW_MS = 10_000;
 const MAX_TRACKED = 1_024;
 /** Recent prefill halves every 5 s: a flood is seen within seconds, and forgiven as fast once it stops. */
 export const RECENT_HALF_LIFE_MS = 5_000;
+/**
+ * A heavy tenant's request may still go to a held node that holds at least half its prompt: it
+ * adds at most half a prompt's prefill there, and sent elsewhere it would lose its cache. Without
+ * this the held nodes cost the demo's tenants their locality whenever one of them queued
+ * (`npm run demo`: warmpath's hit rate 85.7% without the held nodes, 84.1% with them, 85.5% with this).
+ */
+export const HELD_CACHE_SHARE = 0.5;
+
 /** A tenant is over its share past 1.5x it (75% of the recent work of two equal tenants). */
 export const SHARE_TOLERANCE = 0.5;
 
@@ -58,6 +66,8 @@ export interface ShareNode {
   id: string;
   waitSeconds: number;
   prefillRate: number;
+  /** It holds at least HELD_CACHE_SHARE of this request's prompt: usable even when held for others. */
+  holdsPrompt?: boolean | undefined;
 }
 
 function decayed(t: TenantLoad, now: number): number {
@@ -102,10 +112,9 @@ export class FairShare {
     // What the short queue holds at the region's rate, shared by weight.
     const boundTokens = waitBoundSeconds * regionRate;
     // Heavy: more queued than its share of the short queue, or anything queued while it sent more
-    // than 1.5x its share of the recent prefill. The second catches a flood from its second
-    // request, before its queue has grown: 30 requests arriving at once otherwise spread over
-    // every node first, and a light request lands behind one of them (measured: 2 of 100 light
-    // requests at 260 ms against 14 ms alone, in the first second of a flood).
+    // than 1.5x its share of the recent prefill. The second keeps a flood heavy while its queue
+    // hovers at the bound (else it flips to light as first bytes drain it, lands on a held node,
+    // and the next light request waits behind it), and catches it from its second request.
     const heavy = (t: TenantLoad) => {
       const share = t.weight / activeWeight;
       return t.queuedTokens > share * boundTokens || (t.queuedTokens > 0 && decayed(t, now) > share * (1 + SHARE_TOLERANCE) * totalRecent);
@@ -125,7 +134,7 @@ export class FairShare {
     }
 
     let minWait = Infinity;
-    for (const n of nodes) if (!reserved?.has(n.id)) minWait = Math.min(minWait, n.waitSeconds);
+    for (const n of nodes) if (!reserved?.has(n.id) || n.holdsPrompt) minWait = Math.min(minWait, n.waitSeconds);
     const share = self.weight / activeWeight;
     const used = totalRecent > 0 ? decayed(self, now) / totalRecent : 0;
     if (minWait <= waitBoundSeconds || used <= share * (1 + SHARE_TOLERANCE)) return { ok: true, reserved };

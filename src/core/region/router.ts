@@ -33,7 +33,7 @@ import { countAgreement, countDuration, countFirstByte, countOutcome, countRoute
 import { NodeTable, type NodeEntry, type NodeSpec } from "./node-table.ts";
 import type { RegionSettings } from "./settings.ts";
 import { RateBudgets } from "./rate-budget.ts";
-import { FairShare } from "./fair-share.ts";
+import { FairShare, HELD_CACHE_SHARE } from "./fair-share.ts";
 import { RegionLedger, type LedgerEntry, type RegionHistoryView } from "./ledger.ts";
 import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
 
@@ -202,7 +202,15 @@ export class RegionRouter {
     // Fair share (fair-share.ts): a tenant building a queue keeps off the nodes held for the
     // others, and past a short wait on its own nodes, one over its share goes elsewhere.
     const tenant = req.tenant ?? "";
-    const shareNodes = candidates.map((c) => ({ id: c.id, waitSeconds: c.workAheadTokens / c.prefillRate, prefillRate: c.prefillRate }));
+    // A heavy tenant may still use a held node that holds most of its prompt: what it adds to the
+    // queue there is small, and sending it elsewhere costs its cache (fair-share.ts, HELD_CACHE_SHARE).
+    const holdsPrompt = (c: Candidate) => c.matchTokens >= HELD_CACHE_SHARE * req.promptTokens;
+    const shareNodes = candidates.map((c) => ({
+      id: c.id,
+      waitSeconds: c.workAheadTokens / c.prefillRate,
+      prefillRate: c.prefillRate,
+      holdsPrompt: holdsPrompt(c),
+    }));
     const admission = this.fair.admit(tenant, req.tenantWeight ?? 1, now, shareNodes, this.settings.fairShareWaitSeconds);
     if (!admission.ok) {
       this.ledger.rejected(req, "over-share", considered(candidates, eligible, -1, now), now);
@@ -219,7 +227,7 @@ export class RegionRouter {
     const narrowed =
       storedOn !== undefined && candidates.some((c) => c.id === storedOn) ? undefined : (admission.reserved ?? admission.preferred);
     if (narrowed?.size) {
-      const keep = candidates.map((c) => (admission.reserved ? !narrowed.has(c.id) : narrowed.has(c.id)));
+      const keep = candidates.map((c) => (admission.reserved ? !narrowed.has(c.id) || holdsPrompt(c) : narrowed.has(c.id)));
       candidates = candidates.filter((_, i) => keep[i]);
       eligible = eligible.filter((_, i) => keep[i]);
     }

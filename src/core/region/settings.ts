@@ -26,7 +26,7 @@ export const regionSettingsSchema = z.strictObject({
    * The short queue a tenant may build (s at the region's rate, shared by weight): past its share
    * of it a tenant keeps off the nodes held for the others, and past this wait on its own nodes a
    * tenant over 1.5x its share of the recent prefill is refused here (fair-share.ts). Default
-   * 0.5 s; in the demo (docs/demo.md) one request of 1,000 under sticky sessions is refused, none under warmpath.
+   * 0.5 s; the full demo (docs/demo.md) refuses none; its quick run, one sticky request in 400.
    */
   fairShareWaitSeconds: z.number().positive(),
   /** Hard cap on prefix index entries (about 200 bytes each). Default 262,144. */
