@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import { ConfigError, loadConfig } from "../../src/config/load.ts";
-import { TEST_CONFIG } from "../fixtures/config.ts";
+import { ACME_KEY, ACME_KEY_2, TEST_CONFIG } from "../fixtures/config.ts";
 
 const secrets = { NODE_TOKEN_TEST: "t", ADMIN_TOKEN_TEST: "a", ORIGIN_TOKEN_TEST: "o" };
 const envWith = (config: unknown, extra: Record<string, unknown> = secrets) => ({ WARMPATH_CONFIG: config, ...extra }) as unknown as Env;
@@ -115,5 +115,25 @@ describe("an invalid configuration", () => {
       expect(body.error.code).toBe("invalid_configuration");
       expect(body.error.message).toContain("tenants");
     }
+  });
+});
+
+describe("API keys: rotation and revocation by configuration", () => {
+  const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+  const models = (config: unknown, key: string) =>
+    createApp().fetch(new Request("http://localhost/v1/models", { headers: { authorization: `Bearer ${key}` } }), envWith(config), ctx);
+  // sha256("sk-acme-carol")
+  const CAROL = "f8d16e7359563c016b80501dac517e2e70aeaf0d62daebf295ebfff40890b1ec";
+
+  it("a key whose hash is added works at once; a key whose hash is removed is refused, the tenant's other keys not", async () => {
+    expect((await models(clone(), "sk-acme-carol")).status).toBe(401);
+    const rotated = clone() as unknown as { tenants: Array<{ id: string; api_key_sha256: string[] }> };
+    const acme = rotated.tenants.find((t) => t.id === "acme")!;
+    acme.api_key_sha256 = [acme.api_key_sha256[0]!, CAROL]; // bob's key revoked, carol's added
+    expect((await models(rotated, "sk-acme-carol")).status).toBe(200);
+    expect((await models(rotated, ACME_KEY)).status).toBe(200);
+    const revoked = await models(rotated, ACME_KEY_2);
+    expect(revoked.status).toBe(401);
+    expect((await revoked.json<{ error: { code: string } }>()).error.code).toBe("invalid_api_key");
   });
 });
