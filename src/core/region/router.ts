@@ -222,10 +222,12 @@ export class RegionRouter {
         retryAfterSeconds: admission.retryAfterSeconds,
       };
     }
-    // A follow-up of a stored response still goes to the node that stores it (elsewhere it would fail).
-    const storedOn = req.previousResponseId !== undefined ? this.responses.get(req.previousResponseId) : undefined;
+    // A follow-up of a stored response goes to the node that stores it, if it can take it; elsewhere
+    // it would fail, so the fair share never narrows it away. (Gone or unavailable, the policy
+    // places it and the node answers for itself.)
+    const pinnedNode = req.previousResponseId !== undefined ? this.responses.get(req.previousResponseId) : undefined;
     const narrowed =
-      storedOn !== undefined && candidates.some((c) => c.id === storedOn) ? undefined : (admission.reserved ?? admission.preferred);
+      pinnedNode !== undefined && candidates.some((c) => c.id === pinnedNode) ? undefined : (admission.reserved ?? admission.preferred);
     if (narrowed?.size) {
       const keep = candidates.map((c) => (admission.reserved ? !narrowed.has(c.id) || holdsPrompt(c) : narrowed.has(c.id)));
       candidates = candidates.filter((_, i) => keep[i]);
@@ -266,9 +268,6 @@ export class RegionRouter {
     }
 
     const sessionNode = req.sessionKey !== undefined ? this.sessions.get(req.sessionKey) : undefined;
-    // A follow-up of a stored response goes to the node that stores it, if it can take it; elsewhere
-    // it would fail. (Gone or unavailable, the policy places it and the node answers for itself.)
-    const pinnedNode = req.previousResponseId !== undefined ? this.responses.get(req.previousResponseId) : undefined;
     const pinned = pinnedNode !== undefined ? candidates.findIndex((c) => c.id === pinnedNode) : -1;
     const choice: PolicyChoice =
       pinned >= 0
