@@ -80,10 +80,15 @@ export function relay({
     tail += decoder.decode(chunk, { stream: true });
     if (tail.length > USAGE_TAIL_CHARS * 2) tail = tail.slice(-USAGE_TAIL_CHARS);
   };
-  /** What the client gets of a chunk: all of it, or all but the usage event the router asked for. */
-  const emit = (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array) => {
+  /**
+   * What the client gets of a chunk: all of it, or all but the usage event the router asked for.
+   * Returns whether anything was enqueued: a chunk that was only the usage event, or only part of
+   * an event, gives the client nothing yet.
+   */
+  const emit = (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array): boolean => {
     const out = filter ? filter.push(chunk) : chunk;
     if (out.byteLength > 0) controller.enqueue(out);
+    return out.byteLength > 0;
   };
   /** At the end of the body: whatever the filter still holds (an unterminated last event). */
   const flush = (controller: ReadableStreamDefaultController<Uint8Array>) => {
@@ -114,37 +119,16 @@ export function relay({
       },
       async pull(controller) {
         try {
-          const read = await readWithin(reader, idleTimeoutMs, deadlineAt);
-          if ("timeout" in read) {
-            // The node went silent (or the request ran out of time): end the answer with an error
-            // rather than hold the client, and stop the node's work on it.
-            console.log(JSON.stringify({ event: `upstream_stream_${read.timeout}_timeout`, request_id: requestId }));
-            void reader.cancel(new Error(`${read.timeout} timeout`)).catch(() => {});
-            const message =
-              read.timeout === "idle"
-                ? `The model node sent nothing for ${Math.round((idleTimeoutMs ?? 0) / 1000)} s`
-                : "The request reached its deadline before the answer ended";
-            if (sse) failStream(controller, message, read.timeout === "idle" ? "upstream_stream_timeout" : "request_deadline_exceeded");
-            else {
-              controller.error(new Error(message));
-              end("stream-error");
-            }
-            return;
+          // Read until something reaches the client (or the body ends). A pull that returns
+          // without enqueueing is never called again for the same pending read (the streams
+          // spec re-pulls only when asked during a pull), and with no upstream read or timer left
+          // the runtime cancels the request as hung: this lost one stream in ~1,000 whenever the
+          // node's usage event (taken out by the filter) or a fragment of an event arrived as a
+          // chunk of its own.
+          for (;;) {
+            const more = await pullOnce(controller);
+            if (!more) return;
           }
-          const { done, value } = read;
-          if (done) {
-            if (sse && !streamEnd(tail)) {
-              console.log(JSON.stringify({ event: "upstream_stream_truncated", request_id: requestId }));
-              failStream(controller);
-              return;
-            }
-            flush(controller);
-            controller.close();
-            end("ok");
-            return;
-          }
-          observe(value);
-          emit(controller, value);
         } catch (e) {
           console.log(JSON.stringify({ event: "upstream_stream_error", request_id: requestId, message: String(e) }));
           if (sse) {
@@ -162,4 +146,42 @@ export function relay({
     },
     { highWaterMark: 0 },
   );
+
+  /**
+   * One read of the node's body, relayed: returns true when the read gave the client nothing yet
+   * (read again), false when a chunk was enqueued or the stream was ended.
+   */
+  async function pullOnce(controller: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> {
+    const read = await readWithin(reader, idleTimeoutMs, deadlineAt);
+    if ("timeout" in read) {
+      // The node went silent (or the request ran out of time): end the answer with an error
+      // rather than hold the client, and stop the node's work on it.
+      console.log(JSON.stringify({ event: `upstream_stream_${read.timeout}_timeout`, request_id: requestId }));
+      void reader.cancel(new Error(`${read.timeout} timeout`)).catch(() => {});
+      const message =
+        read.timeout === "idle"
+          ? `The model node sent nothing for ${Math.round((idleTimeoutMs ?? 0) / 1000)} s`
+          : "The request reached its deadline before the answer ended";
+      if (sse) failStream(controller, message, read.timeout === "idle" ? "upstream_stream_timeout" : "request_deadline_exceeded");
+      else {
+        controller.error(new Error(message));
+        end("stream-error");
+      }
+      return false;
+    }
+    const { done, value } = read;
+    if (done) {
+      if (sse && !streamEnd(tail)) {
+        console.log(JSON.stringify({ event: "upstream_stream_truncated", request_id: requestId }));
+        failStream(controller);
+        return false;
+      }
+      flush(controller);
+      controller.close();
+      end("ok");
+      return false;
+    }
+    observe(value);
+    return !emit(controller, value);
+  }
 }

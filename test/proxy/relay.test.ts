@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import { relay, type RelayEnd } from "../../src/proxy/relay.ts";
+import { UsageEventFilter } from "../../src/proxy/stream-usage.ts";
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+const content = (i: number) => `data: {"id":"x","choices":[{"index":0,"delta":{"content":"w${i}"},"finish_reason":null}]}\n\n`;
+const usage = `data: {"id":"x","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":8}}}\n\n`;
+
+/** A node's body delivered in exactly these chunks, one per read. */
+function upstream(chunks: string[]): ReadableStreamDefaultReader<Uint8Array> {
+  let i = 0;
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        if (i < chunks.length) controller.enqueue(enc.encode(chunks[i++]!));
+        else controller.close();
+      },
+    },
+    { highWaterMark: 0 },
+  ).getReader();
+}
+
+/**
+ * Reads the relayed stream to its end, as the runtime does for the client. A relay that stalls
+ * (a pending read nobody will ever answer) shows up as "stalled" rather than as a hung test: the
+ * whole read is synchronous work on in-memory chunks, so 5 s is three orders of magnitude of slack.
+ */
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
+  const text = (async () => {
+    let out = "";
+    const reader = stream.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return out;
+      out += dec.decode(value, { stream: true });
+    }
+  })();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stalled = new Promise<string>((resolve) => (timer = setTimeout(() => resolve("stalled"), 5_000)));
+  return Promise.race([text, stalled]).finally(() => clearTimeout(timer));
+}
+
+function relayOf(chunks: string[], first: string | undefined = undefined) {
+  const ends: RelayEnd[] = [];
+  const stream = relay({
+    first: first === undefined ? undefined : enc.encode(first),
+    reader: upstream(chunks),
+    sse: true,
+    requestId: "r",
+    filter: new UsageEventFilter(),
+    onEnd: (end) => ends.push(end),
+    idleTimeoutMs: 30_000,
+  });
+  return { stream, ends };
+}
+
+describe("relay", () => {
+  it("keeps reading when a chunk is only the usage event it takes out (no stalled stream)", async () => {
+    const { stream, ends } = relayOf([content(1), usage, "data: [DONE]\n\n"], content(0));
+    expect(await readAll(stream)).toBe(content(0) + content(1) + "data: [DONE]\n\n");
+    expect(ends).toEqual(["ok"]);
+  });
+
+  it("keeps reading when chunks cut an event in pieces that give the client nothing yet", async () => {
+    const event = content(1);
+    const { stream, ends } = relayOf([event.slice(0, 10), event.slice(10, 20), event.slice(20), "data: [DONE]\n\n"]);
+    expect(await readAll(stream)).toBe(event + "data: [DONE]\n\n");
+    expect(ends).toEqual(["ok"]);
+  });
+
+  it("relays a first chunk that is only a fragment", async () => {
+    const event = content(0);
+    const { stream, ends } = relayOf([event.slice(7), usage.slice(0, 30), usage.slice(30), "data: [DONE]\n\n"], event.slice(0, 7));
+    expect(await readAll(stream)).toBe(event + "data: [DONE]\n\n");
+    expect(ends).toEqual(["ok"]);
+  });
+
+  it("still ends a stream cut after a swallowed chunk with an error event", async () => {
+    const { stream, ends } = relayOf([usage], content(0));
+    const text = await readAll(stream);
+    expect(text.startsWith(content(0))).toBe(true);
+    expect(text).toContain('"code":"upstream_stream_error"');
+    expect(ends).toEqual(["stream-error"]);
+  });
+});
