@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { PrefixIndex } from "../../src/core/prefix-index.ts";
+import { DEFAULT_PREFIX_SETTINGS } from "../../src/core/prefix.ts";
+import { DEFAULT_MAX_INDEX_ENTRIES, GROWTH_SLACK, indexMemoryBound, PrefixIndex } from "../../src/core/prefix-index.ts";
 
 const chain = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}${i}`.padEnd(16, "0"));
 /** Like chain, without collisions for long chains (chain's "x1" and "x10" pad to the same key). */
@@ -56,6 +57,40 @@ describe("PrefixIndex", () => {
     expect(index.size).toBeLessThanOrEqual(100);
     expect(index.blocksOf("big")).toBe(80);
     expect(index.blocksOf("small")).toBe(20);
+  });
+
+  it("never holds more entries than its cap, however far past it the traffic goes", () => {
+    const cap = 5_000;
+    const index = new PrefixIndex(cap);
+    // Nodes whose KV capacities add up to 12x the cap, added while the index is filling.
+    index.setNode("a", 20_000);
+    index.setNode("b", 10_000);
+    const hex = (n: number) => n.toString(16).padStart(16, "0");
+    let next = 0;
+    let peak = 0;
+    for (let i = 0; i < 2_000; i++) {
+      if (i === 300) index.setNode("c", 30_000);
+      if (i === 900) index.setNode("b", 5_000);
+      // Mostly new prompts (up to 600 blocks, some of weight 2), some repeated, some sharing a head.
+      const length = 1 + ((i * 37) % 600);
+      const start = i % 7 === 0 ? 0 : next;
+      const hashes = Array.from({ length }, (_, b) => hex(start + b));
+      next += length;
+      index.insert(["a", "b", "c"][i % 3]!, hashes);
+      peak = Math.max(peak, index.size);
+      expect(index.size).toBeLessThanOrEqual(cap);
+    }
+    expect(peak).toBeGreaterThan(cap * 0.9);
+    expect(index.evictions).toBeGreaterThan(10 * cap);
+    // The memory bound: the arrays never grew past the cap plus one prompt's blocks.
+    expect(index.arrayBytes).toBeLessThanOrEqual(indexMemoryBound(cap));
+  });
+
+  it("states a memory bound within a Durable Object's 128 MB at 10^6 entries", () => {
+    // The bound assumes one insert adds at most GROWTH_SLACK entries: a prompt's most blocks.
+    expect(GROWTH_SLACK).toBeGreaterThanOrEqual(DEFAULT_PREFIX_SETTINGS.maxBlocks);
+    expect(indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES)).toBeLessThan(16 * 2 ** 20);
+    expect(indexMemoryBound(1_000_000)).toBeLessThan(50e6);
   });
 
   it("removes and clears nodes completely", () => {
