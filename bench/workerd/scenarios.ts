@@ -1,0 +1,255 @@
+/**
+ * The work bench/workerd times, shared by the bench worker (inside workerd) and the Node driver
+ * (the same code under Node, for comparison): chat prompts to canonicalise and hash, a region
+ * router filled to a given index size, and the configuration of the region whose Durable Object
+ * the throughput test calls. Pure TypeScript over src/core and bench/text.ts, so it runs unchanged
+ * in both runtimes and every figure is a figure of the production code.
+ */
+import { DEFAULT_PREFIX_SETTINGS, hashCanonicalText, prefixKey } from "../../src/core/prefix.ts";
+import type { CanonicalPrompt } from "../../src/core/canonical.ts";
+import { DEFAULT_REGION_SETTINGS, RegionRouter } from "../../src/core/region/index.ts";
+import { entityText, KIND, mix32 } from "../text.ts";
+
+// ---------------------------------------------------------------------------------------------
+// 1. Prefix hashing
+
+/** Prompt sizes hashed, in characters (ASCII, so also bytes): 1 KB, 10 KB, 100 KB, 1 MB. */
+export const HASH_SIZES = [1_000, 10_000, 100_000, 1_000_000] as const;
+
+/** The cache namespace the worker derives for a tenant's request (src/api/inference.ts: `tenant:<id>`). */
+export const HASH_NAMESPACE = { model: "bench-model", namespace: "tenant:bench" };
+
+/**
+ * A chat prompt of about `chars` characters: a system prompt and alternating turns of 1,500 to
+ * 4,500 characters. The same construction as bench/hash.ts, so the Node and workerd tables are of
+ * the same prompts.
+ */
+export function chatPrompt(chars: number): CanonicalPrompt {
+  const messages = [{ role: "system", content: entityText(KIND.system, 1, Math.min(4000, Math.floor(chars / 4))) }];
+  let left = chars - messages[0]!.content.length;
+  for (let turn = 0; left > 0; turn++) {
+    const n = Math.min(left, 1500 + ((turn * 7919) % 3000));
+    messages.push({ role: turn % 2 === 0 ? "user" : "assistant", content: entityText(KIND.userTurn, turn, n) });
+    left -= n;
+  }
+  return { kind: "chat", messages };
+}
+
+/**
+ * Canonicalises and hashes `prompt` `k` times, exactly as the worker does once per request
+ * (`prefixKey` with the default prefix settings). Returns the blocks of the last call plus a sum
+ * the caller keeps, so no call can be optimised away.
+ */
+export function hashBatch(prompt: CanonicalPrompt, k: number): { blocks: number; sink: number } {
+  let sink = 0;
+  let blocks = 0;
+  for (let i = 0; i < k; i++) {
+    const key = prefixKey(prompt, HASH_NAMESPACE, DEFAULT_PREFIX_SETTINGS);
+    blocks = key.hashes.length;
+    sink += key.promptTokens + blocks;
+  }
+  return { blocks, sink };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Routing decisions on a filled index
+
+/** Characters of each routed prompt: ~2,500 tokens, 20 blocks (bench/route-cost.ts's shorter size). */
+export const ROUTE_PROMPT_CHARS = 10_000;
+/** Distinct prompts the timed requests cycle through (as bench/route-cost.ts). */
+export const ROUTE_POOL_SIZE = 2_000;
+/** System prompts the pool's prompts share (each is half a prompt): realistic partial matches. */
+export const SYSTEM_PROMPTS = 20;
+/** Requests kept in flight: each gets its first byte and completes when this many newer ones have arrived. */
+export const IN_FLIGHT = 64;
+/** Simulated time between requests, ms: 500 requests/s, a busy region (as bench/route-cost.ts). */
+export const STEP_MS = 2;
+/** Session keys cycled through (a hint the policy may use among equal choices). */
+const SESSIONS = 500;
+/**
+ * Each node's KV capacity is set to this multiple of its share of the index cap, so that the
+ * global cap (`maxIndexEntries`), not a node's own capacity, is what bounds the filled index.
+ */
+const CAPACITY_HEADROOM = 2;
+/** Filling stops once the index holds this share of its cap (the last percent fills slowly, as LRUs evict). */
+export const FILL_TARGET = 0.97;
+/** Model every node serves. */
+export const ROUTE_MODEL = "bench-model";
+
+const blockTokens = DEFAULT_PREFIX_SETTINGS.blockChars / DEFAULT_PREFIX_SETTINGS.charsPerToken;
+
+/** A routable prompt: its chained block hashes and estimated tokens. */
+export interface PoolPrompt {
+  hashes: string[];
+  promptTokens: number;
+}
+
+/**
+ * The timed prompts: each is one of {@link SYSTEM_PROMPTS} system prompts (half its length) and
+ * its own tail, hashed by the production hasher (as bench/route-cost.ts builds them).
+ */
+export function routePool(size: number = ROUTE_POOL_SIZE, chars: number = ROUTE_PROMPT_CHARS): PoolPrompt[] {
+  const out: PoolPrompt[] = [];
+  for (let i = 0; i < size; i++) {
+    const half = Math.floor(chars / 2);
+    const text = entityText(KIND.system, i % SYSTEM_PROMPTS, half) + entityText(KIND.userTurn, i, chars - half);
+    const key = hashCanonicalText(text, "bench", DEFAULT_PREFIX_SETTINGS);
+    out.push({ hashes: key.hashes, promptTokens: key.promptTokens });
+  }
+  return out;
+}
+
+/** A 16-hex-digit block hash unique to `n` (mix32 is a bijection on 32-bit integers), shaped like a real one. */
+function syntheticHash(n: number): string {
+  return (mix32(n) >>> 0).toString(16).padStart(8, "0") + (mix32(n ^ 0x5bd1e995) >>> 0).toString(16).padStart(8, "0");
+}
+
+/** The shape of an index to time routing against. */
+export interface RouteShape {
+  nodes: number;
+  /** Node-block entries the index is filled to (and capped at). */
+  entries: number;
+}
+
+/**
+ * A region router on `nodes` nodes whose prefix index is capped at, and filled to, `entries`
+ * node-block entries; then timed on the pool's prompts. The router is the production
+ * `RegionRouter` with bench/route-cost.ts's settings (warmpath policy; no in-flight or queue
+ * ceiling, so the synthetic load never refuses a request).
+ */
+export class RouteScenario {
+  readonly shape: RouteShape;
+  private readonly router: RegionRouter;
+  private readonly pool: readonly PoolPrompt[];
+  private readonly inflight: string[] = [];
+  private now = 0;
+  private seq = 0;
+  private fillSeq = 0;
+  private cursor = 0;
+
+  constructor(shape: RouteShape, pool: readonly PoolPrompt[]) {
+    this.shape = shape;
+    this.pool = pool;
+    this.router = new RegionRouter({
+      ...DEFAULT_REGION_SETTINGS,
+      name: "bench",
+      blockTokens,
+      maxIndexEntries: shape.entries,
+      maxInflightPerNode: Infinity,
+      maxQueueSeconds: Infinity,
+    });
+    const perNodeBlocks = Math.ceil((shape.entries / shape.nodes) * CAPACITY_HEADROOM);
+    for (let n = 0; n < shape.nodes; n++) {
+      this.router.upsertNode(
+        {
+          id: `node-${n}`,
+          url: `http://n${n}`,
+          models: [ROUTE_MODEL],
+          kvCapacityTokens: perNodeBlocks * blockTokens,
+          static: true,
+          lastSeen: 0,
+        },
+        0,
+      );
+    }
+  }
+
+  /** Node-block entries the index holds now. */
+  entries(): number {
+    return this.router.snapshot(this.now).index.entries;
+  }
+
+  /**
+   * Routes up to `requests` fill requests, stopping early once the index holds
+   * {@link FILL_TARGET} of its cap. Each is a prompt of the pool's size whose every block is new:
+   * a cold prompt, which the policy spreads over all the nodes (prompts sharing a system prompt
+   * would go to that prompt's holders, and on 256 nodes leave most nodes empty). Returns the
+   * entries held, whether the target was reached and how many requests were routed.
+   */
+  fill(requests: number): { entries: number; full: boolean; routed: number } {
+    const target = Math.floor(this.shape.entries * FILL_TARGET);
+    const CHECK_EVERY = 1_000;
+    const { hashes: like, promptTokens } = this.pool[0]!;
+    let routed = 0;
+    for (let i = 0; i < requests; i++, routed++) {
+      const hashes = like.map((_, b) => syntheticHash(this.fillSeq * like.length + b));
+      this.fillSeq++;
+      this.step(hashes, promptTokens);
+      if (i % CHECK_EVERY === CHECK_EVERY - 1 && this.entries() >= target) {
+        routed++;
+        break;
+      }
+    }
+    const entries = this.entries();
+    return { entries, full: entries >= target, routed };
+  }
+
+  /**
+   * `k` timed requests: each routes the next pool prompt, then releases the request
+   * {@link IN_FLIGHT} requests older (first byte, then completion), as bench/route-cost.ts does.
+   * Returns a sum the caller keeps, so the work cannot be optimised away.
+   */
+  run(k: number): number {
+    let sink = 0;
+    for (let i = 0; i < k; i++) {
+      const p = this.pool[this.cursor++ % this.pool.length]!;
+      sink += this.step(p.hashes, p.promptTokens);
+    }
+    return sink;
+  }
+
+  private step(hashes: string[], promptTokens: number): number {
+    const i = this.seq++;
+    this.now += STEP_MS;
+    const r = this.router.route(
+      { requestId: String(i), model: ROUTE_MODEL, hashes, promptTokens, sessionKey: `u${i % SESSIONS}` },
+      this.now,
+    );
+    if (r.ok) this.inflight.push(r.ticket);
+    if (this.inflight.length > IN_FLIGHT) {
+      const done = this.inflight.shift()!;
+      this.router.firstByte(done, this.now);
+      this.router.complete(done, { status: "ok" }, this.now);
+    }
+    return r.ok ? r.matchBlocks : -1;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Throughput of the real region Durable Object
+
+/** The region the throughput test routes in, and its static nodes. */
+export const THROUGHPUT_REGION = "bench";
+export const THROUGHPUT_NODES = 8;
+/** The secret binding the configuration names for the region's node token (required by the loader). */
+export const NODE_TOKEN_BINDING = "NODE_TOKEN_BENCH";
+/** The tenant the throughput requests are made as. */
+export const THROUGHPUT_TENANT = "bench";
+
+/**
+ * The deployment configuration (`WARMPATH_CONFIG`) of the throughput test: one region of
+ * {@link THROUGHPUT_NODES} static nodes with every other setting at its default (the default
+ * index cap, 262,144 entries, and the warmpath policy). The bench worker loads it with the
+ * production loader (src/config/load.ts), so the region object receives exactly the `RegionInit`
+ * a deployment would send it.
+ */
+export const THROUGHPUT_CONFIG = {
+  mode: "development",
+  regions: [
+    {
+      name: THROUGHPUT_REGION,
+      location: { lat: 50.11, lon: 8.68, continent: "EU" },
+      models: [ROUTE_MODEL],
+      node_token_secret: NODE_TOKEN_BINDING,
+      nodes: Array.from({ length: THROUGHPUT_NODES }, (_, n) => ({
+        id: `node-${n}`,
+        url: `http://node-${n}.bench.invalid`,
+        models: [ROUTE_MODEL],
+        kv_capacity_tokens: 500_000,
+      })),
+    },
+  ],
+  // No request authenticates (the bench worker calls the object directly), but the loader needs
+  // a tenant: its key hash is an arbitrary 64-hex-digit value that no key matches in practice.
+  tenants: [{ id: THROUGHPUT_TENANT, api_key_sha256: ["0".repeat(64)] }],
+};
