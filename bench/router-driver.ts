@@ -44,6 +44,10 @@ export class RouterDispatcher implements Dispatcher {
   private readonly settings: RegionSettings;
   /** Built in init, once the fleet (and so the baseline's index bound) is known. */
   private router!: RegionRouter;
+  /** The router driven (a sharded region's driver exchanges load between its shards' routers). */
+  get regionRouter(): RegionRouter {
+    return this.router;
+  }
   private readonly indexOf = new Map<string, number>();
   private fleet: Fleet | undefined;
 

@@ -30,9 +30,7 @@ import { DEFAULT_FLEET, silentRestartAt, simulate, type Dispatcher, type Faults,
 import { RouterDispatcher } from "./router-driver.ts";
 import { OracleDispatcher, PooledDispatcher, pooledFleet } from "./oracle.ts";
 import { indexAgreement, summarise, type RunMetrics } from "./metrics.ts";
-import { loadMooncake } from "./workloads/mooncake.ts";
-import { generate, GENERATED } from "./workloads/generator.ts";
-import { AGENTIC, generateAgentic } from "./workloads/agentic.ts";
+import { DEFAULT_TRACE, loadWorkload as loadBenchWorkload } from "./workloads/load.ts";
 import type { Workload } from "./workloads/types.ts";
 import { levels, writeReport } from "./report.ts";
 import { POLICY_NAMES, type PolicyName } from "../src/core/policies/index.ts";
@@ -42,9 +40,6 @@ const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 /** Routers compared (all in src/core/policies), then the two references. */
 export const ROUTERS: PolicyName[] = [...POLICY_NAMES.filter((p) => p !== "warmpath"), "warmpath"];
 export const REFERENCES = ["oracle", "pooled"] as const;
-
-/** The Mooncake trace's place beside the repository (../shared/traces), never a copy in it. */
-const DEFAULT_TRACE = join(REPO, "..", "shared", "traces", "mooncake_conversation_trace.jsonl");
 
 const { values } = parseArgs({
   options: {
@@ -93,15 +88,7 @@ const noiseCheck = Number(values["noise-check"]);
 const rateCheck = Number(values["rate-check"]);
 
 function loadWorkload(name: string): Workload {
-  if (name === "mooncake") {
-    if (!existsSync(values.trace!)) throw new Error(`Mooncake trace not found at ${values.trace} (use --trace)`);
-    // Quick: the first 3,000 requests (~15 minutes of the trace).
-    return loadMooncake({ path: values.trace!, limit: quick ? 3000 : undefined });
-  }
-  if (name === AGENTIC.name) return generateAgentic(AGENTIC, { durationSeconds: quick ? AGENTIC.durationSeconds / 4 : undefined });
-  const cfg = GENERATED[name as keyof typeof GENERATED];
-  if (!cfg) throw new Error(`unknown workload ${name}`);
-  return generate(cfg, { durationSeconds: quick ? cfg.durationSeconds / 4 : undefined });
+  return loadBenchWorkload(name, { trace: values.trace!, quick });
 }
 
 /** How a run departs from the plain sweep. */

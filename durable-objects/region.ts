@@ -20,8 +20,18 @@
  * `complete` touch no storage.
  */
 import { DurableObject } from "cloudflare:workers";
-import { nodeIdSchema, nodeReportSchema } from "../src/contracts/node.ts";
-import { completionOutcomeSchema, responseIdSchema, routeRequestSchema, ticketSchema, type RouteResult } from "../src/contracts/routing.ts";
+import { nodeIdSchema, nodeReportSchema, type NodeReport } from "../src/contracts/node.ts";
+import {
+  completionOutcomeSchema,
+  responseIdSchema,
+  routeRequestSchema,
+  shardIndexSchema,
+  shardLoadsSchema,
+  ticketSchema,
+  type RouteResult,
+  type ShardLoads,
+} from "../src/contracts/routing.ts";
+import { loadExchangeName } from "../src/core/shard.ts";
 import { RegionRouter, type NodeSpec, type RegionHistoryView, type RegionSnapshot } from "../src/core/region/index.ts";
 import {
   authorizeRemoval,
@@ -38,6 +48,18 @@ import { regionInitSchema, type RegionInit } from "./region-init.ts";
  * fraction of the timeout to expire the node correctly.
  */
 const LAST_SEEN_WRITE_FRACTION = 1 / 3;
+
+/**
+ * How often a shard of a sharded region exchanges its load with the others (src/core/shard.ts).
+ * The shard benchmark (bench/SHARDS.md) puts the split's cost in mean TTFT at 1.00-1.06x the
+ * single object with this interval; without the exchange (reports only, every second) it was up
+ * to 1.4x, because each shard saw a fraction of the fleet's utilisation and spilled too eagerly.
+ * At 50 exchanges a second per shard, 16 shards send the exchange object 800 calls a second, each
+ * a sum over the nodes: within one object's ceiling (docs/SCALING.md).
+ */
+const SHARD_LOAD_SYNC_MS = 20;
+/** A shard's load older than this is left out of the others' sum (a shard that stopped routing has nothing queued there that is still ahead). */
+const SHARD_LOAD_STALE_MS = 1_000;
 
 /** The reason a restart aborts the object with: the error its callers see. */
 export const RESTART_REASON = "region object restarted by an operator";
@@ -64,6 +86,11 @@ export class RegionDurableObject extends DurableObject<Env> {
   private readonly secrets = new Map<string, string>();
   private alarmAt: number | undefined;
   private readonly sql: SqlStorage;
+  /** A shard: when it last sent its load to the region's exchange, and whether an exchange is under way. */
+  private lastLoadSync = -Infinity;
+  private loadSyncing = false;
+  /** The load exchange (the object named by loadExchangeName): each shard's last load, and when it came. */
+  private readonly shardLoads = new Map<number, { load: ShardLoads; at: number }>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -186,9 +213,73 @@ export class RegionDurableObject extends DurableObject<Env> {
   async route(init: RegionInit, request: unknown): Promise<RouteResult> {
     const router = this.ensure(init);
     const req = routeRequestSchema.parse(request);
-    const result = router.route(req, Date.now());
+    const now = Date.now();
+    const result = router.route(req, now);
+    if (req.shard !== undefined) this.syncLoad(router, req.shard, now);
     if (result.ok) await this.scheduleAlarm(Date.now() + router.settings.requestTimeoutMs);
     return result;
+  }
+
+  /**
+   * A shard of a sharded region: at most every SHARD_LOAD_SYNC_MS, sends what it has dispatched
+   * to the region's load exchange and takes back the other shards' sum. Never awaited by a
+   * request: a slow or failed exchange leaves the last known loads in place (they drain and decay
+   * in the model), which is the reports-only behaviour.
+   */
+  private syncLoad(router: RegionRouter, shard: number, now: number): void {
+    if (router.settings.shards <= 1 || this.loadSyncing || now - this.lastLoadSync < SHARD_LOAD_SYNC_MS) return;
+    this.loadSyncing = true;
+    this.lastLoadSync = now;
+    const exchange = this.env.REGION.getByName(loadExchangeName(router.settings.name));
+    this.ctx.waitUntil(
+      exchange
+        .exchangeLoad(shard, router.ownLoad(now))
+        .then((foreign) => {
+          if (this.router === router) router.shareForeignLoad(shardLoadsSchema.parse(foreign), Date.now());
+        })
+        .catch((e: unknown) =>
+          console.error(JSON.stringify({ event: "shard_load_exchange_error", region: router.settings.name, message: String(e) })),
+        )
+        .finally(() => (this.loadSyncing = false)),
+    );
+  }
+
+  /**
+   * The load exchange of a sharded region (an object of its own, named by loadExchangeName, with
+   * no router): keeps each shard's latest load and answers a shard with the sum of the others'.
+   */
+  exchangeLoad(shard: unknown, load: unknown): ShardLoads {
+    const from = shardIndexSchema.safeParse(shard);
+    const parsed = shardLoadsSchema.safeParse(load);
+    // Only the worker's own shards call this; a malformed load is dropped (and logged), never summed.
+    if (!from.success || !parsed.success) {
+      console.error(JSON.stringify({ event: "shard_load_refused", message: (from.error ?? parsed.error)!.message.slice(0, 200) }));
+      return {};
+    }
+    const now = Date.now();
+    this.shardLoads.set(from.data, { load: parsed.data, at: now });
+    const others: ShardLoads = {};
+    for (const [k, entry] of this.shardLoads) {
+      if (k === from.data) continue;
+      if (now - entry.at > SHARD_LOAD_STALE_MS) {
+        this.shardLoads.delete(k);
+        continue;
+      }
+      for (const [node, l] of Object.entries(entry.load)) {
+        const sum = (others[node] ??= { queued: 0, recent: 0 });
+        sum.queued += l.queued;
+        sum.recent += l.recent;
+      }
+    }
+    return others;
+  }
+
+  /**
+   * A stored response's node, remembered by the shard its follow-ups will ask (the shard that
+   * served the request is chosen by its prompt, a follow-up's by the response id it names).
+   */
+  rememberResponse(init: RegionInit, responseId: unknown, nodeId: unknown): void {
+    this.ensure(init).rememberResponse(responseIdSchema.parse(responseId), nodeIdSchema.parse(nodeId));
   }
 
   /** The first byte of a dispatched request's answer arrived (with the id of a stored response, if any). */
@@ -229,6 +320,21 @@ export class RegionDurableObject extends DurableObject<Env> {
         this.secrets.set(r.node_id, cred.registerSha256);
       }
     }
+    const spec = await this.applyReport(router, r, now);
+    return { ok: true, spec, registered: decision.register };
+  }
+
+  /**
+   * A report shard 0 of a sharded region has already accepted (the worker passes it on): every
+   * shard needs every node's load and presence, while identity (node secrets) stays with shard 0.
+   */
+  async mirrorReport(init: RegionInit, report: unknown): Promise<void> {
+    const router = this.ensure(init);
+    await this.applyReport(router, nodeReportSchema.parse(report), Date.now());
+  }
+
+  /** Applies an accepted report to the router and persists what a restart needs. */
+  private async applyReport(router: RegionRouter, r: NodeReport, now: number): Promise<NodeSpec> {
     const before = router.nodeSpec(r.node_id);
     // A static node's URL is the configuration's: a report never moves it.
     const spec = router.report(before?.static ? { ...r, url: before.url } : r, now);
@@ -241,7 +347,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     const lastWrite = this.persistedSeen.get(spec.id) ?? 0;
     if (changed || now - lastWrite > router.settings.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION) this.persist(spec);
     await this.scheduleAlarm(now + router.settings.nodeSilenceMs);
-    return { ok: true, spec, registered: decision.register };
+    return spec;
   }
 
   /**
@@ -256,6 +362,12 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.router!.removeNode(id);
     this.forget(id);
     return decision;
+  }
+
+  /** A node removed through shard 0 of a sharded region (the worker passes the removal on). */
+  forgetNode(init: RegionInit, nodeId: unknown): void {
+    const id = nodeIdSchema.parse(nodeId);
+    if (this.ensure(init).removeNode(id)) this.forget(id);
   }
 
   /** The region's state for operators and the dashboard. */

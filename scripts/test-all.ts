@@ -77,7 +77,13 @@ for (const environment of ["staging", "production"]) {
     join(TMP, `dry-run-${environment}`),
   ]);
 }
-for (const project of ["tsconfig.json", "fleet/tsconfig.json", "bench/tsconfig.json", "scripts/tsconfig.json"]) {
+for (const project of [
+  "tsconfig.json",
+  "fleet/tsconfig.json",
+  "bench/tsconfig.json",
+  "bench/workerd/tsconfig.json",
+  "scripts/tsconfig.json",
+]) {
   check(`typecheck ${project}`, bin("tsc"), ["--noEmit", "-p", project]);
 }
 
@@ -116,6 +122,8 @@ tests(
 );
 
 check("benchmark, quick mode", process.execPath, ["bench/run.ts", "--quick", "--out", join(TMP, "bench-quick")]);
+check("shard benchmark, quick mode", process.execPath, ["bench/shards.ts", "--quick", "--out", join(TMP, "shards-quick.md")]);
+check("workerd cost benchmark, quick mode", process.execPath, ["bench/workerd/run.ts", "--quick"]);
 
 console.log(failures.length ? `\nFailed: ${failures.join("; ")}` : "\nAll stages passed.");
 console.log(`${passed} passed, ${failed} failed`);

@@ -7,11 +7,12 @@
  * - `GET /admin/state/{region}`: one region.
  * - `GET /admin/history`: every region's last hour (10 s buckets) and its recent decisions.
  * - `GET /metrics`: every region in Prometheus' text format.
- * - `POST /admin/regions/{region}/restart`: restarts the region's Durable Object.
+ * - `POST /admin/regions/{region}/restart`: restarts the region's Durable Object (every shard's).
  */
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types.ts";
-import { regionStub, type LoadedConfig, type LoadedRegion } from "../config/load.ts";
+import { regionShardStubs, type LoadedConfig, type LoadedRegion } from "../config/load.ts";
+import { mergeHistories, mergeSnapshots } from "../core/region/merge.ts";
 import { ApiError } from "../http/errors.ts";
 import { adminAuth } from "../middleware/bearer-guard/guards.ts";
 import { renderPrometheus } from "./prometheus.ts";
@@ -21,9 +22,15 @@ export const adminApi = new Hono<AppEnv>();
 adminApi.use("/admin/*", adminAuth);
 adminApi.use("/metrics", adminAuth);
 
+/** The region's state: its object's snapshot, or its shards' merged (src/core/region/merge.ts). */
 async function regionState(env: Env, region: LoadedRegion) {
-  const snapshot = await regionStub(env, region).snapshot(region.init);
-  return { ...snapshot, location: region.config.location, models: region.config.models };
+  const snapshots = await Promise.all(regionShardStubs(env, region).map((s) => s.snapshot(region.init)));
+  return { ...mergeSnapshots(snapshots), location: region.config.location, models: region.config.models };
+}
+
+/** The region's history, its shards' merged. */
+async function regionHistory(env: Env, region: LoadedRegion) {
+  return mergeHistories(await Promise.all(regionShardStubs(env, region).map((s) => s.history(region.init))));
 }
 
 /** The configured region named in the path, or 404 `unknown_region`. */
@@ -52,7 +59,7 @@ adminApi.get("/admin/state/:region", async (c) => {
 
 adminApi.get("/admin/history", async (c) => {
   const config = c.get("config");
-  const regions = await Promise.all(config.regions.map((r) => regionStub(c.env, r).history(r.init)));
+  const regions = await Promise.all(config.regions.map((r) => regionHistory(c.env, r)));
   return c.json({ at: Date.now(), regions });
 });
 
@@ -63,12 +70,17 @@ adminApi.get("/admin/history", async (c) => {
  */
 adminApi.post("/admin/regions/:region/restart", async (c) => {
   const region = regionFromPath(c.get("config"), c.req.param("region"));
-  try {
-    await regionStub(c.env, region).restart();
-  } catch (e) {
-    // The abort ends the very call that asked for it (workerd flags it `durableObjectReset`): that
-    // is the restart done. Any other error is not.
-    if (!(e instanceof Error && e.message.includes(RESTART_REASON))) throw e;
-  }
-  return c.json({ region: region.config.name, restarted: true });
+  const stubs = regionShardStubs(c.env, region);
+  await Promise.all(
+    stubs.map(async (stub) => {
+      try {
+        await stub.restart();
+      } catch (e) {
+        // The abort ends the very call that asked for it (workerd flags it `durableObjectReset`):
+        // that is the restart done. Any other error is not.
+        if (!(e instanceof Error && e.message.includes(RESTART_REASON))) throw e;
+      }
+    }),
+  );
+  return c.json({ region: region.config.name, restarted: true, objects: stubs.length });
 });

@@ -35,7 +35,7 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-types.ts";
-import { regionStub, type LoadedRegion } from "../config/load.ts";
+import { regionShardStubs, regionStub, type LoadedRegion } from "../config/load.ts";
 import { NODE_ID_PATTERN, nodeReportSchema } from "../contracts/node.ts";
 import { checkNodeUrl } from "../core/origins.ts";
 import { NODE_SECRET_PATTERN, newNodeSecret, secretSha256, type IdentityRefusal, type NodeCredential } from "../core/node-identity.ts";
@@ -67,6 +67,10 @@ const nodeCredentialAuth = bearerGuard({
     return NODE_SECRET_PATTERN.test(token);
   },
 });
+
+/** A shard that missed a report learns the node from the next one; the miss is logged. */
+const logMirrorError = (region: string, e: unknown) =>
+  console.error(JSON.stringify({ event: "shard_report_error", region, message: String(e) }));
 
 export const nodesApi = new Hono<AppEnv>();
 nodesApi.use("/v1/nodes/*", nodeCredentialAuth);
@@ -156,6 +160,15 @@ nodesApi.post("/v1/nodes/report", async (c) => {
     logRefusal(c, name, report.node_id, outcome.reason);
     return identityError(outcome.reason, name, report.node_id, outcome.retryAfterMs);
   }
+  // A sharded region: shard 0 decided who the node is; every other shard needs its presence and
+  // load too, before the node is told it is registered (its first requests may go to any shard).
+  // A shard that fails one report is logged, not fatal: it has the next, a second later.
+  const accepted = { ...report, url: outcome.spec.url };
+  await Promise.all(
+    regionShardStubs(c.env, region)
+      .slice(1)
+      .map((shard) => shard.mirrorReport(region.init, accepted).catch((e: unknown) => logMirrorError(region.config.name, e))),
+  );
   const body = {
     ok: true,
     node_id: outcome.spec.id,
@@ -190,6 +203,12 @@ nodesApi.delete("/v1/nodes/:region/:node_id", async (c) => {
     if (outcome.reason !== "unknown_node") logRefusal(c, region.config.name, nodeId, outcome.reason);
     return identityError(outcome.reason, region.config.name, nodeId);
   }
+  // Awaited, unlike a report's: a removed node must stop receiving requests from every shard.
+  await Promise.all(
+    regionShardStubs(c.env, region)
+      .slice(1)
+      .map((shard) => shard.forgetNode(region.init, nodeId)),
+  );
   console.log(
     JSON.stringify({
       event: "node_removed",

@@ -9,6 +9,7 @@
  */
 import { configSchema, describeIssues, type RegionConfig, type TenantConfig, type WarmpathConfig } from "./schema.ts";
 import type { RegionInit } from "../../durable-objects/region-init.ts";
+import { shardObjectName } from "../core/shard.ts";
 import { DEFAULT_REGION_SETTINGS, type RegionSettings } from "../core/region/index.ts";
 import type { PrefixSettings } from "../core/prefix.ts";
 import { locationHintFor, type LocationHint } from "./location-hint.ts";
@@ -112,6 +113,7 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
       maxIndexEntries: r.max_index_entries,
       maxSessions: r.max_sessions,
       nodeTenants: r.node_tenants,
+      shards: r.shards,
       blockTokens: prefix.blockChars / prefix.charsPerToken,
     };
     const staticNodes = r.nodes.map((n) => ({
@@ -153,6 +155,12 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
 }
 
 /** The region's Durable Object, created near its GPUs on first use (location-hint.ts). */
-export function regionStub(env: Env, region: LoadedRegion) {
-  return env.REGION.getByName(region.config.name, { locationHint: region.locationHint });
+/** The region's object, or one of its shards' (src/core/shard.ts; shard 0 is the region's own object). */
+export function regionStub(env: Env, region: LoadedRegion, shard = 0) {
+  return env.REGION.getByName(shardObjectName(region.config.name, shard), { locationHint: region.locationHint });
+}
+
+/** Every shard object of the region, shard 0 first (one for an unsharded region). */
+export function regionShardStubs(env: Env, region: LoadedRegion) {
+  return Array.from({ length: region.init.settings.shards }, (_, k) => regionStub(env, region, k));
 }

@@ -15,6 +15,7 @@ import { policySpecSchema } from "../core/policies/index.ts";
 import { DEFAULT_PREFIX_SETTINGS } from "../core/prefix.ts";
 import { DEFAULT_REGION_SETTINGS } from "../core/region/index.ts";
 import { MAX_ORIGIN_PATTERN_LENGTH, parseOriginPattern } from "../core/origins.ts";
+import { MAX_SHARDS } from "../core/shard.ts";
 import { LOCATION_HINTS } from "./location-hint.ts";
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -44,6 +45,12 @@ export const locationSchema = z.strictObject({
     .optional()
     .describe("Cloudflare continent code: the fallback when a request has no coordinates."),
 });
+
+/**
+ * The largest `max_index_entries` accepted: the index's hard bound at 2,000,000 entries is ~97 MB
+ * (indexMemoryBound, src/core/prefix-index.ts), which leaves a region object room inside its 128 MB.
+ */
+export const MAX_INDEX_ENTRIES_LIMIT = 2_000_000;
 
 export const regionSchema = z.strictObject({
   name: name().describe("Region name, also the Durable Object's name."),
@@ -125,10 +132,19 @@ export const regionSchema = z.strictObject({
     .number()
     .int()
     .min(1024)
-    .max(4_000_000)
+    .max(MAX_INDEX_ENTRIES_LIMIT)
     .default(DEFAULT_REGION_SETTINGS.maxIndexEntries)
-    .describe("Hard bound on prefix index entries (about 200 bytes each)."),
+    .describe("Hard bound on prefix index entries (at most about 50 bytes each: 49 MB at 10^6, bench/ROUTE_COST.md)."),
   max_sessions: z.number().int().min(0).default(DEFAULT_REGION_SETTINGS.maxSessions).describe("Session hints remembered."),
+  shards: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_SHARDS)
+    .default(DEFAULT_REGION_SETTINGS.shards)
+    .describe(
+      "Durable Objects the region's routing is split over, each owning the prompts whose first block it wins (every prefix keeps one writer; the shards share their load every 20 ms). Raise it when one object's ~1,000 decisions a second are not enough (bench/SHARDS.md); 1 is one object, as before.",
+    ),
   engine_cache_isolation: z
     .enum(["cache_salt", "none"])
     .default("cache_salt")

@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { nodeIdSchema } from "./node.ts";
+import { MAX_SHARDS } from "../core/shard.ts";
 
 /**
  * Why a node was chosen, as sent in `x-warmpath-decision`:
@@ -53,6 +54,25 @@ export type Usage = z.infer<typeof usageSchema>;
 export const responseIdSchema = z.string().min(1).max(320);
 
 /** A request to place: its prefix hashes and size, and what the worker knows about it. */
+/** A shard's number within its region (0 .. shards - 1). */
+export const shardIndexSchema = z
+  .number()
+  .int()
+  .min(0)
+  .max(MAX_SHARDS - 1);
+
+/**
+ * What a shard of a sharded region tells the others through the region's load exchange, per
+ * node: the uncached prefill it has queued there and its recent prefill, in tokens (ShardLoad in
+ * src/core/node-load.ts).
+ */
+export const shardLoadsSchema = z.record(
+  nodeIdSchema,
+  z.strictObject({ queued: z.number().min(0).max(1e12), recent: z.number().min(0).max(1e12) }),
+);
+
+export type ShardLoads = z.infer<typeof shardLoadsSchema>;
+
 export const routeRequestSchema = z.object({
   requestId: z.string().min(1).max(128),
   model: z.string().min(1).max(256),
@@ -77,6 +97,8 @@ export const routeRequestSchema = z.object({
    * extra round trip to this one: take it only if this region can start it sooner.
    */
   waitToBeatSeconds: z.number().min(0).max(86_400).optional(),
+  /** Which of the region's shards this object is (src/core/shard.ts); absent for an unsharded region. */
+  shard: shardIndexSchema.optional(),
   /** The tenant's rate limits (configuration), spent in this region when it places the request. */
   tenantLimits: z
     .object({

@@ -29,6 +29,15 @@
 
 import { expectedResidual } from "./residual.ts";
 
+/**
+ * What one shard of a sharded region (src/core/shard.ts) tells the others about a node: the
+ * uncached prefill it has queued there and its recent prefill (both in tokens).
+ */
+export interface ShardLoad {
+  queued: number;
+  recent: number;
+}
+
 /** The last load report a node pushed. */
 export interface LoadReport {
   running: number;
@@ -136,8 +145,34 @@ export class NodeLoad {
     this.meanUncached = configuredRate / 4;
   }
 
-  /** Uncached prefill tokens ahead of a request arriving now. */
+  /**
+   * Work other objects of a sharded region had queued on this node when they last shared it
+   * (tokens), and when (ms): a shard dispatches only part of a node's traffic (src/core/shard.ts).
+   */
+  private foreignTokens = 0;
+  /** The other shards' recent prefill on the node (tokens, decayed as {@link recentPrefill}), as last shared. */
+  private foreignRecent = 0;
+  private foreignAt = 0;
+
+  /** Uncached prefill tokens ahead of a request arriving now: this router's, the other shards', or a report's floor. */
   workAhead(now: number): number {
+    const foreign = Math.max(0, this.foreignTokens - (Math.max(0, now - this.foreignAt) * this.prefillRate) / 1000);
+    const floorTokens = (Math.max(0, this.floorEnd - now) * this.prefillRate) / 1000;
+    return Math.max(0, this.ownWorkAhead(now) + foreign, floorTokens);
+  }
+
+  /**
+   * The other shards' queued work on the node, as they last shared it: it is ahead of anything
+   * this router sends now, and drains at the node's rate from the moment it was shared.
+   */
+  shareForeign(foreign: ShardLoad, now: number): void {
+    this.foreignTokens = Math.max(0, foreign.queued);
+    this.foreignRecent = Math.max(0, foreign.recent);
+    this.foreignAt = now;
+  }
+
+  /** Uncached prefill tokens this router sent that are still ahead of a request arriving now. */
+  ownWorkAhead(now: number): number {
     let tokens = this.queuedTokens;
     const head = this.queue.values().next().value as Pending | undefined;
     if (head) {
@@ -149,8 +184,7 @@ export class NodeLoad {
       const left = predictedMs > 0 ? head.uncachedTokens * expectedResidual(elapsedMs / predictedMs, this.spread()) : 0;
       tokens += left - head.uncachedTokens;
     }
-    const floorTokens = (Math.max(0, this.floorEnd - now) * this.prefillRate) / 1000;
-    return Math.max(0, tokens, floorTokens);
+    return Math.max(0, tokens);
   }
 
   /**
@@ -158,6 +192,12 @@ export class NodeLoad {
    * spreads work between nodes that are equally good for a request right now.
    */
   recentPrefill(now: number): number {
+    const foreign = this.foreignRecent * Math.exp(-Math.max(0, now - this.foreignAt) / RECENT_WORK_TAU_MS);
+    return this.ownRecentPrefill(now) + foreign;
+  }
+
+  /** The part of {@link recentPrefill} this router dispatched itself. */
+  ownRecentPrefill(now: number): number {
     return this.recentWork * Math.exp(-Math.max(0, now - this.recentAt) / RECENT_WORK_TAU_MS);
   }
 
@@ -188,7 +228,7 @@ export class NodeLoad {
     this.prefilling++;
     this.activeTokens += promptTokens;
     this.meanUncached += EWMA_WEIGHT * (uncachedTokens - this.meanUncached);
-    this.recentWork = this.recentPrefill(now) + uncachedTokens;
+    this.recentWork = this.ownRecentPrefill(now) + uncachedTokens;
     this.recentAt = now;
     return predicted;
   }
@@ -289,6 +329,8 @@ export class NodeLoad {
     this.queue.clear();
     this.queuedTokens = 0;
     this.floorEnd = now;
+    this.foreignTokens = 0;
+    this.foreignRecent = 0;
     this.lastFirstByteAt = now;
     this.inflight = 0;
     this.prefilling = 0;

@@ -30,6 +30,8 @@ const EXPOSED_HEADERS = [
   "x-warmpath-prefix-match",
   "x-warmpath-policy",
   "x-warmpath-attempts",
+  "x-warmpath-held-nodes",
+  "x-warmpath-shard",
   "retry-after",
 ];
 

@@ -19,6 +19,8 @@ export interface DecisionLine {
   /** The HTTP status the client got. */
   status: number;
   region?: string;
+  /** The shard that decided, in a sharded region (src/core/shard.ts). */
+  shard?: number | undefined;
   node?: string;
   decision?: Decision;
   policy?: string;

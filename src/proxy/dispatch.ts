@@ -16,6 +16,7 @@ import type { FailureReason, RouteRequest, RouteResult, Usage } from "../contrac
 import type { Decision } from "../contracts/routing.ts";
 import { originTokenAllowed } from "../core/origins.ts";
 import { tenantMayUse } from "../core/region/candidates.ts";
+import { shardOf } from "../core/shard.ts";
 import { recordDecision, type DecisionLine, type DecisionSinks } from "./decision-log.ts";
 import { rateLimitHeaders } from "./rate-limit-headers.ts";
 import { relay, type RelayEnd } from "./relay.ts";
@@ -88,7 +89,11 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
 
   const nearest = input.regions[0]?.config.name;
   for (const [regionIndex, region] of input.regions.slice(0, limits.max_region_attempts).entries()) {
-    const stub = regionStub(env, region);
+    // A sharded region: the shard owning the prompt's first block decides (src/core/shard.ts); a
+    // follow-up of a stored response asks the shard that remembers the response's node.
+    const shards = region.init.settings.shards;
+    const shard = shards > 1 ? shardOf(input.previousResponseId ?? input.hashes[0], shards) : 0;
+    const stub = regionStub(env, region, shard);
     const roundTripSeconds = (input.roundTripMs?.[regionIndex] ?? 0) / 1000;
     const waitToBeatSeconds = soonest === undefined ? undefined : Math.max(0, soonest - roundTripSeconds);
     const exclude: string[] = [];
@@ -108,7 +113,8 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
           failoverFrom: regionIndex > 0 ? nearest : undefined,
           previousResponseId: input.previousResponseId,
           waitToBeatSeconds,
-          tenantLimits: limitsOf(rc.tenant),
+          shard: shards > 1 ? shard : undefined,
+          tenantLimits: limitsOf(rc.tenant, shards),
         });
       let routed: RouteResult | undefined;
       if (!stateless) {
@@ -159,9 +165,27 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
       }
       // A stored response's id is in its first bytes: the region remembers which node holds it.
       const responseId = input.storesResponses ? responseIdOf(upstream.first, rc.tenant.id) : undefined;
-      if (!stateless) ctx.waitUntil(stub.firstByte(routed.ticket, responseId).then(ignore, logBookkeepingError));
+      // Its follow-ups will ask the shard the response id names, which may not be this one.
+      const keeper = responseId !== undefined && shards > 1 ? shardOf(responseId, shards) : shard;
+      if (!stateless) {
+        ctx.waitUntil(stub.firstByte(routed.ticket, keeper === shard ? responseId : undefined).then(ignore, logBookkeepingError));
+        if (keeper !== shard) {
+          const remember = regionStub(env, region, keeper).rememberResponse(region.init, responseId, routed.nodeId);
+          ctx.waitUntil(remember.then(ignore, logBookkeepingError));
+        }
+      }
       attempts.push({ region: region.config.name, node: routed.nodeId, outcome: "ok" });
-      return respond({ rc, input, stub: stateless ? undefined : stub, region, routed, decision: routed.decision, upstream, attempts });
+      return respond({
+        rc,
+        input,
+        stub: stateless ? undefined : stub,
+        region,
+        shard: shards > 1 ? shard : undefined,
+        routed,
+        decision: routed.decision,
+        upstream,
+        attempts,
+      });
     }
   }
 
@@ -199,10 +223,15 @@ function recordRefusal(rc: RequestContext, input: DispatchInput, attempts: Attem
   );
 }
 
-/** The tenant's configured rate limits, as the region object takes them. */
-function limitsOf(tenant: RequestContext["tenant"]): RouteRequest["tenantLimits"] {
+/**
+ * The tenant's configured rate limits, as the region object takes them. A sharded region's
+ * shards each keep their own budget, so each spends 1/shards of the limit: exact when a tenant's
+ * prompts spread over the shards, stricter when they concentrate on one (docs/SCALING.md).
+ */
+function limitsOf(tenant: RequestContext["tenant"], shards: number): RouteRequest["tenantLimits"] {
   const l = tenant.rate_limits;
-  return l ? { requestsPerMinute: l.requests_per_minute, promptTokensPerMinute: l.prompt_tokens_per_minute } : undefined;
+  const part = (limit: number | undefined) => (limit === undefined ? undefined : Math.max(1, Math.ceil(limit / shards)));
+  return l ? { requestsPerMinute: part(l.requests_per_minute), promptTokensPerMinute: part(l.prompt_tokens_per_minute) } : undefined;
 }
 
 type Upstream =
@@ -290,13 +319,15 @@ interface Answer {
   /** The region's object, or undefined when the request was placed without it (stateless). */
   stub: DurableObjectStub<RegionDurableObject> | undefined;
   region: LoadedRegion;
+  /** The shard that decided, in a sharded region. */
+  shard: number | undefined;
   routed: Ok;
   decision: Decision;
   upstream: Extract<Upstream, { ok: true }>;
   attempts: Attempt[];
 }
 
-function respond({ rc, input, stub, region, routed, decision, upstream, attempts }: Answer): Response {
+function respond({ rc, input, stub, region, shard, routed, decision, upstream, attempts }: Answer): Response {
   const { ctx, requestId } = rc;
   const headers = new Headers(upstream.response.headers);
   for (const h of DROPPED_RESPONSE_HEADERS) headers.delete(h);
@@ -307,6 +338,7 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
   headers.set("x-warmpath-policy", routed.policy);
   headers.set("x-warmpath-prefix-match", `${routed.matchBlocks}/${routed.totalBlocks}`);
   headers.set("x-warmpath-attempts", String(attempts.length));
+  if (shard !== undefined) headers.set("x-warmpath-shard", String(shard));
   // A flooding tenant kept off the nodes held for the others says so (fair-share.ts).
   if (routed.heldForOthers > 0) headers.set("x-warmpath-held-nodes", String(routed.heldForOthers));
   for (const [k, v] of Object.entries(rateLimitHeaders(routed.rateLimit))) headers.set(k, v);
@@ -325,6 +357,7 @@ function respond({ rc, input, stub, region, routed, decision, upstream, attempts
         model: input.model,
         status: upstream.response.status,
         region: region.config.name,
+        shard,
         node: routed.nodeId,
         decision,
         policy: routed.policy,

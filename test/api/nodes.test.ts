@@ -175,7 +175,7 @@ describe("admin state", () => {
     await new Promise((r) => setTimeout(r, 50)); // completions are recorded after the stream ends
     const all = await call("/admin/state", { headers: admin });
     const body = await all.json<{ regions: RegionSnapshot[] }>();
-    expect(body.regions.map((r) => r.region)).toEqual(["eu", "us", "ap", "rr", "sat"]);
+    expect(body.regions.map((r) => r.region)).toEqual(["eu", "us", "ap", "rr", "shd", "sat"]);
     const node = body.regions.find((r) => r.region === "us")!.nodes.find((n) => n.id === "metered")!;
     expect(node.metrics.routed).toBe(3);
     expect(node.metrics.decisions["cold-spread"]).toBe(1);

@@ -64,7 +64,7 @@ describe("POST /admin/regions/{region}/restart", () => {
 
     const res = await restart("us");
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ region: "us", restarted: true });
+    expect(await res.json()).toEqual({ region: "us", restarted: true, objects: 1 });
     const tail = (await readChunks(inFlight)).map((c) => c.text).join("");
     expect(tail.trimEnd().endsWith("data: [DONE]")).toBe(true);
 

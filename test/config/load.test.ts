@@ -2,6 +2,9 @@
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import { ConfigError, loadConfig } from "../../src/config/load.ts";
+import { MAX_INDEX_ENTRIES_LIMIT } from "../../src/config/schema.ts";
+import { indexMemoryBound } from "../../src/core/prefix-index.ts";
+import { MAX_SHARDS } from "../../src/core/shard.ts";
 import { ACME_KEY, ACME_KEY_2, TEST_CONFIG } from "../fixtures/config.ts";
 
 const secrets = { NODE_TOKEN_TEST: "t", ADMIN_TOKEN_TEST: "a", ORIGIN_TOKEN_TEST: "o" };
@@ -135,5 +138,20 @@ describe("API keys: rotation and revocation by configuration", () => {
     const revoked = await models(rotated, ACME_KEY_2);
     expect(revoked.status).toBe(401);
     expect((await revoked.json<{ error: { code: string } }>()).error.code).toBe("invalid_api_key");
+  });
+});
+
+describe("bounds a configuration cannot exceed", () => {
+  it("keeps the largest index a region may configure well inside a Durable Object's 128 MB", () => {
+    expect(indexMemoryBound(MAX_INDEX_ENTRIES_LIMIT)).toBeLessThan(0.8 * 128 * 1024 * 1024);
+    const over = clone();
+    (over.regions[0] as Record<string, unknown>).max_index_entries = MAX_INDEX_ENTRIES_LIMIT + 1;
+    expect(() => loadConfig(envWith(over))).toThrow(/regions\.0\.max_index_entries/);
+  });
+
+  it("refuses a region split over more shards than a report can be passed on to", () => {
+    const over = clone();
+    (over.regions[0] as Record<string, unknown>).shards = MAX_SHARDS + 1;
+    expect(() => loadConfig(envWith(over))).toThrow(/regions\.0\.shards/);
   });
 });

@@ -34,7 +34,7 @@ describe("location hints", () => {
       if (hint !== undefined) config.regions[0]!.location_hint = hint;
       return env(config);
     };
-    expect(loadConfig(withHint()).regions.map((r) => r.locationHint)).toEqual(["weur", "enam", "apac-ne", "oc", "weur"]);
+    expect(loadConfig(withHint()).regions.map((r) => r.locationHint)).toEqual(["weur", "enam", "apac-ne", "oc", "sam", "weur"]);
     expect(loadConfig(withHint("eeur")).regions[0]!.locationHint).toBe("eeur");
     expect(() => loadConfig(withHint("mars"))).toThrow(/regions\.0\.location_hint/);
   });

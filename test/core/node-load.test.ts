@@ -97,3 +97,21 @@ describe("NodeLoad: work ahead in uncached prefill tokens", () => {
     expect(fresh.activeTokens).toBe(0);
   });
 });
+
+describe("NodeLoad: a sharded region's other shards", () => {
+  it("adds the work other shards queued ahead, draining at the node's rate from when it was shared", () => {
+    const load = new NodeLoad(10_000);
+    load.useEstimate(0.1, 0);
+    load.dispatch(0, 5_000, 5_000);
+    load.shareForeign({ queued: 20_000, recent: 30_000 }, 0);
+    expect(load.ownWorkAhead(0)).toBe(5_000);
+    expect(load.workAhead(0)).toBe(25_000);
+    expect(load.workAhead(250)).toBe(2_500 + 17_500); // both drained for 250 ms at 10,000 tokens/s
+    expect(load.workAhead(2_500)).toBe(0);
+    // Their recent work counts in who has been busy (and in the fleet's utilisation), decaying as the node's own.
+    expect(load.recentPrefill(0)).toBe(35_000);
+    expect(load.ownRecentPrefill(0)).toBe(5_000);
+    load.shareForeign({ queued: 0, recent: 0 }, 100);
+    expect(load.workAhead(100)).toBe(4_000);
+  });
+});

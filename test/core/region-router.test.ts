@@ -256,3 +256,29 @@ describe("RegionRouter: learning from what the nodes report", () => {
     expect(routeOk(r, "old", 30).matchBlocks).toBe(20);
   });
 });
+
+describe("RegionRouter: one shard of a sharded region", () => {
+  it("publishes only its own dispatches and weighs the others' shared load when it chooses", () => {
+    const r = new RegionRouter(settings({ shards: 2 }));
+    r.upsertNode(spec("a"), 0);
+    r.upsertNode(spec("b"), 0);
+    expect(r.ownLoad(0)).toEqual({});
+    // The other shard has 60 s of prefill queued on a: a cold prompt goes to b.
+    r.shareForeignLoad({ a: { queued: 600_000, recent: 600_000 } }, 0);
+    const placed = r.route(req("p"), 0);
+    if (!placed.ok) throw new Error(placed.message);
+    expect(placed.nodeId).toBe("b");
+    expect(r.ownLoad(0)).toEqual({ b: { queued: 2_560, recent: 2_560 } });
+  });
+
+  it("remembers a stored response another shard served, for a known node only", () => {
+    const r = new RegionRouter(settings({ shards: 2 }));
+    r.upsertNode(spec("a"), 0);
+    r.upsertNode(spec("b"), 0);
+    r.rememberResponse("t:resp_1", "b");
+    r.rememberResponse("t:resp_2", "gone");
+    const follow = r.route(req("z", { previousResponseId: "t:resp_1" }), 0);
+    if (!follow.ok) throw new Error(follow.message);
+    expect(follow.nodeId).toBe("b");
+  });
+});

@@ -22,7 +22,10 @@ import {
 import type { Candidate, PolicyChoice } from "../policies/types.ts";
 import { BoundedLru } from "../lru.ts";
 import { createPolicy, type Decision, type RoutingPolicy } from "../policies/index.ts";
-import { ttftSeconds } from "../node-load.ts";
+import { ttftSeconds, type ShardLoad } from "../node-load.ts";
+
+/** A node no other shard has dispatched to lately. */
+const NO_LOAD: ShardLoad = { queued: 0, recent: 0 };
 import { PrefixIndex } from "../prefix-index.ts";
 import { seededRandom } from "../random.ts";
 import { baseBlocksBefore } from "../block-layout.ts";
@@ -125,6 +128,34 @@ export class RegionRouter {
     }
     const believable = this.policy.indexCapacityTokens?.(spec.kvCapacityTokens) ?? spec.kvCapacityTokens;
     this.index.setNode(spec.id, believable / this.settings.blockTokens);
+  }
+
+  /**
+   * What this router has dispatched to each node, for the other shards of a sharded region
+   * (src/core/shard.ts): node id -> its queued and recent prefill, idle nodes left out.
+   */
+  ownLoad(now: number): Record<string, ShardLoad> {
+    const out: Record<string, ShardLoad> = {};
+    for (const n of this.nodes.values()) {
+      const queued = Math.round(n.load.ownWorkAhead(now));
+      const recent = Math.round(n.load.ownRecentPrefill(now));
+      if (queued > 0 || recent > 0) out[n.spec.id] = { queued, recent };
+    }
+    return out;
+  }
+
+  /**
+   * The other shards' loads per node (their {@link ownLoad}s summed), as of `now`: their queued
+   * work is ahead of anything this router sends, their recent work counts in the fleet's
+   * utilisation and in who has been busy lately. A node left out has none.
+   */
+  shareForeignLoad(foreign: Readonly<Record<string, ShardLoad>>, now: number): void {
+    for (const n of this.nodes.values()) n.load.shareForeign(foreign[n.spec.id] ?? NO_LOAD, now);
+  }
+
+  /** Remembers which node holds a stored response (for a sharded region's other shards; see firstByte). */
+  rememberResponse(responseId: string, nodeId: string): void {
+    if (this.nodes.get(nodeId)) this.responses.set(responseId, nodeId);
   }
 
   /** Applies a node's load report; a first report registers the node. Returns the stored spec. */

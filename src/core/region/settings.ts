@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { parsePolicySpec, policySpecSchema } from "../policies/index.ts";
 import { DEFAULT_MAX_INDEX_ENTRIES } from "../prefix-index.ts";
+import { MAX_SHARDS } from "../shard.ts";
 
 /** Settings of one region's router. See the configuration reference for defaults. */
 export const regionSettingsSchema = z.strictObject({
@@ -29,7 +30,7 @@ export const regionSettingsSchema = z.strictObject({
    * 0.5 s; the full demo (docs/demo.md) refuses none; its quick run, one sticky request in 400.
    */
   fairShareWaitSeconds: z.number().positive(),
-  /** Hard cap on prefix index entries (about 200 bytes each). Default 262,144. */
+  /** Hard cap on prefix index entries (at most about 50 bytes each, src/core/prefix-index.ts). Default 262,144. */
   maxIndexEntries: z.number().int().positive(),
   /** Session hints remembered. Default 100,000. */
   maxSessions: z.number().int().min(0),
@@ -44,6 +45,8 @@ export const regionSettingsSchema = z.strictObject({
   learnFromUsage: z.boolean(),
   /** Nodes dedicated to tenants (node id -> tenant ids): only those tenants are sent there. Default none. */
   nodeTenants: z.record(z.string(), z.array(z.string())),
+  /** Objects the region's routing is split over, by the prompt's first block (src/core/shard.ts). Default 1. */
+  shards: z.number().int().min(1).max(MAX_SHARDS),
 });
 
 export type RegionSettings = z.infer<typeof regionSettingsSchema>;
@@ -62,4 +65,5 @@ export const DEFAULT_REGION_SETTINGS: Omit<RegionSettings, "name" | "blockTokens
   seed: 1,
   learnFromUsage: true,
   nodeTenants: {},
+  shards: 1,
 };

@@ -1,0 +1,123 @@
+/**
+ * A region split over several objects (`shards`, src/core/shard.ts), end to end in workerd: the
+ * shard that owns a prompt's first block decides, every shard knows every node, a follow-up of a
+ * stored response finds its node whichever shard served it, and operators see one region.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
+import { CF_VIRGINIA, call, chat, deregister, registerAll } from "../helpers.ts";
+import type { RegionSnapshot } from "../../src/core/region/index.ts";
+
+const NODES = ["shd-a", "shd-b", "shd-c", "shd-d"];
+const headers = { "x-warmpath-region": "shd" };
+const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+
+/** A prompt whose first block (its first 512 characters) is `topic`'s own. */
+const prompt = (topic: string, tail = "") => `Topic ${topic}. ` + `Background on ${topic}, in detail. `.repeat(40) + tail;
+
+async function ask(content: string) {
+  const res = await chat({ model: "m-shard", messages: [{ role: "user", content }] }, { headers });
+  expect(res.status).toBe(200);
+  await res.arrayBuffer();
+  return {
+    shard: res.headers.get("x-warmpath-shard"),
+    node: res.headers.get("x-warmpath-node"),
+    decision: res.headers.get("x-warmpath-decision"),
+  };
+}
+
+async function state(): Promise<RegionSnapshot & { shards: number }> {
+  const res = await call("/admin/state/shd", { headers: admin });
+  expect(res.status).toBe(200);
+  return res.json();
+}
+
+describe("a sharded region", () => {
+  it("sends every request sharing a first block to one shard, and spreads distinct ones over the shards", async () => {
+    await registerAll(NODES.map((id) => ({ id, region: "shd", models: ["m-shard"] })));
+    const shardsSeen = new Set<string>();
+    for (let t = 0; t < 12; t++) {
+      const first = await ask(prompt(`t${t}`, "first question"));
+      const again = await ask(prompt(`t${t}`, "a different question"));
+      expect(first.shard).toMatch(/^[0-2]$/);
+      expect(again.shard).toBe(first.shard);
+      // The shard that owns the prefix knows where it went: affinity survives the split.
+      expect(again.node).toBe(first.node);
+      expect(again.decision).toBe("prefix-hit");
+      shardsSeen.add(first.shard!);
+    }
+    expect(shardsSeen.size).toBeGreaterThan(1);
+  });
+
+  it("shows operators one region: every node once, every request counted once", async () => {
+    await registerAll(NODES.map((id) => ({ id, region: "shd", models: ["m-shard"] })));
+    const before = await state();
+    const routedBefore = before.nodes.reduce((a, n) => a + n.metrics.routed, 0);
+    for (let t = 0; t < 6; t++) await ask(prompt(`count${t}`));
+    const after = await state();
+    expect(after.shards).toBe(3);
+    expect(after.nodes.map((n) => n.id).filter((id) => NODES.includes(id))).toEqual(NODES);
+    expect(after.nodes.reduce((a, n) => a + n.metrics.routed, 0) - routedBefore).toBe(6);
+  });
+
+  it("lets every shard know a registered node, and forget a removed one", async () => {
+    await registerAll([{ id: "shd-only", region: "shd", models: ["m-shard"] }]);
+    for (const id of NODES) {
+      const res = await deregister("shd", id);
+      expect([200, 404]).toContain(res.status);
+    }
+    // The only node left takes every prompt, whichever shard decides.
+    for (let t = 0; t < 9; t++) expect((await ask(prompt(`solo${t}`))).node).toBe("shd-only");
+    expect((await deregister("shd", "shd-only")).status).toBe(200);
+    const res = await chat({ model: "m-shard", messages: [{ role: "user", content: prompt("after") }] }, { headers });
+    expect(res.status).toBe(503);
+    await res.arrayBuffer();
+  });
+
+  it("sends a stored response's follow-up to its node, whichever shard served the first request", async () => {
+    await registerAll(NODES.map((id) => ({ id, region: "shd", models: ["m-shard"] })));
+    const post = (body: unknown) =>
+      call("/v1/responses", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${ACME_KEY}`, ...headers },
+        body: JSON.stringify(body),
+        cf: CF_VIRGINIA,
+      });
+    for (let i = 0; i < 6; i++) {
+      const first = await post({ model: "m-shard", input: prompt(`conversation ${i}`) });
+      expect(first.status).toBe(200);
+      const { id } = await first.json<{ id: string }>();
+      // The region learns the id with the first byte (waitUntil), in the shard its follow-ups ask.
+      await new Promise((r) => setTimeout(r, 50));
+      const next = await post({ model: "m-shard", input: `An unrelated question ${i}`, previous_response_id: id });
+      expect(next.status).toBe(200);
+      expect(next.headers.get("x-warmpath-node")).toBe(first.headers.get("x-warmpath-node"));
+      expect(next.headers.get("x-warmpath-decision")).toBe("pinned");
+      await next.arrayBuffer();
+    }
+  });
+});
+
+describe("the load exchange", () => {
+  it("answers each shard with the sum of the others' latest loads", async () => {
+    const exchange = env.REGION.getByName("exchange-test#load");
+    expect(await exchange.exchangeLoad(0, { a: { queued: 100, recent: 1_000 } })).toEqual({});
+    expect(await exchange.exchangeLoad(1, { a: { queued: 50, recent: 10 }, b: { queued: 7, recent: 7 } })).toEqual({
+      a: { queued: 100, recent: 1_000 },
+    });
+    expect(await exchange.exchangeLoad(2, {})).toEqual({ a: { queued: 150, recent: 1_010 }, b: { queued: 7, recent: 7 } });
+    // Shard 0's own load is replaced, never added to itself.
+    expect(await exchange.exchangeLoad(0, { a: { queued: 1, recent: 1 } })).toEqual({
+      a: { queued: 50, recent: 10 },
+      b: { queued: 7, recent: 7 },
+    });
+  });
+
+  it("drops a malformed load without summing it", async () => {
+    const exchange = env.REGION.getByName("exchange-test-2#load");
+    expect(await exchange.exchangeLoad(0, { a: { queued: -1, recent: 0 } })).toEqual({});
+    expect(await exchange.exchangeLoad(99, { a: { queued: 5, recent: 5 } })).toEqual({});
+    expect(await exchange.exchangeLoad(1, { a: { queued: 2, recent: 2 } })).toEqual({});
+  });
+});
