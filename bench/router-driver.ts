@@ -58,17 +58,22 @@ export class RouterDispatcher implements Dispatcher {
    * @param options.learnFromUsage see {@link benchRegionSettings}
    * @param options.capacityFactor the router is told each node's KV capacity times this (default
    *   1): above 1, the nodes evict what the router's own LRU still believes they hold
+   * @param options.nodes the nodes this router knows (default: the whole fleet)
    */
   constructor(
     label: string,
     policy: PolicySpecInput,
     prefillRate: number,
-    options: { learnFromUsage?: boolean | undefined; capacityFactor?: number } = {},
+    options: { learnFromUsage?: boolean | undefined; capacityFactor?: number; nodes?: (node: SimNode) => boolean } = {},
   ) {
     this.name = label;
     this.settings = benchRegionSettings(parsePolicySpec(policy), prefillRate, options.learnFromUsage);
     this.capacityFactor = options.capacityFactor ?? 1;
+    this.serves = options.nodes ?? (() => true);
   }
+
+  /** The fleet's nodes this router knows (a region's, when the fleet stands for several regions). */
+  private readonly serves: (node: SimNode) => boolean;
 
   init(fleet: Fleet): void {
     this.fleet = fleet;
@@ -79,6 +84,7 @@ export class RouterDispatcher implements Dispatcher {
     const entries = bound === undefined ? 0 : Math.ceil((fleet.nodes.length * bound) / this.settings.blockTokens);
     this.router = new RegionRouter({ ...this.settings, maxIndexEntries: Math.max(this.settings.maxIndexEntries, entries) });
     for (const n of fleet.nodes) {
+      if (!this.serves(n)) continue;
       this.indexOf.set(n.id, n.index);
       this.router.upsertNode(
         { id: n.id, url: `http://${n.id}`, models: [MODEL], kvCapacityTokens: this.toldCapacity(fleet), static: true, lastSeen: 0 },

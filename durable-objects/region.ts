@@ -33,6 +33,7 @@ import {
 } from "../src/contracts/routing.ts";
 import { loadExchangeName } from "../src/core/shard.ts";
 import { RegionRouter, type NodeSpec, type RegionHistoryView, type RegionSnapshot } from "../src/core/region/index.ts";
+import type { RegionDigest } from "../src/core/region/long-prefixes.ts";
 import {
   authorizeRemoval,
   authorizeReport,
@@ -373,6 +374,11 @@ export class RegionDurableObject extends DurableObject<Env> {
   /** The region's state for operators and the dashboard. */
   snapshot(init: RegionInit): RegionSnapshot {
     return this.ensure(init).snapshot(Date.now());
+  }
+
+  /** The long prefixes this region (shard) holds, for the edge's cross-region choice (src/core/warm-region.ts). */
+  digest(init: RegionInit): RegionDigest {
+    return this.ensure(init).digest();
   }
 
   /** The last hour in buckets and the recent decisions, for the dashboard (in memory: lost with the object). */

@@ -123,6 +123,7 @@ tests(
 
 check("benchmark, quick mode", process.execPath, ["bench/run.ts", "--quick", "--out", join(TMP, "bench-quick")]);
 check("shard benchmark, quick mode", process.execPath, ["bench/shards.ts", "--quick", "--out", join(TMP, "shards-quick.md")]);
+check("cross-region benchmark, quick mode", process.execPath, ["bench/regions.ts", "--quick", "--out", join(TMP, "regions-quick.md")]);
 check("workerd cost benchmark, quick mode", process.execPath, ["bench/workerd/run.ts", "--quick"]);
 
 console.log(failures.length ? `\nFailed: ${failures.join("; ")}` : "\nAll stages passed.");

@@ -96,7 +96,7 @@ export const TEMPLATE_HEAVY: GeneratorConfig = {
 
 export const GENERATED = { "chat-heavy": CHAT_HEAVY, "template-heavy": TEMPLATE_HEAVY } as const;
 
-const ENGINE_BLOCK_TOKENS = 64;
+export const ENGINE_BLOCK_TOKENS = 64;
 const CHARS_PER_TOKEN = DEFAULT_PREFIX_SETTINGS.charsPerToken;
 const ENGINE_SEED: Hash64 = seedHash("bench-engine");
 

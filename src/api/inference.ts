@@ -14,6 +14,10 @@ import type { CanonicalPrompt } from "../core/canonical.ts";
 import { anthropicPrompt, responsesPrompt } from "../core/canonical-apis.ts";
 import { prefixKey } from "../core/prefix.ts";
 import { orderRegions, roundTripMs, type ClientLocation } from "../core/region-select.ts";
+import { LONG_PREFIX_TOKENS } from "../core/region/long-prefixes.ts";
+import { warmestRegion } from "../core/warm-region.ts";
+import { cachedDigest, refreshDigests } from "../proxy/region-digests.ts";
+import type { WarmRegion } from "../proxy/dispatch.ts";
 import { engineCacheSalt, withCacheSalt } from "../proxy/cache-salt.ts";
 import { parseJsonBody, readBodyLimited } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
@@ -135,7 +139,9 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
   }
   const namespace = resolveNamespace(request, tenant);
   const key = prefixKey(parsed.prompt, { model: parsed.model, namespace, cacheSalt: parsed.cacheSalt ?? undefined }, config.prefix);
-  const { regions, roundTrips } = chooseRegions(request, config, parsed.model);
+  const chosen = chooseRegions(request, config, parsed.model, tenant);
+  // A long prompt may go first to a farther region that already holds its prefix (warm-region.ts).
+  const { regions, roundTrips, warm } = preferWarmRegion(rc, chosen.regions, chosen.roundTrips, key.hashes, key.promptTokens);
   const hint = [request.headers.get("x-session-id"), ...parsed.hints].find((h) => typeof h === "string" && h !== "");
 
   // Ask the node for usage on a stream that did not, so every answer is measured; the salted
@@ -146,7 +152,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
   const salted = regions.some((r) => r.config.engine_cache_isolation === "cache_salt")
     ? usage(withCacheSalt(body, object, await engineCacheSalt(namespace, parsed.cacheSalt ?? undefined))).body
     : undefined;
-  return dispatch(rc, {
+  const response = await dispatch(rc, {
     model: parsed.model,
     path: endpoint.path,
     body: forwarded.body,
@@ -163,7 +169,47 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
     stream: (json as Record<string, unknown>).stream === true,
     regions,
     roundTripMs: roundTrips,
+    warm,
   });
+  // Once this request is placed (its region's digest now includes it), refresh stale digests.
+  if (consultsDigests(key.promptTokens, regions, roundTrips)) refreshDigests(rc, regions, Date.now());
+  return response;
+}
+
+/** Whether a request is long enough, and has a choice to make, for the regions' digests to matter. */
+function consultsDigests(promptTokens: number, regions: readonly LoadedRegion[], roundTrips: unknown[] | undefined): boolean {
+  return promptTokens >= LONG_PREFIX_TOKENS && regions.length >= 2 && roundTrips !== undefined;
+}
+
+/**
+ * The region order with a warm farther region first, when one holds enough more of this long
+ * prompt's prefix to beat the extra round trip (src/core/warm-region.ts), from the regions' digests
+ * as this isolate last fetched them (src/proxy/region-digests.ts).
+ */
+function preferWarmRegion(
+  rc: RequestContext,
+  regions: LoadedRegion[],
+  roundTrips: Array<number | undefined> | undefined,
+  hashes: readonly string[],
+  promptTokens: number,
+): { regions: LoadedRegion[]; roundTrips: Array<number | undefined> | undefined; warm: WarmRegion | undefined } {
+  if (!consultsDigests(promptTokens, regions, roundTrips)) return { regions, roundTrips, warm: undefined };
+  const options = regions.map((r, i) => {
+    const digest = cachedDigest(r.config.name);
+    return {
+      roundTripMs: roundTrips![i],
+      digest: digest?.hashes,
+      prefillTokensPerSecond: digest?.prefillTokensPerSecond ?? r.init.settings.prefillTokensPerSecond,
+    };
+  });
+  const choice = warmestRegion(options, hashes, promptTokens);
+  if (!choice) return { regions, roundTrips, warm: undefined };
+  const order = [choice.index, ...regions.map((_, i) => i).filter((i) => i !== choice.index)];
+  return {
+    regions: order.map((i) => regions[i]!),
+    roundTrips: order.map((i) => roundTrips![i]),
+    warm: { ...choice, region: regions[choice.index]!.config.name, nearest: regions[0]!.config.name },
+  };
 }
 
 /**
@@ -202,12 +248,21 @@ function chooseRegions(
   request: Request,
   config: LoadedConfig,
   model: string,
+  tenant: TenantConfig,
 ): { regions: LoadedRegion[]; roundTrips: Array<number | undefined> | undefined } {
+  const allowed = (r: LoadedRegion) => tenant.regions === undefined || tenant.regions.includes(r.config.name);
   const pinned = request.headers.get("x-warmpath-region");
   if (pinned !== null) {
     const region = config.regionByName.get(pinned);
     if (!region) {
       throw ApiError.invalidRequest("The region named in x-warmpath-region is not configured", "x-warmpath-region", "unknown_region");
+    }
+    if (!allowed(region)) {
+      throw ApiError.permission(
+        "region_not_allowed",
+        "This API key may not use the region named in x-warmpath-region",
+        "x-warmpath-region",
+      );
     }
     if (!region.config.models.includes(model)) {
       throw ApiError.invalidRequest(
@@ -225,7 +280,7 @@ function chooseRegions(
     continent: cf?.continent,
   };
   const regions = orderRegions(
-    config.regions.map((r) => ({ ...r, name: r.config.name, location: r.config.location, models: r.config.models })),
+    config.regions.filter(allowed).map((r) => ({ ...r, name: r.config.name, location: r.config.location, models: r.config.models })),
     model,
     client,
   );

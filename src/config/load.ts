@@ -138,6 +138,10 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
     };
   });
   const adminToken = secret(cfg.admin_token_secret, "admin_token_secret", false);
+  // A typo in a tenant's region list would silently leave it fewer regions than meant.
+  for (const [i, t] of cfg.tenants.entries())
+    for (const r of t.regions ?? [])
+      if (!cfg.regions.some((region) => region.name === r)) problems.push(`tenants.${i}.regions: unknown region '${r}'`);
   if (problems.length > 0) return new ConfigError(`WARMPATH_CONFIG is incomplete: ${problems.join("; ")}`);
 
   const tenantByKeyHash = new Map<string, TenantConfig>();

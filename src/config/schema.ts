@@ -171,6 +171,13 @@ export const tenantSchema = z.strictObject({
     .max(1_000)
     .default(1)
     .describe("Its weight in each region's fair share of prefill capacity, against the other active tenants."),
+  regions: z
+    .array(name())
+    .min(1)
+    .optional()
+    .describe(
+      'The regions its requests may go to (data residency), e.g. `["eu-west"]`: never routed, failed over or sent for a warm prefix anywhere else; `x-warmpath-region` naming another is refused (403 `region_not_allowed`). Default: every region.',
+    ),
   shared_namespaces: z
     .array(name())
     .default([])

@@ -19,4 +19,8 @@ export class BoundedLru<K, V> {
   get size(): number {
     return this.map.size;
   }
+  /** Least recently set first. */
+  entries(): IterableIterator<[K, V]> {
+    return this.map.entries();
+  }
 }

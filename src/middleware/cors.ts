@@ -32,6 +32,7 @@ const EXPOSED_HEADERS = [
   "x-warmpath-attempts",
   "x-warmpath-held-nodes",
   "x-warmpath-shard",
+  "x-warmpath-region-choice",
   "retry-after",
 ];
 

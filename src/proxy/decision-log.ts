@@ -19,6 +19,17 @@ export interface DecisionLine {
   /** The HTTP status the client got. */
   status: number;
   region?: string;
+  /** Why the region was not the nearest: a long prompt sent to one that holds its prefix (src/core/warm-region.ts). */
+  region_choice?:
+    | {
+        reason: "warm-prefix";
+        nearest: string;
+        held_tokens: number;
+        nearest_held_tokens: number;
+        saved_ms: number;
+        extra_round_trip_ms: number;
+      }
+    | undefined;
   /** The shard that decided, in a sharded region (src/core/shard.ts). */
   shard?: number | undefined;
   node?: string;

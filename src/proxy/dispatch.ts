@@ -63,6 +63,18 @@ export interface DispatchInput {
   regions: LoadedRegion[];
   /** The estimated round trip from the client to each region (ms, parallel to `regions`), when its location is known. */
   roundTripMs?: ReadonlyArray<number | undefined> | undefined;
+  /** Set when `regions` starts with a farther region that holds more of the prompt's prefix. */
+  warm?: WarmRegion | undefined;
+}
+
+/** Why a farther region was tried first: it holds more of this long prompt's prefix (src/core/warm-region.ts). */
+export interface WarmRegion {
+  region: string;
+  nearest: string;
+  heldTokens: number;
+  nearestHeldTokens: number;
+  savedMs: number;
+  extraRoundTripMs: number;
 }
 
 interface Attempt {
@@ -339,6 +351,10 @@ function respond({ rc, input, stub, region, shard, routed, decision, upstream, a
   headers.set("x-warmpath-prefix-match", `${routed.matchBlocks}/${routed.totalBlocks}`);
   headers.set("x-warmpath-attempts", String(attempts.length));
   if (shard !== undefined) headers.set("x-warmpath-shard", String(shard));
+  // A long prompt sent past the nearest region to one holding its prefix says so, and what it saved.
+  if (input.warm?.region === region.config.name) {
+    headers.set("x-warmpath-region-choice", `warm-prefix; nearest=${input.warm.nearest}; held-tokens=${input.warm.heldTokens}`);
+  }
   // A flooding tenant kept off the nodes held for the others says so (fair-share.ts).
   if (routed.heldForOthers > 0) headers.set("x-warmpath-held-nodes", String(routed.heldForOthers));
   for (const [k, v] of Object.entries(rateLimitHeaders(routed.rateLimit))) headers.set(k, v);
@@ -357,6 +373,14 @@ function respond({ rc, input, stub, region, shard, routed, decision, upstream, a
         model: input.model,
         status: upstream.response.status,
         region: region.config.name,
+        region_choice: input.warm && {
+          reason: "warm-prefix",
+          nearest: input.warm.nearest,
+          held_tokens: input.warm.heldTokens,
+          nearest_held_tokens: input.warm.nearestHeldTokens,
+          saved_ms: Math.round(input.warm.savedMs),
+          extra_round_trip_ms: Math.round(input.warm.extraRoundTripMs),
+        },
         shard,
         node: routed.nodeId,
         decision,

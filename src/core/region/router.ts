@@ -37,6 +37,7 @@ import { NodeTable, type NodeEntry, type NodeSpec } from "./node-table.ts";
 import type { RegionSettings } from "./settings.ts";
 import { RateBudgets } from "./rate-budget.ts";
 import { FairShare, HELD_CACHE_SHARE } from "./fair-share.ts";
+import { LongPrefixes, type RegionDigest } from "./long-prefixes.ts";
 import { RegionLedger, type LedgerEntry, type RegionHistoryView } from "./ledger.ts";
 import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
 
@@ -102,6 +103,8 @@ export class RegionRouter {
   private ticketSeq = 0;
   private readonly ticketPrefix: string;
   private readonly ledger = new RegionLedger();
+  /** The long prompts dispatched here, for the edge's cross-region choice (long-prefixes.ts). */
+  private readonly longPrefixes: LongPrefixes;
   private readonly fair = new FairShare();
   private readonly budgets = new RateBudgets();
 
@@ -109,6 +112,7 @@ export class RegionRouter {
     this.settings = settings;
     this.nodes = new NodeTable(settings);
     this.index = new PrefixIndex(settings.maxIndexEntries);
+    this.longPrefixes = new LongPrefixes(settings.blockTokens);
     this.sessions = new BoundedLru(settings.maxSessions);
     this.responses = new BoundedLru(settings.maxSessions);
     this.policy = createPolicy(settings.policy);
@@ -151,6 +155,25 @@ export class RegionRouter {
    */
   shareForeignLoad(foreign: Readonly<Record<string, ShardLoad>>, now: number): void {
     for (const n of this.nodes.values()) n.load.shareForeign(foreign[n.spec.id] ?? NO_LOAD, now);
+  }
+
+  /**
+   * The long prefixes this region holds (long-prefixes.ts): checkpoints of recent long prompts that
+   * a node is still believed to hold, and the region's mean learned prefill rate.
+   */
+  digest(): RegionDigest {
+    const ids: string[] = [];
+    let rate = 0;
+    for (const n of this.nodes.values()) {
+      ids.push(n.spec.id);
+      rate += n.load.prefillRate;
+    }
+    const entries = this.longPrefixes.digest((hash) => this.index.matchDepths([hash], ids).some((d) => d > 0));
+    return {
+      region: this.settings.name,
+      prefillTokensPerSecond: ids.length ? rate / ids.length : this.settings.prefillTokensPerSecond,
+      entries,
+    };
   }
 
   /** Remembers which node holds a stored response (for a sharded region's other shards; see firstByte). */
@@ -326,6 +349,7 @@ export class RegionRouter {
     // Speculative insert: the node will hold this prompt once it has prefilled it (rolled back
     // if it refuses the request or fails before computing it).
     this.index.insert(chosen.id, req.hashes);
+    this.longPrefixes.record(req.hashes, req.promptTokens);
     if (req.sessionKey !== undefined) this.sessions.set(req.sessionKey, chosen.id);
     this.active?.add(chosen.id, req.hashes);
 
