@@ -1,0 +1,1168 @@
+/**
+ * The production path and internet scale, on paper: `node bench/scale-model.ts` (npm run bench:scale)
+ * prints every table and figure of docs/SCALING.md, as markdown, to stdout.
+ *
+ * Why a model and not a measurement: the two questions are about places this repository cannot
+ * run in (Cloudflare's network between a client's edge, a region's Durable Object and its GPUs) and
+ * a load it cannot generate (100,000 requests/s). So this file computes them from three kinds of
+ * input, each a named constant below with its source beside it:
+ *
+ * - **measured** here: the CPU of hashing and routing in workerd (bench/workerd/RESULTS.md), the
+ *   index's memory bound (src/core/prefix-index.ts, bench/ROUTE_COST.md), the busiest shard's share
+ *   and the cost of sharing load between shards (bench/SHARDS.md), the protocol itself (how many
+ *   calls a request makes to the region object: src/proxy/dispatch.ts, durable-objects/region.ts);
+ * - **published** by Cloudflare: prices and limits, with the page each comes from;
+ * - **assumed**, marked `ASSUMPTION`, where neither exists (e.g. the worker's CPU per request in
+ *   production, bytes per log line); the doc lists them, and the tables show how much they matter.
+ *
+ * Part A: the round trips of each way to place the decision (client, edge, object, origin), the
+ * latency each adds over calling the origin directly, its load on the region object and its
+ * consistency. Part B: what 100,000 requests/s over 5 regions and 2,000 nodes costs in Durable
+ * Object requests, CPU, memory and money, where the per-object limits bind, and how many shards a
+ * region needs, with a sampled Zipf distribution of prompts' first blocks through the production
+ * shard function (src/core/shard.ts) showing why that number depends on prefix skew.
+ *
+ * Everything is a pure function of the constants (tested in bench/test/scale-model.test.ts);
+ * the simulation is seeded, so the output is the same on every run.
+ */
+import { fileURLToPath } from "node:url";
+import { DEFAULT_FLEET } from "./fleet.ts";
+import { ROUND_TRIP_MS_PER_KM, distanceKm } from "../src/core/region-select.ts";
+import { MAX_SHARDS, shardOf } from "../src/core/shard.ts";
+import { DEFAULT_MAX_INDEX_ENTRIES, indexMemoryBound } from "../src/core/prefix-index.ts";
+import { DEFAULT_REGION_SETTINGS } from "../src/core/region/settings.ts";
+import { blockWeight } from "../src/core/block-layout.ts";
+import { seededRandom, zipfSampler } from "../src/core/random.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Inputs: geography (part A)
+// ---------------------------------------------------------------------------------------------
+
+/** A place, by coordinates (degrees). */
+export interface Site {
+  name: string;
+  lat: number;
+  lon: number;
+}
+
+/** Where a client and the GPUs serving it are. */
+export interface Placement {
+  name: string;
+  client: Site;
+  gpus: Site;
+}
+
+/** Representative placements (city coordinates), from a GPU site in the client's metro to one across the Pacific. */
+export const PLACEMENTS: readonly Placement[] = [
+  { name: "same metro", client: { name: "New York", lat: 40.71, lon: -74.01 }, gpus: { name: "Secaucus NJ", lat: 40.79, lon: -74.06 } },
+  { name: "same continent", client: { name: "Chicago", lat: 41.88, lon: -87.63 }, gpus: { name: "Dallas", lat: 32.78, lon: -96.8 } },
+  { name: "transatlantic", client: { name: "London", lat: 51.51, lon: -0.13 }, gpus: { name: "Ashburn VA", lat: 39.04, lon: -77.49 } },
+  { name: "transpacific", client: { name: "Tokyo", lat: 35.68, lon: 139.69 }, gpus: { name: "Los Angeles", lat: 34.05, lon: -118.24 } },
+];
+
+/**
+ * ASSUMPTION: client to the Cloudflare data center its request enters (Cloudflare lists 330+
+ * cities, https://www.cloudflare.com/network/; a metro's PoP is tens of km away).
+ */
+export const ACCESS_KM = 50;
+/**
+ * ASSUMPTION: the region object to the GPUs. The object is created in a data center of its
+ * location hint's area (`enam`, `weur`, ...: docs/DEPLOY.md), which spans a subcontinent, not in
+ * the GPUs' building; 500 km is e.g. Ashburn to Toronto's or Chicago's data centers.
+ */
+export const OBJECT_TO_GPU_KM = 500;
+/**
+ * ASSUMPTION: a worker placed near the GPUs (`placement.region` or `placement.hostname`, which run
+ * it "in the Cloudflare data center with the lowest latency" to that host:
+ * https://developers.cloudflare.com/workers/configuration/placement/) to the GPUs.
+ */
+export const PLACED_WORKER_TO_GPU_KM = 50;
+/** For Smart Placement's single placement: how far the region it picked is from the request's region (ASSUMPTION: one ocean). */
+export const OTHER_REGION_KM = 6_000;
+/** ASSUMPTION: Cloudflare data centers that may run the worker and pull a snapshot (https://www.cloudflare.com/network/: 330+ cities). */
+export const EDGE_COLOS = 330;
+/** A new connection to the origin: TCP (1 round trip) then TLS 1.3 (1 round trip) before the request (RFC 8446 full handshake, no 0-RTT). */
+export const HANDSHAKE_ROUND_TRIPS = 2;
+
+/** Round trip over a fibre route of `km` great-circle km (src/core/region-select.ts: 0.015 ms/km, light in fibre on routes 1.5x the great circle). */
+export function rttMs(km: number): number {
+  return km * ROUND_TRIP_MS_PER_KM;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part A: the path of one request, per option
+// ---------------------------------------------------------------------------------------------
+
+export type OptionId = "direct" | "today" | "preconnect" | "relay" | "snapshot" | "smart" | "split";
+
+export const OPTIONS: ReadonlyArray<{ id: OptionId; label: string }> = [
+  { id: "direct", label: "client calls the GPUs directly (reference)" },
+  { id: "today", label: "(1) today: worker asks the object, then calls the origin" },
+  { id: "preconnect", label: "(1b) today + origin connection opened during the route RPC" },
+  { id: "relay", label: "(2) the object calls the origin and relays the stream" },
+  { id: "snapshot", label: "(3) worker decides from a replicated snapshot" },
+  { id: "smart", label: "(4) Smart Placement, the region it placed the worker by" },
+  { id: "split", label: "(5) edge worker + per-region worker placed by the GPUs" },
+];
+
+/** One round trip of a path: between which points, how far, and whether it crosses from the client's side to the GPUs' side. */
+export interface Leg {
+  from: string;
+  to: string;
+  km: number;
+  longHaul: boolean;
+}
+
+/**
+ * Distances in a plane: client and edge at the origin, the GPUs `L` km away on the x axis, the
+ * region object beside the GPUs at OBJECT_TO_GPU_KM (off the path), a placed worker at the GPUs'
+ * site (PLACED_WORKER_TO_GPU_KM from them). A leg is long-haul when it joins the client's side
+ * (client, edge) to the GPUs' side (object, origin, placed worker).
+ */
+export function distances(p: Placement): { clientGpu: number; edgeObject: number; objectGpu: number; placedGpu: number } {
+  const clientGpu = distanceKm(p.client.lat, p.client.lon, p.gpus.lat, p.gpus.lon);
+  return {
+    clientGpu,
+    edgeObject: Math.hypot(clientGpu, OBJECT_TO_GPU_KM),
+    objectGpu: OBJECT_TO_GPU_KM,
+    placedGpu: PLACED_WORKER_TO_GPU_KM,
+  };
+}
+
+/** The round trips before the client's first byte (network only; processing is part B's). */
+export function firstByteLegs(option: OptionId, p: Placement): Leg[] {
+  const d = distances(p);
+  const access: Leg = { from: "client", to: "edge", km: ACCESS_KM, longHaul: false };
+  switch (option) {
+    case "direct":
+      return [{ from: "client", to: "origin", km: d.clientGpu, longHaul: true }];
+    case "today":
+    case "preconnect":
+      return [
+        access,
+        { from: "edge", to: "object", km: d.edgeObject, longHaul: true },
+        { from: "edge", to: "origin", km: d.clientGpu, longHaul: true },
+      ];
+    case "relay":
+      return [
+        access,
+        { from: "edge", to: "object", km: d.edgeObject, longHaul: true },
+        { from: "object", to: "origin", km: d.objectGpu, longHaul: false },
+      ];
+    case "snapshot":
+      return [access, { from: "edge", to: "origin", km: d.clientGpu, longHaul: true }];
+    case "smart":
+    case "split":
+      return [
+        access,
+        { from: "edge", to: "placed worker", km: d.clientGpu, longHaul: true },
+        { from: "placed worker", to: "object", km: d.objectGpu, longHaul: false },
+        { from: "placed worker", to: "origin", km: d.placedGpu, longHaul: false },
+      ];
+  }
+}
+
+/** Smart Placement for a request to a region other than the one it placed the (single) worker by: that region is OTHER_REGION_KM from this one. */
+export function smartOtherRegionLegs(p: Placement): Leg[] {
+  const d = distances(p);
+  return [
+    { from: "client", to: "edge", km: ACCESS_KM, longHaul: false },
+    { from: "edge", to: "placed worker", km: Math.hypot(d.clientGpu, OTHER_REGION_KM), longHaul: true },
+    { from: "placed worker", to: "object", km: OTHER_REGION_KM + OBJECT_TO_GPU_KM, longHaul: true },
+    { from: "placed worker", to: "origin", km: OTHER_REGION_KM, longHaul: true },
+  ];
+}
+
+/** Network time of a path: the sum of its round trips. */
+export function pathMs(legs: readonly Leg[]): number {
+  return legs.reduce((s, l) => s + rttMs(l.km), 0);
+}
+
+/** Long-haul round trips on a path. */
+export function longHauls(legs: readonly Leg[]): number {
+  return legs.filter((l) => l.longHaul).length;
+}
+
+/** What a retry on another node (before the first byte) adds: a new decision where the decider is, and a new origin call. */
+export function retryLegs(option: OptionId, p: Placement): Leg[] {
+  const d = distances(p);
+  switch (option) {
+    case "direct":
+      return [{ from: "client", to: "origin", km: d.clientGpu, longHaul: true }];
+    case "today":
+    case "preconnect":
+      return [
+        { from: "edge", to: "object", km: d.edgeObject, longHaul: true },
+        { from: "edge", to: "origin", km: d.clientGpu, longHaul: true },
+      ];
+    case "relay":
+      return [{ from: "object", to: "origin", km: d.objectGpu, longHaul: false }];
+    case "snapshot":
+      return [{ from: "edge", to: "origin", km: d.clientGpu, longHaul: true }];
+    case "smart":
+    case "split":
+      return [
+        { from: "placed worker", to: "object", km: d.objectGpu, longHaul: false },
+        { from: "placed worker", to: "origin", km: d.placedGpu, longHaul: false },
+      ];
+  }
+}
+
+/**
+ * What a cold connection to the origin adds before the first byte (HANDSHAKE_ROUND_TRIPS on the
+ * hop that calls the origin). With (1b) the handshake starts with the route RPC, so only what
+ * outlasts the RPC is added (and only if the worker guessed the node the object then chose).
+ */
+export function coldConnectionMs(option: OptionId, p: Placement): number {
+  const d = distances(p);
+  const handshake = (km: number) => HANDSHAKE_ROUND_TRIPS * rttMs(km);
+  switch (option) {
+    case "direct":
+    case "today":
+    case "snapshot":
+      return handshake(d.clientGpu);
+    case "preconnect":
+      return Math.max(0, handshake(d.clientGpu) - rttMs(d.edgeObject));
+    case "relay":
+      return handshake(d.objectGpu);
+    case "smart":
+    case "split":
+      return handshake(d.placedGpu);
+  }
+}
+
+/**
+ * Calls to the region's object per request that are billed Durable Object requests: `route`,
+ * `firstByte` and `complete` (src/proxy/dispatch.ts); one when the object makes the origin call
+ * itself (the bookkeeping is then internal) or when a snapshot decider reports each dispatch back
+ * asynchronously (fewer if an isolate batches its reports).
+ */
+export function objectCallsPerRequest(option: OptionId): number {
+  switch (option) {
+    case "direct":
+      return 0;
+    case "relay":
+    case "snapshot":
+      return 1;
+    default:
+      return DO_CALLS_PER_REQUEST_TODAY;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs: the deployment (part B)
+// ---------------------------------------------------------------------------------------------
+
+/** The deployment asked about (issue 13). */
+export const TOTAL_RPS = 100_000;
+export const REGIONS = 5;
+export const NODES = 2_000;
+/** Every agent reports once a second (README, Node API; bench/fleet.ts DEFAULT_FLEET.reportIntervalMs). */
+export const REPORT_INTERVAL_S = DEFAULT_FLEET.reportIntervalMs / 1000;
+/** Calls per request to the region (shard) object: `route`, `firstByte`, `complete` (src/proxy/dispatch.ts); each is a billed Durable Object request. */
+export const DO_CALLS_PER_REQUEST_TODAY = 3;
+/** A shard calls the region's load exchange at most every 20 ms (durable-objects/region.ts, SHARD_LOAD_SYNC_MS). */
+export const SHARD_LOAD_SYNC_MS = 20;
+/** A reporting node's `last_seen` row is rewritten once more than a third of `node_silence_ms` has passed (durable-objects/region.ts, LAST_SEEN_WRITE_FRACTION). */
+export const LAST_SEEN_WRITE_FRACTION = 1 / 3;
+/** ASSUMPTION: an object's alarm fires about once per node-silence timeout (it is re-armed for the next expiry; each setAlarm is a row written). */
+export const ALARMS_PER_OBJECT_PER_S = 1000 / DEFAULT_REGION_SETTINGS.nodeSilenceMs;
+
+/** Seconds in a billing month: Cloudflare's GB-month is averaged over 30 days (https://developers.cloudflare.com/durable-objects/platform/pricing/). */
+export const MONTH_S = 30 * 24 * 3600;
+
+/** Mean output of a conversation request: 342.6 tokens (Mooncake FAST'25 conversation trace, 12,031 requests, the trace bench/run.ts replays). */
+export const OUTPUT_TOKENS_MEAN = 343;
+/** ASSUMPTION: OpenAI-compatible engines stream one SSE event per decoded token (vLLM, SGLang, llama.cpp do by default). */
+export const TOKENS_PER_STREAM_EVENT = 1;
+/** Decode speed of one answer (bench/fleet.ts DEFAULT_FLEET.decodeRate, tokens/s), so an answer streams for OUTPUT_TOKENS_MEAN / this. */
+export const DECODE_TOKENS_PER_S = DEFAULT_FLEET.decodeRate;
+/** The routed prompt of the CPU measurements: 10,000 characters, 20 blocks (bench/workerd/RESULTS.md tables 1-3). */
+export const PROMPT_CHARS = 10_000;
+/** Characters per base block (src/core/prefix.ts default `block_chars`). */
+export const BLOCK_CHARS = 512;
+
+// Measured CPU (bench/workerd/RESULTS.md, workerd 1.20261102.1, 2-core AMD EPYC; medians).
+/** Table 1: `prefixKey` of a 10,000-character chat request in workerd, µs. */
+export const HASH_US_10K = 13.1;
+/** Table 2: `RegionRouter.route` (+ firstByte/complete of an earlier request) at 100,000 index entries, by nodes: µs. */
+export const ROUTE_US_BY_NODES: ReadonlyArray<readonly [nodes: number, us: number]> = [
+  [8, 12.6],
+  [64, 46.2],
+  [256, 111.5],
+];
+/** Table 3 (one chain): the object's work per route + complete pair beyond the two RPCs (validation, routing, completing), 8 nodes, µs. */
+export const PAIR_WORK_US = 40.7;
+/** Table 3 (floor rows): two RPCs to an object that does nothing, both sides on one thread, µs; half is an upper bound on one call's cost to the object. */
+export const RPC_FLOOR_PAIR_US = 113.2;
+/** ASSUMPTION: the share of an object's one thread to plan for (at 70% an M/M/1 queue waits 2.3x the service time). */
+export const TARGET_UTILISATION = 0.7;
+/**
+ * ASSUMPTION: the worker's CPU per routed request in production (parse and bound the body,
+ * authenticate, hash, three RPCs' caller side, relay ~343 stream events, decision line). Measured
+ * parts: hashing 13.1 µs per 10,000 characters, an RPC pair <= 113 µs both sides. bench/e2e
+ * (npm run bench:e2e, being written) measures the whole under wrangler dev; the cost tables show
+ * 0.5-5 ms.
+ */
+export const WORKER_CPU_MS = 1;
+/** ASSUMPTION: the worker's CPU per node report (authenticate the node's secret, validate, one RPC). */
+export const REPORT_CPU_MS = 0.3;
+
+// Memory.
+/** A Durable Object's memory (https://developers.cloudflare.com/workers/platform/limits/: 128 MB), which objects of one class sharing an isolate share. */
+export const OBJECT_MEMORY_BYTES = 128 * 1024 * 1024;
+/** ASSUMPTION: one in-flight ticket's fixed part (its object, the `touched` pairs, its ledger entry, the Map entry and id): estimated from src/core/region/router.ts `Ticket`, not measured. */
+export const TICKET_FIXED_BYTES = 600;
+/** ASSUMPTION: a ticket keeps the route call's `hashes` array: a 16-character string (V8: ~32 bytes) and an array slot (8) per block. */
+export const TICKET_BYTES_PER_BLOCK = 40;
+
+// Per-object throughput.
+/** Cloudflare: "An individual Object has a soft limit of 1,000 requests per second" (https://developers.cloudflare.com/durable-objects/platform/limits/). */
+export const DO_SOFT_LIMIT_RPS = 1_000;
+/** The low end of the planning range bench/ROUTE_COST.md and docs/DEPLOY.md quote (Cloudflare: ~500-1,000 requests/s per object). */
+export const DO_PLANNING_LOW_RPS = 500;
+
+/** Workers Paid: 10,000 subrequests and 6 simultaneous outgoing connections per request (https://developers.cloudflare.com/workers/platform/limits/; objects: the same, https://developers.cloudflare.com/durable-objects/platform/limits/). */
+export const WORKERS_SUBREQUESTS_PER_REQUEST = 10_000;
+export const WORKERS_CONNECTIONS_PER_REQUEST = 6;
+/** Defaults of `limits.max_retries` and `limits.max_region_attempts` (src/config/schema.ts). */
+export const MAX_RETRIES_DEFAULT = 2;
+export const MAX_REGION_ATTEMPTS_DEFAULT = 3;
+
+// bench/SHARDS.md (8 simulated nodes, x1/x2): the busiest shard's share of decisions, by shards.
+export const SHARDS_MD_BUSIEST: ReadonlyArray<{ workload: string; byShards: ReadonlyArray<readonly [number, number]> }> = [
+  {
+    workload: "chat-heavy",
+    byShards: [
+      [2, 0.524],
+      [4, 0.364],
+      [8, 0.374],
+    ],
+  },
+  {
+    workload: "mooncake",
+    byShards: [
+      [2, 1],
+      [4, 1],
+      [8, 1],
+    ],
+  },
+];
+/** bench/SHARDS.md: mean TTFT of 2-8 shards sharing load every 20 ms, over one object (worst and best rows). */
+export const SHARDS_EXCHANGE_TTFT_RATIO: readonly [number, number] = [0.972, 1.064];
+/** bench/SHARDS.md, "A deeper key": Mooncake keyed by block 16 over 2-8 shards, mean TTFT over one object (best and worst rows). */
+export const SHARDS_DEEP_KEY_TTFT_RATIO: readonly [number, number] = [1.091, 1.663];
+/** durable-objects/region.ts (SHARD_LOAD_SYNC_MS note) and bench/test/shard-driver.test.ts: shards with reports only (every 1 s), no exchange: mean TTFT up to 1.4x. */
+export const SHARDS_REPORTS_ONLY_TTFT_RATIO = 1.4;
+
+// ---------------------------------------------------------------------------------------------
+// Inputs: prices (USD, Workers Paid, read 2026-12-04)
+// ---------------------------------------------------------------------------------------------
+
+export interface Prices {
+  subscription: number;
+  workerRequestsIncluded: number;
+  workerRequestPerMillion: number;
+  workerCpuMsIncluded: number;
+  workerCpuPerMillionMs: number;
+  doRequestsIncluded: number;
+  doRequestPerMillion: number;
+  doGbSecondsIncluded: number;
+  doPerMillionGbSeconds: number;
+  doBilledGb: number;
+  rowsWrittenIncluded: number;
+  rowsWrittenPerMillion: number;
+  rowsReadIncluded: number;
+  rowsReadPerMillion: number;
+  storageGbMonthIncluded: number;
+  storagePerGbMonth: number;
+  analyticsPointsIncluded: number;
+  analyticsPerMillion: number;
+  logIngestGbIncluded: number;
+  logIngestPerGb: number;
+  logStorageGbMonthIncluded: number;
+  logStoragePerGbMonth: number;
+  logRetentionDays: number;
+}
+
+export const PRICES: Prices = {
+  // https://developers.cloudflare.com/workers/platform/pricing/ (Standard usage model): $5/month;
+  // 10 million requests included + $0.30 per additional million; 30 million CPU ms included +
+  // $0.02 per additional million CPU ms. Subrequests (the origin fetch) are not billed.
+  subscription: 5,
+  workerRequestsIncluded: 10e6,
+  workerRequestPerMillion: 0.3,
+  workerCpuMsIncluded: 30e6,
+  workerCpuPerMillionMs: 0.02,
+  // https://developers.cloudflare.com/durable-objects/platform/pricing/: requests 1 million + $0.15
+  // per million ("Every RPC method call on a Durable Objects stub is its own RPC session and
+  // therefore a single billed request"; calls on a stub an RPC call returns are not billed);
+  // duration 400,000 GB-s + $12.50 per million GB-s, billed at 128 MB per object.
+  doRequestsIncluded: 1e6,
+  doRequestPerMillion: 0.15,
+  doGbSecondsIncluded: 400_000,
+  doPerMillionGbSeconds: 12.5,
+  doBilledGb: 0.128,
+  // Same page, SQLite storage backend: rows read 25 billion + $0.001 per million; rows written 50
+  // million + $1.00 per million ("Each setAlarm is billed as a single row written"); stored data
+  // 5 GB-month + $0.20 per GB-month.
+  rowsWrittenIncluded: 50e6,
+  rowsWrittenPerMillion: 1,
+  rowsReadIncluded: 25e9,
+  rowsReadPerMillion: 0.001,
+  storageGbMonthIncluded: 5,
+  storagePerGbMonth: 0.2,
+  // https://developers.cloudflare.com/analytics/analytics-engine/pricing/: 10 million data points
+  // written included + $0.25 per additional million (the worker writes one per routed request).
+  analyticsPointsIncluded: 10e6,
+  analyticsPerMillion: 0.25,
+  // https://developers.cloudflare.com/observability/pricing/ (Workers Logs from 2026-12-01): 50 GB
+  // ingestion + $0.25 per GB; 12 GB-month storage + $0.10 per GB-month; seven-day retention.
+  logIngestGbIncluded: 50,
+  logIngestPerGb: 0.25,
+  logStorageGbMonthIncluded: 12,
+  logStoragePerGbMonth: 0.1,
+  logRetentionDays: 7,
+};
+
+/** ASSUMPTION: bytes Workers Logs ingests per logged request (the decision line with its candidates ~1 KB, the invocation event ~1 KB). */
+export const LOG_BYTES_PER_REQUEST = 2_000;
+/** ASSUMPTION: bytes per logged node report (its invocation event only). */
+export const LOG_BYTES_PER_REPORT = 800;
+/** ASSUMPTION: bytes of one node's row in the object's SQLite (id, URL, models, capacity, last_seen, boot id, secret hash). */
+export const NODE_ROW_BYTES = 300;
+
+// ---------------------------------------------------------------------------------------------
+// Part B: load, capacity, memory, money
+// ---------------------------------------------------------------------------------------------
+
+/** How the worker and the objects talk: today's protocol, or the changes docs/SCALING.md recommends. */
+export interface Protocol {
+  name: string;
+  /** Billed Durable Object requests per routed request. */
+  billedCallsPerRequest: number;
+  /** Calls per routed request the object's request rate counts (for the documented per-object limit). */
+  countedCallsPerRequest: number;
+  /** Whether every report reaches every shard (today) or one object per region ingests it and the exchange carries node state. */
+  reportsToEveryShard: boolean;
+}
+
+export const TODAY: Protocol = { name: "today", billedCallsPerRequest: 3, countedCallsPerRequest: 3, reportsToEveryShard: true };
+/**
+ * Recommended: `route` returns an RpcTarget whose `firstByte` and `complete` are calls in the same
+ * RPC session (billed once, per the pricing page); reports ingested once per region. Counted calls:
+ * 3 if the session's follow-up calls count against the object's request rate (not documented), 1 if not.
+ */
+export const SESSION_COUNTED: Protocol = {
+  name: "session (3 counted)",
+  billedCallsPerRequest: 1,
+  countedCallsPerRequest: 3,
+  reportsToEveryShard: false,
+};
+export const SESSION_UNCOUNTED: Protocol = {
+  name: "session (1 counted)",
+  billedCallsPerRequest: 1,
+  countedCallsPerRequest: 1,
+  reportsToEveryShard: false,
+};
+
+export interface Deployment {
+  rps: number;
+  regions: number;
+  nodes: number;
+  shardsPerRegion: number;
+  workerCpuMs: number;
+  /** Share of requests logged (decision_log_sample_rate and observability head_sampling_rate together). */
+  logSampleRate: number;
+  /** Share of requests written to Analytics Engine (today: every one). */
+  analyticsSampleRate: number;
+}
+
+export const BASE_DEPLOYMENT: Deployment = {
+  rps: TOTAL_RPS,
+  regions: REGIONS,
+  nodes: NODES,
+  shardsPerRegion: 1,
+  workerCpuMs: WORKER_CPU_MS,
+  logSampleRate: 1,
+  analyticsSampleRate: 1,
+};
+
+/** Seconds between a node's `last_seen` writes: the first report after a third of the silence timeout. */
+export function lastSeenWriteIntervalS(): number {
+  const threshold = (DEFAULT_REGION_SETTINGS.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION) / 1000;
+  return (Math.floor(threshold / REPORT_INTERVAL_S) + 1) * REPORT_INTERVAL_S;
+}
+
+/** Requests per second that reach each kind of object, region-wide and per object. */
+export interface ObjectLoad {
+  /** Billed Durable Object requests per second, whole deployment. */
+  billedDoRps: number;
+  /** Incoming requests per second at one shard carrying `share` of its region's requests (counted calls). */
+  shardRps: (share: number) => number;
+  /** Incoming requests per second at the region's exchange object (0 unsharded). */
+  exchangeRps: number;
+  /** Objects in the deployment (shards and exchanges). */
+  objects: number;
+  /** SQLite rows written per second, whole deployment. */
+  rowsWrittenPerS: number;
+}
+
+export function objectLoad(d: Deployment, p: Protocol, syncMs = SHARD_LOAD_SYNC_MS): ObjectLoad {
+  const n = d.shardsPerRegion;
+  const regionRps = d.rps / d.regions;
+  const reportsPerS = d.nodes / REPORT_INTERVAL_S;
+  const regionReports = reportsPerS / d.regions;
+  const sharded = n > 1;
+  const exchangesPerS = sharded ? (n * 1000) / syncMs : 0;
+  const objects = d.regions * (n + (sharded ? 1 : 0));
+  const reportCalls = p.reportsToEveryShard ? reportsPerS * n : reportsPerS;
+  const alarms = objects * ALARMS_PER_OBJECT_PER_S;
+  const billedDoRps = d.rps * p.billedCallsPerRequest + reportCalls + exchangesPerS * d.regions + alarms;
+  // Without the fan-out, one object per region (the exchange when sharded, else the region's) takes the reports.
+  const ingests = p.reportsToEveryShard || !sharded;
+  const shardRps = (share: number) =>
+    regionRps * share * p.countedCallsPerRequest + (ingests ? regionReports : 0) + ALARMS_PER_OBJECT_PER_S;
+  const exchangeRps = sharded ? exchangesPerS + (p.reportsToEveryShard ? 0 : regionReports) : 0;
+  const persisting = p.reportsToEveryShard ? n : 1;
+  const rowsWrittenPerS = (d.nodes * persisting) / lastSeenWriteIntervalS() + alarms;
+  return { billedDoRps, shardRps, exchangeRps, objects, rowsWrittenPerS };
+}
+
+/** The exchange interval a region's exchange object can sustain under `capacity`, given what else it takes. */
+export function minSyncMs(d: Deployment, p: Protocol, capacity: number): number {
+  const n = d.shardsPerRegion;
+  const reports = p.reportsToEveryShard ? 0 : d.nodes / REPORT_INTERVAL_S / d.regions;
+  const room = capacity - reports;
+  return room <= 0 ? Infinity : Math.max(SHARD_LOAD_SYNC_MS, (n * 1000) / room);
+}
+
+/** One line of the monthly bill. */
+export interface CostLine {
+  item: string;
+  quantity: number;
+  unit: string;
+  usd: number;
+}
+
+const over = (used: number, included: number) => Math.max(0, used - included);
+
+/** The monthly bill of a deployment under a protocol, at Cloudflare's published prices. */
+export function monthlyCost(d: Deployment, p: Protocol, prices: Prices = PRICES, syncMs = SHARD_LOAD_SYNC_MS): CostLine[] {
+  const load = objectLoad(d, p, syncMs);
+  const reportsPerS = d.nodes / REPORT_INTERVAL_S;
+  const workerRequests = (d.rps + reportsPerS) * MONTH_S;
+  const cpuMs = (d.rps * d.workerCpuMs + reportsPerS * REPORT_CPU_MS) * MONTH_S;
+  const doRequests = load.billedDoRps * MONTH_S;
+  // ASSUMPTION: an object serving hundreds of requests a second never hibernates, so it is billed for the whole month.
+  const gbSeconds = load.objects * prices.doBilledGb * MONTH_S;
+  const rowsWritten = load.rowsWrittenPerS * MONTH_S;
+  const persisting = p.reportsToEveryShard ? d.regions * d.shardsPerRegion : d.regions;
+  const storageGbMonth = (persisting * (d.nodes / d.regions) * NODE_ROW_BYTES) / 1e9;
+  const points = d.rps * d.analyticsSampleRate * MONTH_S;
+  const logGb = ((d.rps * LOG_BYTES_PER_REQUEST + reportsPerS * LOG_BYTES_PER_REPORT) * d.logSampleRate * MONTH_S) / 1e9;
+  // Stored: each day's maximum queryable GB (the retention window), averaged over 30 days.
+  const logGbMonth = (logGb / 30) * prices.logRetentionDays;
+  const m = 1e6;
+  return [
+    { item: "Workers subscription", quantity: 1, unit: "month", usd: prices.subscription },
+    {
+      item: "Workers requests (routed + node reports)",
+      quantity: workerRequests,
+      unit: "requests",
+      usd: (over(workerRequests, prices.workerRequestsIncluded) / m) * prices.workerRequestPerMillion,
+    },
+    {
+      item: "Workers CPU",
+      quantity: cpuMs,
+      unit: "CPU ms",
+      usd: (over(cpuMs, prices.workerCpuMsIncluded) / m) * prices.workerCpuPerMillionMs,
+    },
+    {
+      item: "Durable Object requests",
+      quantity: doRequests,
+      unit: "requests",
+      usd: (over(doRequests, prices.doRequestsIncluded) / m) * prices.doRequestPerMillion,
+    },
+    {
+      item: "Durable Object duration",
+      quantity: gbSeconds,
+      unit: "GB-s",
+      usd: (over(gbSeconds, prices.doGbSecondsIncluded) / m) * prices.doPerMillionGbSeconds,
+    },
+    {
+      item: "SQLite rows written",
+      quantity: rowsWritten,
+      unit: "rows",
+      usd: (over(rowsWritten, prices.rowsWrittenIncluded) / m) * prices.rowsWrittenPerMillion,
+    },
+    // Per request the object reads no storage (durable-objects/region.ts: route and complete touch none); reads happen at construction only.
+    { item: "SQLite rows read", quantity: 0, unit: "rows", usd: 0 },
+    {
+      item: "SQLite storage",
+      quantity: storageGbMonth,
+      unit: "GB-month",
+      usd: over(storageGbMonth, prices.storageGbMonthIncluded) * prices.storagePerGbMonth,
+    },
+    {
+      item: "Analytics Engine data points",
+      quantity: points,
+      unit: "points",
+      usd: (over(points, prices.analyticsPointsIncluded) / m) * prices.analyticsPerMillion,
+    },
+    { item: "Workers Logs ingestion", quantity: logGb, unit: "GB", usd: over(logGb, prices.logIngestGbIncluded) * prices.logIngestPerGb },
+    {
+      item: "Workers Logs storage",
+      quantity: logGbMonth,
+      unit: "GB-month",
+      usd: over(logGbMonth, prices.logStorageGbMonthIncluded) * prices.logStoragePerGbMonth,
+    },
+  ];
+}
+
+export function totalUsd(lines: readonly CostLine[]): number {
+  return lines.reduce((s, l) => s + l.usd, 0);
+}
+
+/** CPU of a route on `nodes` nodes: the workerd medians of ROUTE_US_BY_NODES, linear between and beyond the measured points (scoring is per node). */
+export function routeUs(nodes: number): number {
+  const pts = ROUTE_US_BY_NODES;
+  let i = 0;
+  while (i < pts.length - 2 && nodes > pts[i + 1]![0]) i++;
+  const [n0, u0] = pts[i]!;
+  const [n1, u1] = pts[i + 1]!;
+  return u0 + ((nodes - n0) * (u1 - u0)) / (n1 - n0);
+}
+
+/** The object's CPU per routed request: the route, the rest of the pair's work, and one RPC's cost per call (upper bound: the floor counts both sides). */
+export function objectUsPerRequest(nodes: number): number {
+  const rest = PAIR_WORK_US - routeUs(8);
+  return routeUs(nodes) + rest + DO_CALLS_PER_REQUEST_TODAY * (RPC_FLOOR_PAIR_US / 2);
+}
+
+/** Routed requests per second one object's thread sustains at TARGET_UTILISATION (measured CPU, no documented limit). */
+export function cpuBoundRps(nodes: number): number {
+  return (TARGET_UTILISATION * 1e6) / objectUsPerRequest(nodes);
+}
+
+/**
+ * The fewest shards (1..MAX_SHARDS) whose busiest shard stays within `capacity` incoming
+ * requests/s and whose exchange object does too, or undefined. `busiest(n)` is the busiest
+ * shard's share of its region's requests with n shards. With `cpu`, capacity is in routed
+ * requests (the measured-CPU view), else in incoming calls (the documented limit).
+ */
+export function shardsNeeded(
+  d: Deployment,
+  p: Protocol,
+  capacity: number,
+  busiest: (n: number) => number,
+  cpu = false,
+): number | undefined {
+  const regionRps = d.rps / d.regions;
+  for (let n = 1; n <= MAX_SHARDS; n++) {
+    const dn = { ...d, shardsPerRegion: n };
+    if (cpu) {
+      if (regionRps * busiest(n) <= capacity) return n;
+      continue;
+    }
+    const load = objectLoad(dn, p, minSyncMs(dn, p, capacity));
+    if (load.shardRps(busiest(n)) <= capacity && load.exchangeRps <= capacity) return n;
+  }
+  return undefined;
+}
+
+/**
+ * The most subrequests one routed request can make with the default limits (src/proxy/dispatch.ts):
+ * every region attempt tries 1 + max_retries nodes; each attempt asks `route` (once more on a
+ * retryable error) and a failed attempt sends `complete`; the one that answers sends `firstByte`
+ * and `complete`.
+ */
+export function worstCaseSubrequests(): { origin: number; object: number } {
+  const attempts = MAX_REGION_ATTEMPTS_DEFAULT * (1 + MAX_RETRIES_DEFAULT);
+  return { origin: attempts, object: attempts * 2 + (attempts - 1) + 2 };
+}
+
+/** Blocks of a prompt of `chars` characters (src/core/block-layout.ts: 512-character blocks, doubling after 512). */
+export function blocksFor(chars: number): number {
+  const base = Math.ceil(chars / BLOCK_CHARS);
+  let blocks = 0;
+  for (let covered = 0; covered < base; blocks++) covered += blockWeight(blocks);
+  return blocks;
+}
+
+/** Answers streaming at once in a region (Little's law: arrival rate x stream duration). */
+export function streamsInFlight(regionRps: number): number {
+  return regionRps * (OUTPUT_TOKENS_MEAN / DECODE_TOKENS_PER_S);
+}
+
+/** One shard object's memory: the index's hard bound, the tickets it holds, against 128 MB. */
+export function shardMemoryBytes(
+  regionRps: number,
+  share: number,
+  promptChars = PROMPT_CHARS,
+): { index: number; tickets: number; total: number } {
+  const index = indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES);
+  const tickets = streamsInFlight(regionRps) * share * (TICKET_FIXED_BYTES + TICKET_BYTES_PER_BLOCK * blocksFor(promptChars));
+  return { index, tickets, total: index + tickets };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Simulation: the busiest shard under a Zipf distribution of first blocks
+// ---------------------------------------------------------------------------------------------
+
+export interface SkewResult {
+  /** Share of requests of the most popular first block. */
+  topShare: number;
+  /** Busiest shard's share in the busiest one-second window, by shard count (index n - 1). */
+  busiest: number[];
+}
+
+/**
+ * Samples `seconds` one-second windows of `rps` requests whose first blocks follow Zipf(s) over
+ * `keys` distinct blocks (random 64-bit hex names, as src/core/hash.ts produces), assigns each to
+ * its shard with the production `shardOf`, and returns the busiest shard's share in the busiest
+ * window for 1..maxShards shards: the per-second peak a per-object rate limit sees.
+ */
+export function simulateSkew(keys: number, s: number, rps: number, seconds: number, maxShards = MAX_SHARDS, seed = 13): SkewResult {
+  const rnd = seededRandom(seed);
+  const hex = () =>
+    Math.floor(rnd() * 2 ** 32)
+      .toString(16)
+      .padStart(8, "0");
+  const names = Array.from({ length: keys }, () => hex() + hex());
+  const draw = zipfSampler(keys, s, rnd);
+  const samples = Array.from({ length: seconds }, () => Int32Array.from({ length: rps }, () => draw()));
+  let norm = 0;
+  for (let k = 1; k <= keys; k++) norm += 1 / Math.pow(k, s);
+  const busiest: number[] = [];
+  for (let n = 1; n <= maxShards; n++) {
+    const shardOfKey = Int32Array.from(names, (name) => shardOf(name, n));
+    let worst = 0;
+    for (const window of samples) {
+      const counts = new Int32Array(n);
+      for (const key of window) counts[shardOfKey[key]!]!++;
+      worst = Math.max(worst, Math.max(...counts) / rps);
+    }
+    busiest.push(worst);
+  }
+  return { topShare: 1 / norm, busiest };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------------------
+
+const fmt = (x: number, digits = 0) => x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const ms = (x: number) => fmt(x, x < 10 ? 1 : 0);
+const usd = (x: number, digits = 0) => `$${fmt(x, digits)}`;
+const big = (x: number) => (x >= 1e9 ? `${fmt(x / 1e9, 1)} B` : x >= 1e6 ? `${fmt(x / 1e6, 1)} M` : fmt(x, x < 10 ? 2 : 0));
+const mib = (bytes: number) => `${fmt(bytes / 2 ** 20, 1)} MiB`;
+const pct = (x: number) => `${fmt(100 * x, 1)}%`;
+
+function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>, right: readonly boolean[] = []): string {
+  const align = header.map((_, i) => ((right[i] ?? i > 0) ? "---:" : "---"));
+  return [header, align, ...rows].map((r) => `| ${r.join(" | ")} |`).join("\n");
+}
+
+function partA(out: string[]): void {
+  const transpacific = PLACEMENTS[3]!;
+  out.push("## A. The production path");
+  out.push("");
+  out.push("### A1. Placements");
+  out.push("");
+  out.push(
+    "Client -> GPUs: " +
+      PLACEMENTS.map((p) => {
+        const d = distances(p).clientGpu;
+        return `${p.name}, ${p.client.name} -> ${p.gpus.name}, ${fmt(d)} km (one round trip ${ms(rttMs(d))} ms)`;
+      }).join("; ") +
+      ".",
+  );
+  out.push("");
+  out.push("### A2. Network time to the first byte, and what it adds over a direct call (ms)");
+  out.push("");
+  out.push(
+    table(
+      ["option", "long-haul round trips", ...PLACEMENTS.map((p) => p.name)],
+      OPTIONS.map((o) => [
+        o.label,
+        String(longHauls(firstByteLegs(o.id, transpacific))),
+        ...PLACEMENTS.map((p) => {
+          const t = pathMs(firstByteLegs(o.id, p));
+          return o.id === "direct" ? ms(t) : `${ms(t)} (+${ms(t - pathMs(firstByteLegs("direct", p)))})`;
+        }),
+      ]),
+      [false, true, true, true, true, true],
+    ),
+  );
+  out.push("");
+  const other = smartOtherRegionLegs(PLACEMENTS[0]!);
+  out.push(
+    `Smart Placement places the whole worker once ("closest to the upstream with the most requests"): a same-metro request for a region ${fmt(OTHER_REGION_KM)} km from that placement takes ${ms(pathMs(other))} ms (${longHauls(other)} long-haul round trips) against ${ms(pathMs(firstByteLegs("today", PLACEMENTS[0]!)))} ms today.`,
+  );
+  out.push("");
+  out.push("### A3. Retries, cold connections, load on the object, consistency");
+  out.push("");
+  const consistency: Record<OptionId, string> = {
+    direct: "-",
+    today: `one writer per prefix; shards share load every ${SHARD_LOAD_SYNC_MS} ms`,
+    preconnect: "as today",
+    relay: "as today",
+    snapshot: `up to ${fmt(EDGE_COLOS)} deciders per region, each blind to the others' dispatches for the snapshot age`,
+    smart: "as today",
+    split: "as today",
+  };
+  const streams: Record<OptionId, string> = {
+    direct: "-",
+    today: "no",
+    preconnect: "no",
+    relay: "every stream, for its whole length",
+    snapshot: "no",
+    smart: "no",
+    split: "no",
+  };
+  out.push(
+    table(
+      [
+        "option",
+        `each retry adds, ${PLACEMENTS[2]!.name} / ${transpacific.name} ms`,
+        `cold origin connection adds, ${transpacific.name} ms`,
+        "object requests per request",
+        "streams through the object",
+        "consistency",
+      ],
+      OPTIONS.filter((o) => o.id !== "direct").map((o) => [
+        o.label,
+        `${ms(pathMs(retryLegs(o.id, PLACEMENTS[2]!)))} / ${ms(pathMs(retryLegs(o.id, transpacific)))}`,
+        ms(coldConnectionMs(o.id, transpacific)),
+        String(objectCallsPerRequest(o.id)),
+        streams[o.id],
+        consistency[o.id],
+      ]),
+      [false, true, true, true, false, false],
+    ),
+  );
+  out.push("");
+  out.push(
+    `(5) minus (1), per request / per retry (negative: (5) is faster): ${PLACEMENTS.map((p) => {
+      const req = pathMs(firstByteLegs("split", p)) - pathMs(firstByteLegs("today", p));
+      const retry = pathMs(retryLegs("split", p)) - pathMs(retryLegs("today", p));
+      const signed = (x: number) => `${x < 0 ? "-" : "+"}${ms(Math.abs(x))}`;
+      return `${p.name} ${signed(req)} / ${signed(retry)} ms`;
+    }).join("; ")}.`,
+  );
+  out.push("");
+
+  // (2): what relaying asks of the region's objects.
+  const regionRps = TOTAL_RPS / REGIONS;
+  const events = regionRps * (OUTPUT_TOKENS_MEAN / TOKENS_PER_STREAM_EVENT);
+  const inflight = streamsInFlight(regionRps);
+  const indexBytes = indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES);
+  out.push(`### A4. Option (2) at ${fmt(regionRps)} requests/s per region`);
+  out.push("");
+  out.push(
+    `${fmt(OUTPUT_TOKENS_MEAN)} stream events per answer (Mooncake's mean output, one event a token) make ${big(events)} events/s per region; answers stream for ${fmt(OUTPUT_TOKENS_MEAN / DECODE_TOKENS_PER_S, 1)} s (${fmt(DECODE_TOKENS_PER_S)} tokens/s), so ${fmt(inflight)} streams are in flight per region. Per shard, if the object did nothing else:`,
+  );
+  out.push("");
+  out.push(
+    table(
+      [
+        "shards",
+        "events/s per shard",
+        "CPU budget per event µs",
+        "streams per shard",
+        "memory per stream (128 MB less the index bound) KB",
+        "streams cut by one object reset",
+      ],
+      [1, 16, 64].map((n) => {
+        const perShard = events / n;
+        const streamsPer = inflight / n;
+        return [
+          String(n),
+          big(perShard),
+          fmt(1e6 / perShard, 2),
+          fmt(streamsPer),
+          fmt((OBJECT_MEMORY_BYTES - indexBytes) / streamsPer / 1024, 1),
+          fmt(streamsPer),
+        ];
+      }),
+    ),
+  );
+  out.push("");
+
+  // (3): what a snapshot costs and how stale it is.
+  out.push("### A5. Option (3): snapshot pulls and age");
+  out.push("");
+  out.push(
+    table(
+      ["snapshot period ms", "pulls/s per region (one per colo)", "full index per pull: GB/s per region", "mean age, transpacific ms"],
+      [20, 100, 1000].map((t) => {
+        const pulls = (EDGE_COLOS * 1000) / t;
+        return [fmt(t), fmt(pulls), fmt((pulls * indexBytes) / 1e9, 1), ms(t / 2 + rttMs(distances(transpacific).edgeObject) / 2)];
+      }),
+    ),
+  );
+  out.push("");
+  out.push(
+    `For comparison (bench/SHARDS.md): 2-8 deciders sharing load every ${SHARD_LOAD_SYNC_MS} ms cost ${fmt(SHARDS_EXCHANGE_TTFT_RATIO[0], 2)}-${fmt(SHARDS_EXCHANGE_TTFT_RATIO[1], 2)}x the single object's mean TTFT; with reports only (1 s), up to ${fmt(SHARDS_REPORTS_ONLY_TTFT_RATIO, 1)}x.`,
+  );
+  out.push("");
+}
+
+function partB(out: string[]): void {
+  const regionRps = TOTAL_RPS / REGIONS;
+  const nodesPerRegion = NODES / REGIONS;
+  out.push("## B. Internet scale");
+  out.push("");
+  out.push("### B1. Per-object load");
+  out.push("");
+  const objUs = objectUsPerRequest(nodesPerRegion);
+  out.push(
+    `${fmt(TOTAL_RPS)} requests/s over ${REGIONS} regions: ${fmt(regionRps)} requests/s and ${fmt(nodesPerRegion)} nodes per region, ${fmt(nodesPerRegion / REPORT_INTERVAL_S)} reports/s per region; each object holding the node table rewrites a node's \`last_seen\` row every ${fmt(lastSeenWriteIntervalS())} s. ` +
+      `Object CPU per routed request on ${fmt(nodesPerRegion)} nodes: route ${fmt(routeUs(nodesPerRegion), 1)} µs (workerd medians, linear in nodes) + ${fmt(PAIR_WORK_US - routeUs(8), 1)} µs validation and completion + ${DO_CALLS_PER_REQUEST_TODAY} x ${fmt(RPC_FLOOR_PAIR_US / 2, 1)} µs RPC = ${fmt(objUs, 0)} µs, so one object's thread routes ${fmt(cpuBoundRps(nodesPerRegion))} requests/s at ${pct(TARGET_UTILISATION)} busy.`,
+  );
+  out.push("");
+  const rows: string[][] = [];
+  for (const p of [TODAY, SESSION_UNCOUNTED]) {
+    for (const n of [1, 32, 64]) {
+      const d = { ...BASE_DEPLOYMENT, shardsPerRegion: n };
+      const load = objectLoad(d, p);
+      rows.push([
+        p.name,
+        String(n),
+        fmt(load.shardRps(1 / n)),
+        n > 1 ? fmt(load.exchangeRps) : "-",
+        n > 1 ? fmt(minSyncMs(d, p, DO_SOFT_LIMIT_RPS)) : "-",
+        big(load.billedDoRps),
+      ]);
+    }
+  }
+  out.push(
+    table(
+      [
+        "protocol",
+        "shards",
+        "calls/s per shard (even split)",
+        `exchange object calls/s (${SHARD_LOAD_SYNC_MS} ms)`,
+        "exchange interval ms within 1,000/s",
+        "billed DO requests/s",
+      ],
+      rows,
+      [false, true, true, true, true, true],
+    ),
+  );
+  out.push("");
+
+  // Skew.
+  const seconds = 10;
+  const scenarios: Array<{ label: string; busiest: (n: number) => number; top: number }> = [];
+  for (const [keys, s] of [
+    [10_000, 0],
+    [10_000, 0.6],
+    [10_000, 0.8],
+    [10_000, 1.0],
+  ] as const) {
+    const r = simulateSkew(keys, s, regionRps, seconds);
+    scenarios.push({
+      label: s === 0 ? `uniform, ${fmt(keys)} first blocks` : `Zipf ${s}, ${fmt(keys)} first blocks`,
+      busiest: (n) => r.busiest[n - 1]!,
+      top: r.topShare,
+    });
+  }
+  for (const w of SHARDS_MD_BUSIEST) {
+    const last = w.byShards[w.byShards.length - 1]!;
+    const at = (n: number) => {
+      if (n === 1) return 1;
+      const known = [...w.byShards].reverse().find(([k]) => k <= n);
+      return known ? known[1] : 1;
+    };
+    scenarios.push({ label: `${w.workload} (bench/SHARDS.md)`, busiest: at, top: last[1] });
+  }
+  out.push(`### B2. The busiest shard under skew (${fmt(regionRps)} requests/s, busiest of ${seconds} one-second windows)`);
+  out.push("");
+  out.push(
+    table(
+      ["first blocks", "hottest block", ...[8, 16, 32, 64].map((n) => `busiest of ${n}`), "hottest block requests/s"],
+      scenarios.map((sc) => [sc.label, pct(sc.top), ...[8, 16, 32, 64].map((n) => pct(sc.busiest(n))), fmt(sc.top * regionRps)]),
+      [false, true, true, true, true, true, true],
+    ),
+  );
+  out.push("");
+  out.push(`### B3. Shards needed per region for ${fmt(regionRps)} requests/s (none: not within ${MAX_SHARDS}, MAX_SHARDS)`);
+  out.push("");
+  const cases: Array<{ label: string; need: (sc: (typeof scenarios)[number]) => number | undefined }> = [
+    ...(
+      [
+        [DO_SOFT_LIMIT_RPS, TODAY],
+        [DO_SOFT_LIMIT_RPS, SESSION_COUNTED],
+        [DO_SOFT_LIMIT_RPS, SESSION_UNCOUNTED],
+        [DO_PLANNING_LOW_RPS, SESSION_UNCOUNTED],
+      ] as const
+    ).map(([cap, p]) => ({
+      label: `${fmt(cap)} calls/s per object, ${p.name}`,
+      need: (sc: (typeof scenarios)[number]) => shardsNeeded(BASE_DEPLOYMENT, p, cap, sc.busiest),
+    })),
+    {
+      label: `measured CPU, ${fmt(cpuBoundRps(nodesPerRegion))} routed/s per object`,
+      need: (sc) => shardsNeeded(BASE_DEPLOYMENT, SESSION_UNCOUNTED, cpuBoundRps(nodesPerRegion), sc.busiest, true),
+    },
+  ];
+  out.push(
+    table(
+      ["per-object capacity, protocol", ...scenarios.map((s) => s.label.replace(" (bench/SHARDS.md)", "*"))],
+      cases.map((c) => [c.label, ...scenarios.map((sc) => String(c.need(sc) ?? "none"))]),
+      [false, ...scenarios.map(() => true)],
+    ),
+  );
+  out.push("");
+  out.push(
+    `\\* bench/SHARDS.md workloads. A deeper shard key (block 16) split Mooncake over 2-8 shards at ${fmt(SHARDS_DEEP_KEY_TTFT_RATIO[0], 2)}-${fmt(SHARDS_DEEP_KEY_TTFT_RATIO[1], 2)}x the single object's mean TTFT (bench/SHARDS.md).`,
+  );
+  out.push("");
+
+  // Memory.
+  out.push("### B4. Memory per shard object");
+  out.push("");
+  out.push(
+    table(
+      [
+        "shards",
+        "index bound",
+        "tickets in flight (10,000-char prompts)",
+        "tickets (100,000-char prompts)",
+        "total, 100,000-char",
+        "of 128 MB",
+      ],
+      [1, 4, 16, 64].map((n) => {
+        const small = shardMemoryBytes(regionRps, 1 / n);
+        const large = shardMemoryBytes(regionRps, 1 / n, 100_000);
+        return [
+          String(n),
+          mib(small.index),
+          mib(small.tickets),
+          mib(large.tickets),
+          mib(large.total),
+          pct(large.total / OBJECT_MEMORY_BYTES),
+        ];
+      }),
+    ),
+  );
+  out.push("");
+
+  // Money.
+  const designN = shardsNeeded(BASE_DEPLOYMENT, SESSION_UNCOUNTED, DO_SOFT_LIMIT_RPS, scenarios[1]!.busiest) ?? MAX_SHARDS;
+  const design = { ...BASE_DEPLOYMENT, shardsPerRegion: designN };
+  const sampled = { ...design, logSampleRate: 0.01, analyticsSampleRate: 0.01 };
+  const todaySync = SHARD_LOAD_SYNC_MS;
+  const recSync = minSyncMs(design, SESSION_UNCOUNTED, DO_SOFT_LIMIT_RPS);
+  const bills: Array<{ label: string; lines: CostLine[] }> = [
+    { label: "today's protocol (infeasible, B3)", lines: monthlyCost(design, TODAY, PRICES, todaySync) },
+    { label: "RPC session + reports once", lines: monthlyCost(design, SESSION_UNCOUNTED, PRICES, recSync) },
+    { label: "... + logs and analytics 1%", lines: monthlyCost(sampled, SESSION_UNCOUNTED, PRICES, recSync) },
+  ];
+  out.push(`### B5. Monthly bill at ${fmt(TOTAL_RPS)} requests/s, ${designN} shards per region (USD, 30 days)`);
+  out.push("");
+  const first = bills[0]!.lines;
+  out.push(
+    table(
+      ["item", ...bills.map((b) => `quantity, ${b.label}`), ...bills.map((b) => b.label)],
+      [
+        ...first.map((line, i) => [
+          line.item,
+          ...bills.map((b) => `${big(b.lines[i]!.quantity)} ${b.lines[i]!.unit}`),
+          ...bills.map((b) => usd(b.lines[i]!.usd)),
+        ]),
+        ["**total**", ...bills.map(() => ""), ...bills.map((b) => `**${usd(totalUsd(b.lines))}**`)],
+      ],
+      [false, true, true, true, true, true, true],
+    ),
+  );
+  out.push("");
+  out.push(
+    `Per million routed requests: ${bills.map((b) => `${b.label} ${usd((totalUsd(b.lines) / (TOTAL_RPS * MONTH_S)) * 1e6, 2)}`).join("; ")}. ` +
+      `Logs and analytics: ${bills.map((b) => usd(b.lines.filter((l) => l.item.startsWith("Analytics") || l.item.startsWith("Workers Logs")).reduce((a, l) => a + l.usd, 0))).join(" / ")}. ` +
+      `The floor is the requests themselves: a Worker request and one billed object request, ${usd(PRICES.workerRequestPerMillion + PRICES.doRequestPerMillion, 2)} per million, ${usd(((PRICES.workerRequestPerMillion + PRICES.doRequestPerMillion) * TOTAL_RPS * MONTH_S) / 1e6)} a month.`,
+  );
+  out.push("");
+  out.push("### B6. The worker's CPU per request (last column of B5)");
+  out.push("");
+  out.push(
+    [0.5, 1, 2, 5]
+      .map((c) => {
+        const lines = monthlyCost({ ...sampled, workerCpuMs: c }, SESSION_UNCOUNTED, PRICES, recSync);
+        return `${fmt(c, 1)} ms: ${fmt((TOTAL_RPS * c) / 1000)} cores, Workers CPU ${usd(lines[2]!.usd)}, total ${usd(totalUsd(lines))}`;
+      })
+      .join("; ") + ".",
+  );
+  out.push("");
+  out.push(
+    `Object CPU for the whole deployment: ${fmt((TOTAL_RPS * objUs) / 1e6, 1)} cores (${fmt(objUs)} µs per request), not billed as CPU (objects bill duration). Recommended exchange interval at ${designN} shards: ${fmt(recSync)} ms (bench/SHARDS.md measured ${SHARD_LOAD_SYNC_MS} ms).`,
+  );
+  out.push("");
+
+  // Limits at the design point.
+  const zipf06 = scenarios[1]!.busiest(designN);
+  const todayLoad = objectLoad(design, TODAY);
+  const recLoad = objectLoad(design, SESSION_UNCOUNTED, recSync);
+  const mem = shardMemoryBytes(regionRps, zipf06, 100_000);
+  const sub = worstCaseSubrequests();
+  out.push(`### B7. Limits at ${designN} shards per region (Zipf 0.6 busiest shard: ${pct(zipf06)})`);
+  out.push("");
+  out.push(
+    table(
+      ["limit", "published", "today's protocol", "recommended"],
+      [
+        [
+          "requests/s into the busiest shard",
+          `${fmt(DO_SOFT_LIMIT_RPS)} (soft)`,
+          fmt(todayLoad.shardRps(zipf06)),
+          fmt(recLoad.shardRps(zipf06)),
+        ],
+        [
+          "requests/s into the exchange object",
+          `${fmt(DO_SOFT_LIMIT_RPS)} (soft)`,
+          `${fmt(todayLoad.exchangeRps)} (${SHARD_LOAD_SYNC_MS} ms)`,
+          `${fmt(recLoad.exchangeRps)} (${fmt(recSync)} ms)`,
+        ],
+        [
+          "subrequests per worker invocation (worst case, defaults)",
+          fmt(WORKERS_SUBREQUESTS_PER_REQUEST),
+          `${sub.origin} origin + ${sub.object} object calls`,
+          `${sub.origin} origin + ${sub.object} object calls`,
+        ],
+        [
+          "simultaneous outgoing connections per invocation",
+          fmt(WORKERS_CONNECTIONS_PER_REQUEST),
+          "1 origin stream at a time",
+          "1 origin stream at a time",
+        ],
+        ["memory per object (100,000-char prompts)", "128 MB", mib(mem.total), mib(mem.total)],
+        [
+          "SQLite per object",
+          "10 GB",
+          `${fmt(((NODES / REGIONS) * NODE_ROW_BYTES) / 1024)} KB`,
+          `${fmt(((NODES / REGIONS) * NODE_ROW_BYTES) / 1024)} KB`,
+        ],
+      ],
+      [false, true, true, true],
+    ),
+  );
+  out.push("");
+}
+
+/** Everything docs/SCALING.md shows, as markdown. */
+export function report(): string {
+  const out: string[] = [
+    "# Scale model output",
+    "",
+    "Generated by `npm run bench:scale` (bench/scale-model.ts). Inputs and their sources: the constants at the top of that file.",
+    "",
+    `Measured inputs: hashing ${fmt(HASH_US_10K, 1)} µs per ${fmt(PROMPT_CHARS)} characters; a route ${ROUTE_US_BY_NODES.map(([n, u]) => `${fmt(u, 1)} µs on ${n}`).join(", ")} nodes (100,000 index entries); ${fmt(RPC_FLOOR_PAIR_US, 1)} µs for two RPCs; ${fmt(PAIR_WORK_US, 1)} µs of object work per route + complete (bench/workerd/RESULTS.md); the index bound ${mib(indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES))} at ${fmt(DEFAULT_MAX_INDEX_ENTRIES)} entries (src/core/prefix-index.ts); ${fmt(OUTPUT_TOKENS_MEAN)} tokens per answer (Mooncake). Assumed: the worker's CPU, ${fmt(WORKER_CPU_MS, 1)} ms per request.`,
+    "",
+  ];
+  partA(out);
+  partB(out);
+  return out.join("\n");
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) process.stdout.write(report());
