@@ -13,7 +13,7 @@ import type { TenantConfig } from "../config/schema.ts";
 import type { CanonicalPrompt } from "../core/canonical.ts";
 import { anthropicPrompt, responsesPrompt } from "../core/canonical-apis.ts";
 import { prefixKey } from "../core/prefix.ts";
-import { orderRegions, roundTripMs, type ClientLocation } from "../core/region-select.ts";
+import { orderRegions, roundTripMs, type ClientLocation, type RegionLocation } from "../core/region-select.ts";
 import { LONG_PREFIX_TOKENS } from "../core/region/long-prefixes.ts";
 import { warmestRegion } from "../core/warm-region.ts";
 import { cachedDigest, refreshDigests } from "../proxy/region-digests.ts";
@@ -279,10 +279,23 @@ function chooseRegions(
     lon: cf?.longitude !== undefined ? Number(cf.longitude) : undefined,
     continent: cf?.continent,
   };
-  const regions = orderRegions(
-    config.regions.filter(allowed).map((r) => ({ ...r, name: r.config.name, location: r.config.location, models: r.config.models })),
-    model,
-    client,
-  );
-  return { regions, roundTrips: regions.map((r) => roundTripMs(r, client)) };
+  const places = placesOf(config).filter((p) => allowed(p.region));
+  const ordered = orderRegions(places, model, client);
+  return { regions: ordered.map((p) => p.region), roundTrips: ordered.map((p) => roundTripMs(p, client)) };
+}
+
+/** Each region as nearest-region choice sees it, built once per configuration (not per request). */
+const places = new WeakMap<LoadedConfig, Array<RegionLocation & { region: LoadedRegion }>>();
+function placesOf(config: LoadedConfig): Array<RegionLocation & { region: LoadedRegion }> {
+  let out = places.get(config);
+  if (!out) {
+    out = config.regions.map((region) => ({
+      name: region.config.name,
+      location: region.config.location,
+      models: region.config.models,
+      region,
+    }));
+    places.set(config, out);
+  }
+  return out;
 }

@@ -33,7 +33,7 @@ export interface RelayOptions {
   filter?: UsageEventFilter | undefined;
   /** Whether an SSE stream's tail shows it finished (stream-end.ts). Default: OpenAI's `data: [DONE]`. */
   streamEnd?: StreamEnd | undefined;
-  /** Called once, when the body ends, fails or is cancelled. */
+  /** Called once, just after the body ends, fails or is cancelled (in a task of its own). */
   onEnd: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
   /** Longest wait for the node's next chunk (the client's own pace does not count). Default: none. */
   idleTimeoutMs?: number | undefined;
@@ -108,7 +108,10 @@ export function relay({
   const end = (how: RelayEnd) => {
     if (ended) return;
     ended = true;
-    onEnd(how, parseAnswerTail(tail), bytes);
+    // After the task that closed the stream: the client's last byte leaves first, then the usage
+    // is parsed, the decision line written and the region told (bench/e2e: the line and the RPC
+    // in the closing task held the end of the body back by ~1 ms).
+    setTimeout(() => onEnd(how, parseAnswerTail(tail), bytes), 0);
   };
   if (first) observe(first);
 

@@ -39,7 +39,10 @@ async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
   })();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const stalled = new Promise<string>((resolve) => (timer = setTimeout(() => resolve("stalled"), 5_000)));
-  return Promise.race([text, stalled]).finally(() => clearTimeout(timer));
+  const result = await Promise.race([text, stalled]).finally(() => clearTimeout(timer));
+  // The relay reports its end in a task of its own, after the stream's last byte.
+  await new Promise((r) => setTimeout(r, 0));
+  return result;
 }
 
 function relayOf(chunks: string[], first: string | undefined = undefined) {
