@@ -16,25 +16,13 @@ import { fileURLToPath } from "node:url";
 import { prefixKey, DEFAULT_PREFIX_SETTINGS } from "../src/core/prefix.ts";
 import { BLOCKS_PER_DOUBLING, FINE_BLOCKS } from "../src/core/block-layout.ts";
 import type { CanonicalPrompt } from "../src/core/canonical.ts";
-import { entityText, KIND } from "./text.ts";
+import { chatPrompt } from "./text.ts";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { values } = parseArgs({
   options: { runs: { type: "string", default: "2000" }, out: { type: "string", default: join(REPO, "bench", "HASHING.md") } },
 });
 const runs = Number(values.runs);
-
-/** A chat prompt of about `chars` characters: a system prompt and alternating turns. */
-function chatPrompt(chars: number): CanonicalPrompt {
-  const messages = [{ role: "system", content: entityText(KIND.system, 1, Math.min(4000, Math.floor(chars / 4))) }];
-  let left = chars - messages[0]!.content.length;
-  for (let turn = 0; left > 0; turn++) {
-    const n = Math.min(left, 1500 + ((turn * 7919) % 3000));
-    messages.push({ role: turn % 2 === 0 ? "user" : "assistant", content: entityText(KIND.userTurn, turn, n) });
-    left -= n;
-  }
-  return { kind: "chat", messages };
-}
 
 const ns = { model: "bench-model", namespace: "tenant-1" };
 let sink = 0;

@@ -10,6 +10,7 @@
  * next to hashing, which is what we want to exercise.
  */
 import { seededRandom } from "../src/core/random.ts";
+import type { CanonicalPrompt } from "../src/core/canonical.ts";
 
 const PIECE_CHARS = 64;
 const POOL_SIZE = 4096;
@@ -58,3 +59,19 @@ export const KIND = {
   userTurn: 4,
   answer: 5,
 } as const;
+
+/**
+ * A chat prompt of about `chars` characters: a system prompt and alternating turns of 1,500 to
+ * 4,500 characters. Shared by the hashing benchmarks (bench/hash.ts under Node, bench/workerd in
+ * workerd), so both tables are of the same prompts.
+ */
+export function chatPrompt(chars: number): CanonicalPrompt {
+  const messages = [{ role: "system", content: entityText(KIND.system, 1, Math.min(4000, Math.floor(chars / 4))) }];
+  let left = chars - messages[0]!.content.length;
+  for (let turn = 0; left > 0; turn++) {
+    const n = Math.min(left, 1500 + ((turn * 7919) % 3000));
+    messages.push({ role: turn % 2 === 0 ? "user" : "assistant", content: entityText(KIND.userTurn, turn, n) });
+    left -= n;
+  }
+  return { kind: "chat", messages };
+}

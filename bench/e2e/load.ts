@@ -10,6 +10,7 @@
  * and neither pays a connection setup the other does not.
  */
 import http from "node:http";
+import { seededRandom } from "../../src/core/random.ts";
 
 export const MODEL = "llama-3.1-8b-instruct";
 
@@ -70,18 +71,6 @@ export interface StepResult {
   /** How late the generator wrote requests relative to their scheduled time (open-loop only), ms. */
   lagP50Ms: number;
   lagP99Ms: number;
-}
-
-/** Deterministic PRNG (mulberry32), so a rerun offers the same arrival pattern. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const SYSTEM_PROMPT =
@@ -207,7 +196,7 @@ export class LoadGenerator {
         { label: v.label, sent: 0, ok: 0, errors: {}, ttfb: [], total: [], firstSendMs: NaN, lastEndMs: 0 },
       ]),
     );
-    const random = rng(cmd.seed);
+    const random = seededRandom(cmd.seed);
     const t0 = performance.now();
     const record = (v: Variant, o: Outcome) => {
       const r = results.get(v.label)!;

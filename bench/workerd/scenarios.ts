@@ -8,7 +8,9 @@
 import { DEFAULT_PREFIX_SETTINGS, hashCanonicalText, prefixKey } from "../../src/core/prefix.ts";
 import type { CanonicalPrompt } from "../../src/core/canonical.ts";
 import { DEFAULT_REGION_SETTINGS, RegionRouter } from "../../src/core/region/index.ts";
-import { entityText, KIND, mix32 } from "../text.ts";
+import { chatPrompt, entityText, KIND, mix32 } from "../text.ts";
+
+export { chatPrompt };
 
 // ---------------------------------------------------------------------------------------------
 // 1. Prefix hashing
@@ -18,22 +20,6 @@ export const HASH_SIZES = [1_000, 10_000, 100_000, 1_000_000] as const;
 
 /** The cache namespace the worker derives for a tenant's request (src/api/inference.ts: `tenant:<id>`). */
 export const HASH_NAMESPACE = { model: "bench-model", namespace: "tenant:bench" };
-
-/**
- * A chat prompt of about `chars` characters: a system prompt and alternating turns of 1,500 to
- * 4,500 characters. The same construction as bench/hash.ts, so the Node and workerd tables are of
- * the same prompts.
- */
-export function chatPrompt(chars: number): CanonicalPrompt {
-  const messages = [{ role: "system", content: entityText(KIND.system, 1, Math.min(4000, Math.floor(chars / 4))) }];
-  let left = chars - messages[0]!.content.length;
-  for (let turn = 0; left > 0; turn++) {
-    const n = Math.min(left, 1500 + ((turn * 7919) % 3000));
-    messages.push({ role: turn % 2 === 0 ? "user" : "assistant", content: entityText(KIND.userTurn, turn, n) });
-    left -= n;
-  }
-  return { kind: "chat", messages };
-}
 
 /**
  * Canonicalises and hashes `prompt` `k` times, exactly as the worker does once per request
