@@ -67,7 +67,23 @@ export const RESTART_REASON = "region object restarted by an operator";
 
 /** A report's outcome: the stored spec (and whether the report registered the node), or why the credential may not act as the node. */
 export type ReportOutcome =
-  { ok: true; spec: NodeSpec; registered: boolean } | { ok: false; reason: IdentityRefusal; retryAfterMs?: number | undefined };
+  | {
+      ok: true;
+      spec: NodeSpec;
+      registered: boolean;
+      /** A sharded region: whether the other shards need this report (see {@link MIRROR_FRACTION}). */
+      mirror: boolean;
+    }
+  | { ok: false; reason: IdentityRefusal; retryAfterMs?: number | undefined };
+
+/**
+ * Shard 0 of a sharded region passes a node's report on to the other shards when it registers or
+ * changes the node, and otherwise at most once per this fraction of the silence timeout (5 s by
+ * default): the other shards need the node's presence and identity, and learn each other's load
+ * through the load exchange every 20 ms, not from reports. At one report a second per node, every
+ * report to every shard was the largest object traffic of a sharded region (docs/SCALING.md).
+ */
+const MIRROR_FRACTION = 1 / 3;
 
 interface NodeRow extends Record<string, SqlStorageValue> {
   id: string;
@@ -92,6 +108,8 @@ export class RegionDurableObject extends DurableObject<Env> {
   private loadSyncing = false;
   /** The load exchange (the object named by loadExchangeName): each shard's last load, and when it came. */
   private readonly shardLoads = new Map<number, { load: ShardLoads; at: number }>();
+  /** Shard 0 of a sharded region: when each node's report was last passed on to the other shards. */
+  private readonly mirroredAt = new Map<string, number>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -190,6 +208,7 @@ export class RegionDurableObject extends DurableObject<Env> {
 
   /** Drops a node's durable rows and its secret (removal, expiry, or gone from the configuration). */
   private forget(id: string): void {
+    this.mirroredAt.delete(id);
     this.sql.exec(`DELETE FROM nodes WHERE id = ?`, id);
     this.sql.exec(`DELETE FROM node_secrets WHERE id = ?`, id);
     this.persistedSeen.delete(id);
@@ -321,8 +340,13 @@ export class RegionDurableObject extends DurableObject<Env> {
         this.secrets.set(r.node_id, cred.registerSha256);
       }
     }
-    const spec = await this.applyReport(router, r, now);
-    return { ok: true, spec, registered: decision.register };
+    const { spec, changed } = await this.applyReport(router, r, now);
+    const mirrored = this.mirroredAt.get(spec.id);
+    const mirror =
+      router.settings.shards > 1 &&
+      (decision.register || changed || mirrored === undefined || now - mirrored >= router.settings.nodeSilenceMs * MIRROR_FRACTION);
+    if (mirror) this.mirroredAt.set(spec.id, now);
+    return { ok: true, spec, registered: decision.register, mirror };
   }
 
   /**
@@ -335,7 +359,7 @@ export class RegionDurableObject extends DurableObject<Env> {
   }
 
   /** Applies an accepted report to the router and persists what a restart needs. */
-  private async applyReport(router: RegionRouter, r: NodeReport, now: number): Promise<NodeSpec> {
+  private async applyReport(router: RegionRouter, r: NodeReport, now: number): Promise<{ spec: NodeSpec; changed: boolean }> {
     const before = router.nodeSpec(r.node_id);
     // A static node's URL is the configuration's: a report never moves it.
     const spec = router.report(before?.static ? { ...r, url: before.url } : r, now);
@@ -348,7 +372,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     const lastWrite = this.persistedSeen.get(spec.id) ?? 0;
     if (changed || now - lastWrite > router.settings.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION) this.persist(spec);
     await this.scheduleAlarm(now + router.settings.nodeSilenceMs);
-    return spec;
+    return { spec, changed };
   }
 
   /**

@@ -160,15 +160,18 @@ nodesApi.post("/v1/nodes/report", async (c) => {
     logRefusal(c, name, report.node_id, outcome.reason);
     return identityError(outcome.reason, name, report.node_id, outcome.retryAfterMs);
   }
-  // A sharded region: shard 0 decided who the node is; every other shard needs its presence and
-  // load too, before the node is told it is registered (its first requests may go to any shard).
-  // A shard that fails one report is logged, not fatal: it has the next, a second later.
-  const accepted = { ...report, url: outcome.spec.url };
-  await Promise.all(
-    regionShardStubs(c.env, region)
-      .slice(1)
-      .map((shard) => shard.mirrorReport(region.init, accepted).catch((e: unknown) => logMirrorError(region.config.name, e))),
-  );
+  // A sharded region: shard 0 decided who the node is; the other shards need its presence, before
+  // the node is told it is registered (its first requests may go to any shard), then when it
+  // changes and every few seconds (durable-objects/region.ts, MIRROR_FRACTION). A shard that fails
+  // one report is logged, not fatal: it has the next.
+  if (outcome.mirror) {
+    const accepted = { ...report, url: outcome.spec.url };
+    await Promise.all(
+      regionShardStubs(c.env, region)
+        .slice(1)
+        .map((shard) => shard.mirrorReport(region.init, accepted).catch((e: unknown) => logMirrorError(region.config.name, e))),
+    );
+  }
   const body = {
     ok: true,
     node_id: outcome.spec.id,

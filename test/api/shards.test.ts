@@ -8,6 +8,8 @@ import { describe, expect, it } from "vitest";
 import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { CF_VIRGINIA, call, chat, deregister, registerAll } from "../helpers.ts";
 import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import { loadConfig } from "../../src/config/load.ts";
+import { shardObjectName } from "../../src/core/shard.ts";
 
 const NODES = ["shd-a", "shd-b", "shd-c", "shd-d"];
 const headers = { "x-warmpath-region": "shd" };
@@ -96,6 +98,28 @@ describe("a sharded region", () => {
       expect(next.headers.get("x-warmpath-decision")).toBe("pinned");
       await next.arrayBuffer();
     }
+  });
+});
+
+describe("reports in a sharded region", () => {
+  it("reach the other shards when they register or change a node, not every time", async () => {
+    const region = loadConfig(env).regionByName.get("shd")!;
+    const seenBy = async (shard: number) => {
+      const snap = await env.REGION.getByName(shardObjectName("shd", shard)).snapshot(region.init);
+      return snap.nodes.find((n) => n.id === "shd-mirror");
+    };
+    await registerAll([{ id: "shd-mirror", region: "shd", models: ["m-shard"], waiting: 1 }]);
+    expect((await seenBy(2))?.load.report?.waiting).toBe(1);
+    // The same node, a moment later, with a new load: shard 0 takes it, the others keep the last
+    // report they were passed (they learn load from each other every 20 ms, not from reports).
+    await registerAll([{ id: "shd-mirror", region: "shd", models: ["m-shard"], waiting: 7 }]);
+    expect((await seenBy(0))?.load.report?.waiting).toBe(7);
+    expect((await seenBy(2))?.load.report?.waiting).toBe(1);
+    // A change of the node itself (its boot id: a restart) reaches every shard at once.
+    await registerAll([{ id: "shd-mirror", region: "shd", models: ["m-shard"], waiting: 9, bootId: "second-boot" }]);
+    expect((await seenBy(2))?.load.report?.waiting).toBe(9);
+    expect((await deregister("shd", "shd-mirror")).status).toBe(200);
+    expect(await seenBy(2)).toBeUndefined();
   });
 });
 
