@@ -421,6 +421,8 @@ export interface FloodResult {
   floodOk: number;
   flood429: number;
   lost: number;
+  /** The lost, by how (as the scenarios count them). */
+  lostAs: Record<string, number>;
 }
 
 /** p50 and p99 (nearest rank) of the times measured. */
@@ -492,6 +494,9 @@ export async function runFlood(system: System, seconds = 10): Promise<FloodResul
     floodOk: flood.filter((r) => r.status === 200).length,
     flood429: flood.filter((r) => r.status === 429).length,
     lost: all.filter((r) => r.outcome === "lost").length,
+    lostAs: all
+      .filter((r) => r.outcome === "lost")
+      .reduce<Record<string, number>>((acc, r) => ((acc[r.detail] = (acc[r.detail] ?? 0) + 1), acc), {}),
   };
 }
 
@@ -585,7 +590,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       "",
       formatResults(results),
       "",
-      `Flood: tenant \`dev\` keeps ${FLOOD_CONCURRENCY} requests of 100,000 characters in flight (waiting 1 s after a 429) while \`dev-2\` sends a short request every ${LIGHT_INTERVAL_MS} ms. \`dev-2\`'s time to first byte: p50 ${flood.baseline.p50.toFixed(0)} ms / p99 ${flood.baseline.p99.toFixed(0)} ms / max ${flood.baseline.max.toFixed(0)} ms alone (${flood.baseline.n} requests), p50 ${flood.flooded.p50.toFixed(0)} ms / p99 ${flood.flooded.p99.toFixed(0)} ms / max ${flood.flooded.max.toFixed(0)} ms during the flood (${flood.flooded.n}); its requests' wait in the engines' queues: p50 ${flood.baselineQueueMs.p50.toFixed(1)} ms / p99 ${flood.baselineQueueMs.p99.toFixed(1)} ms alone, p50 ${flood.floodedQueueMs.p50.toFixed(1)} ms / p99 ${flood.floodedQueueMs.p99.toFixed(1)} ms during the flood; the flood sent ${flood.floodSent}, ${flood.floodOk} answered, ${flood.flood429} refused with 429; ${flood.lost} lost.`,
+      `Flood: tenant \`dev\` keeps ${FLOOD_CONCURRENCY} requests of 100,000 characters in flight (waiting 1 s after a 429) while \`dev-2\` sends a short request every ${LIGHT_INTERVAL_MS} ms. \`dev-2\`'s time to first byte: p50 ${flood.baseline.p50.toFixed(0)} ms / p99 ${flood.baseline.p99.toFixed(0)} ms / max ${flood.baseline.max.toFixed(0)} ms alone (${flood.baseline.n} requests), p50 ${flood.flooded.p50.toFixed(0)} ms / p99 ${flood.flooded.p99.toFixed(0)} ms / max ${flood.flooded.max.toFixed(0)} ms during the flood (${flood.flooded.n}); its requests' wait in the engines' queues: p50 ${flood.baselineQueueMs.p50.toFixed(1)} ms / p99 ${flood.baselineQueueMs.p99.toFixed(1)} ms alone, p50 ${flood.floodedQueueMs.p50.toFixed(1)} ms / p99 ${flood.floodedQueueMs.p99.toFixed(1)} ms during the flood; the flood sent ${flood.floodSent}, ${flood.floodOk} answered, ${flood.flood429} refused with 429; ${counted(flood.lost, flood.lostAs)} lost.`,
       "",
     ].join("\n");
     if (out) (await import("node:fs")).writeFileSync(out, md);
