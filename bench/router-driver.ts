@@ -59,15 +59,22 @@ export class RouterDispatcher implements Dispatcher {
    * @param options.capacityFactor the router is told each node's KV capacity times this (default
    *   1): above 1, the nodes evict what the router's own LRU still believes they hold
    * @param options.nodes the nodes this router knows (default: the whole fleet)
+   * @param options.minCacheShare a shard's least believed part of a node's cache (default: the router's)
    */
   constructor(
     label: string,
     policy: PolicySpecInput,
     prefillRate: number,
-    options: { learnFromUsage?: boolean | undefined; capacityFactor?: number; nodes?: (node: SimNode) => boolean } = {},
+    options: {
+      learnFromUsage?: boolean | undefined;
+      capacityFactor?: number;
+      nodes?: (node: SimNode) => boolean;
+      minCacheShare?: number | undefined;
+    } = {},
   ) {
     this.name = label;
     this.settings = benchRegionSettings(parsePolicySpec(policy), prefillRate, options.learnFromUsage);
+    if (options.minCacheShare !== undefined) this.settings.minCacheShare = options.minCacheShare;
     this.capacityFactor = options.capacityFactor ?? 1;
     this.serves = options.nodes ?? (() => true);
   }

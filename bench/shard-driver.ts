@@ -2,8 +2,8 @@
  * A region split over several objects (`shards`), as the worker drives it in production: each
  * request goes to the shard that owns its first block (src/core/shard.ts), that shard's
  * RegionRouter decides alone from its own index and the load it dispatched itself, its first byte
- * and completion go back to the same shard, and every node report reaches every shard (the only
- * way a shard learns of the others' dispatches).
+ * and completion go back to the same shard, every node report reaches every shard, and the shards
+ * share their load per node every `syncMs` (the region's load exchange).
  */
 import { shardKey, shardOf } from "../src/core/shard.ts";
 import type { ShardLoad } from "../src/core/node-load.ts";
@@ -21,16 +21,26 @@ export class ShardedDispatcher implements Dispatcher {
   private readonly syncMs: number;
   private lastSync = -Infinity;
 
+  private readonly keyBlocks: number;
+
   /**
    * @param syncMs how often the shards share their queued work per node (0: never; they then
    *   learn of each other's dispatches only from the nodes' reports)
+   * @param keyBlocks the block a prompt's shard is chosen by (src/core/shard.ts `shardKey`). Default 1.
+   * @param minCacheShare each shard's least believed part of a node's cache. Default: the router's.
    */
-  private readonly keyBlocks: number;
-
-  constructor(label: string, policy: PolicySpecInput, prefillRate: number, shards: number, syncMs: number, keyBlocks = 1) {
+  constructor(
+    label: string,
+    policy: PolicySpecInput,
+    prefillRate: number,
+    shards: number,
+    syncMs: number,
+    keyBlocks = 1,
+    minCacheShare?: number,
+  ) {
     this.name = label;
     this.keyBlocks = keyBlocks;
-    this.shards = Array.from({ length: shards }, () => new RouterDispatcher(label, policy, prefillRate));
+    this.shards = Array.from({ length: shards }, () => new RouterDispatcher(label, policy, prefillRate, { minCacheShare }));
     this.decided = new Array<number>(shards).fill(0);
     this.syncMs = syncMs;
   }

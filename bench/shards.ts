@@ -15,6 +15,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_FLEET, simulate } from "./fleet.ts";
+import { DEFAULT_REGION_SETTINGS } from "../src/core/region/index.ts";
 import { summarise, type RunMetrics } from "./metrics.ts";
 import { ShardedDispatcher } from "./shard-driver.ts";
 import { DEFAULT_TRACE, WORKLOAD_NAMES, loadWorkload } from "./workloads/load.ts";
@@ -29,6 +30,8 @@ const { values } = parseArgs({
     sync: { type: "string", default: "20" },
     "key-blocks": { type: "string", default: "1" },
     "deep-key": { type: "string", default: "16" },
+    /** Floors of a shard's believed part of a node's cache to compare (RegionSettings.minCacheShare); "" skips. */
+    floors: { type: "string", default: "1,0.3,0.2,0.1,0.05,0" },
     trace: { type: "string", default: DEFAULT_TRACE },
     out: { type: "string" },
   },
@@ -42,6 +45,7 @@ const speeds = values.speeds!.split(",").map(Number);
 const syncMs = Number(values.sync);
 const keyBlocks = Number(values["key-blocks"]);
 const deepKey = Number(values["deep-key"]);
+const floors = values.floors ? values.floors.split(",").map(Number) : [];
 const names = WORKLOAD_NAMES.filter((n) => n !== "mooncake" || existsSync(values.trace!));
 
 interface Row extends RunMetrics {
@@ -50,16 +54,24 @@ interface Row extends RunMetrics {
 }
 
 /** Every shard count at every speed, the key `keyBlocks` deep. */
-function sweep(w: Workload, keyBlocks: number): Row[] {
+function sweep(w: Workload, keyBlocks: number, minCacheShare?: number, counts: readonly number[] = shardCounts): Row[] {
   const out: Row[] = [];
   for (const speed of speeds) {
-    for (const shards of shardCounts) {
-      const d = new ShardedDispatcher("warmpath", { name: "warmpath" }, DEFAULT_FLEET.prefillRate, shards, syncMs, keyBlocks);
+    for (const shards of counts) {
+      const d = new ShardedDispatcher(
+        "warmpath",
+        { name: "warmpath" },
+        DEFAULT_FLEET.prefillRate,
+        shards,
+        syncMs,
+        keyBlocks,
+        minCacheShare,
+      );
       const { lives, fleet } = simulate(w.requests, speed, DEFAULT_FLEET, w.trueBlockTokens, d);
       const m = summarise(w.name, speed, "warmpath", 0, lives, fleet);
       out.push({ ...m, shards, maxShare: d.maxShare() });
       process.stderr.write(
-        `${w.name} key ${keyBlocks} x${speed} shards ${shards}: hit ${(m.hitRate * 100).toFixed(1)}%  ttft mean ${(m.ttftMean / 1000).toFixed(3)} s  busiest shard ${(d.maxShare() * 100).toFixed(0)}%\n`,
+        `${w.name} key ${keyBlocks}${minCacheShare === undefined ? "" : ` floor ${minCacheShare}`} x${speed} shards ${shards}: hit ${(m.hitRate * 100).toFixed(1)}%  ttft mean ${(m.ttftMean / 1000).toFixed(3)} s  busiest shard ${(d.maxShare() * 100).toFixed(0)}%\n`,
       );
     }
   }
@@ -68,9 +80,23 @@ function sweep(w: Workload, keyBlocks: number): Row[] {
 
 const rows: Row[] = [];
 const deepRows: Row[] = [];
+/** Per floor, the sharded rows of every workload a shard count splits (the single object does not depend on it). */
+const floorRows = new Map<number, Row[]>();
 for (const name of names) {
   const w = loadWorkload(name, { trace: values.trace!, quick });
   rows.push(...sweep(w, keyBlocks));
+  const split = rows.some((r) => r.workload === w.name && r.shards > 1 && r.maxShare < 0.99);
+  if (split) {
+    for (const floor of floors) {
+      const sharded = sweep(
+        w,
+        keyBlocks,
+        floor,
+        shardCounts.filter((n) => n > 1),
+      );
+      floorRows.set(floor, [...(floorRows.get(floor) ?? []), ...sharded]);
+    }
+  }
   // A workload whose prompts all open with one block stays on one shard: what a deeper key costs.
   if (deepKey > 0 && rows.filter((r) => r.workload === w.name && r.shards > 1).every((r) => r.maxShare > 0.99)) {
     deepRows.push(...sweep(w, deepKey));
@@ -115,6 +141,31 @@ lines.push(
   `Worst over every sharded row: hit rate ${pct(main.worstHit)} relative (target: no worse than -2%), mean TTFT ${main.worstTtft.toFixed(3)}x (target: at most 1.05x).`,
   "",
 );
+if (floorRows.size > 0) {
+  lines.push(
+    "## A shard's part of a node's cache",
+    "",
+    `The shards' prompts fill the same KV caches, so each shard sizes its index of a node by its share of the node's recent prefill, never below a floor (\`minCacheShare\`, src/core/region/settings.ts; default ${DEFAULT_REGION_SETTINGS.minCacheShare}). Floor 1 is every shard believing the whole cache its own. Worst over ${shardCounts.filter((n) => n > 1).join(", ")} shards and loads ${speeds.map((x) => `x${x}`).join(", ")}, against the single object above:`,
+    "",
+    "| floor | workload | worst hit rate change | worst TTFT ratio | worst p99 TTFT ratio |",
+    "|---:|---|---:|---:|---:|",
+  );
+  for (const [floor, list] of floorRows) {
+    for (const name of [...new Set(list.map((r) => r.workload))]) {
+      let hit = 0;
+      let ttft = 0;
+      let p99 = 0;
+      for (const r of list.filter((x) => x.workload === name)) {
+        const base = rows.find((b) => b.workload === r.workload && b.speed === r.speed && b.shards === 1)!;
+        hit = Math.min(hit, r.hitRate / base.hitRate - 1);
+        ttft = Math.max(ttft, r.ttftMean / base.ttftMean);
+        p99 = Math.max(p99, r.ttftP99 / base.ttftP99);
+      }
+      lines.push(`| ${floor} | ${name} | ${(hit >= 0 ? "+" : "") + pct(hit)} | ${ttft.toFixed(3)} | ${p99.toFixed(3)} |`);
+    }
+  }
+  lines.push("");
+}
 if (deepRows.length > 0) {
   const deep = table(deepRows);
   lines.push(

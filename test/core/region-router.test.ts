@@ -271,6 +271,54 @@ describe("RegionRouter: one shard of a sharded region", () => {
     expect(r.ownLoad(0)).toEqual({ b: { queued: 2_560, recent: 2_560 } });
   });
 
+  describe("its part of a node's cache", () => {
+    const filled = (over: Partial<RegionSettings> = {}) => {
+      const r = new RegionRouter(settings({ shards: 2, ...over }));
+      r.upsertNode(spec("a"), 0);
+      // Ten cold prompts (19 index entries each): 190 of the node's 781 blocks, 25,600 tokens of own prefill.
+      for (let i = 0; i < 10; i++) {
+        const placed = r.route(req(`p${i}`), i);
+        if (!placed.ok) throw new Error(placed.message);
+        r.complete(placed.ticket, { status: "ok" }, i);
+      }
+      return r;
+    };
+    const matched = (r: RegionRouter, p: string, now: number) => {
+      const placed = r.route(req(p), now);
+      if (!placed.ok) throw new Error(placed.message);
+      return placed.matchBlocks;
+    };
+
+    it("believes the whole cache its own while no other shard sends the node anything", () => {
+      const r = filled();
+      r.shareForeignLoad({}, 100);
+      expect(matched(r, "p9", 101)).toBe(20);
+      expect(matched(r, "p0", 102)).toBe(20);
+    });
+
+    it("keeps its share of the node's recent prefill: the others' prompts evict its oldest", () => {
+      const r = filled();
+      // The other shards sent four times as much lately: this one holds a fifth (156 blocks, 8 prompts).
+      r.shareForeignLoad({ a: { queued: 0, recent: 4 * 25_600 } }, 100);
+      expect(matched(r, "p9", 101)).toBe(20);
+      expect(matched(r, "p0", 102)).toBe(0);
+      // A report re-registering the node keeps the smaller index (it does not restore the forgotten).
+      r.upsertNode(spec("a", 103), 103);
+      expect(matched(r, "p1", 104)).toBe(0);
+    });
+
+    it("never believes less than its floor, however little it sent", () => {
+      const wide = filled();
+      wide.shareForeignLoad({ a: { queued: 0, recent: 1e9 } }, 100);
+      const narrow = filled({ minCacheShare: 0.05 });
+      narrow.shareForeignLoad({ a: { queued: 0, recent: 1e9 } }, 100);
+      // The default floor, a tenth (78 blocks): the newest 4 prompts; a 0.05 floor (39 blocks): the newest 2.
+      expect(matched(wide, "p6", 101)).toBe(20);
+      expect(matched(narrow, "p6", 101)).toBe(0);
+      expect(matched(narrow, "p9", 102)).toBe(20);
+    });
+  });
+
   it("remembers a stored response another shard served, for a known node only", () => {
     const r = new RegionRouter(settings({ shards: 2 }));
     r.upsertNode(spec("a"), 0);

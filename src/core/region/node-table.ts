@@ -44,6 +44,11 @@ export interface NodeEntry {
   metrics: NodeMetrics;
   /** Answers in a row showing nothing cached where a real prefix was predicted (router.ts). */
   silentMisses: number;
+  /**
+   * The part of the node's cache this router's own prompts are believed to occupy (1 unless the
+   * region is sharded: RegionRouter.shareForeignLoad).
+   */
+  cacheShare: number;
 }
 
 const MAX_FAILURE_COOLDOWN_MS = 60_000;
@@ -83,6 +88,7 @@ export class NodeTable {
         trialInFlight: false,
         metrics: emptyMetrics(),
         silentMisses: 0,
+        cacheShare: 1,
       });
       return false;
     }

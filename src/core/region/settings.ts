@@ -47,9 +47,22 @@ export const regionSettingsSchema = z.strictObject({
   nodeTenants: z.record(z.string(), z.array(z.string())),
   /** Objects the region's routing is split over, by the prompt's first block (src/core/shard.ts). Default 1. */
   shards: z.number().int().min(1).max(MAX_SHARDS),
+  /** A shard's least believed part of a node's cache (RegionRouter.shareForeignLoad). Default {@link DEFAULT_MIN_CACHE_SHARE}. */
+  minCacheShare: z.number().min(0).max(1),
 });
 
 export type RegionSettings = z.infer<typeof regionSettingsSchema>;
+
+/**
+ * The least part of a node's cache a shard believes its own, whatever its share of the node's
+ * recent prefill. Shrinking the index forgets blocks at once, and forgetting a prefix the node
+ * still holds costs a full prefill elsewhere, while believing one it lost costs one miss that the
+ * answer's usage corrects; and the share, a 60-s average, is noisy for a shard sending a node
+ * little. bench/SHARDS.md sweeps it: 0.1 is the lowest floor that keeps every workload's mean
+ * TTFT within 5% of the single object's (0.05 forgets too eagerly: agentic 1.12x); higher floors
+ * drift back towards believing the whole cache (chat-heavy 1.05x at 0.3, 1.06x at 1).
+ */
+export const DEFAULT_MIN_CACHE_SHARE = 0.1;
 
 export const DEFAULT_REGION_SETTINGS: Omit<RegionSettings, "name" | "blockTokens"> = {
   policy: parsePolicySpec({ name: "warmpath" }),
@@ -66,4 +79,5 @@ export const DEFAULT_REGION_SETTINGS: Omit<RegionSettings, "name" | "blockTokens
   learnFromUsage: true,
   nodeTenants: {},
   shards: 1,
+  minCacheShare: DEFAULT_MIN_CACHE_SHARE,
 };
