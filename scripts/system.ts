@@ -36,6 +36,11 @@ export interface SystemOptions {
   fleetConfig?: FleetConfig;
   /** Multiplies every node's time factor (10 = ten times faster). Default 1. */
   timeFactorScale?: number;
+  /**
+   * What runs the router. Default `"wrangler-dev"` (what `npm start` runs); `"workerd"`: the deploy
+   * bundle in workerd with no development machinery in the request path (scripts/workerd-host.ts).
+   */
+  runtime?: "wrangler-dev" | "workerd";
   /** A full configuration document replacing wrangler.toml's WARMPATH_CONFIG. */
   config?: unknown;
   /** More variables for the worker (as `.dev.vars` would carry secrets), by name. */
@@ -109,9 +114,16 @@ async function killTree(child: ChildProcess, signal: "SIGTERM" | "SIGKILL" = "SI
   }
 }
 
-/** wrangler dev with these arguments, its output kept in `output` (the last 500 lines) and passed on. */
-function launchRouter(args: string[], output: string[], onOutput: ((line: string) => void) | undefined): ChildProcess {
-  const router = spawn(WRANGLER, args, {
+const WORKERD_HOST = join(ROOT, "scripts", "workerd-host.ts");
+
+/** The router's command line (wrangler dev, or the workerd host with the same flags). */
+function routerCommand(runtime: SystemOptions["runtime"], args: string[]): [string, string[]] {
+  return runtime === "workerd" ? [process.execPath, [WORKERD_HOST, ...args]] : [WRANGLER, ["dev", ...args]];
+}
+
+/** The router process with these arguments, its output kept in `output` (the last 500 lines) and passed on. */
+function launchRouter(command: [string, string[]], output: string[], onOutput: ((line: string) => void) | undefined): ChildProcess {
+  const router = spawn(command[0], command[1], {
     cwd: ROOT,
     detached: true, // its own process group, so stop() also ends workerd
     stdio: ["ignore", "pipe", "pipe"],
@@ -134,11 +146,11 @@ function launchRouter(args: string[], output: string[], onOutput: ((line: string
 /** Resolves when the router answers /healthz; rejects if it exits first. */
 async function routerReady(router: ChildProcess, url: string, output: string[]): Promise<void> {
   const died = new Promise<never>((_, reject) =>
-    router.once("exit", (code) => reject(new Error(`wrangler dev exited (${code}):\n${output.slice(-30).join("\n")}`))),
+    router.once("exit", (code) => reject(new Error(`the router process exited (${code}):\n${output.slice(-30).join("\n")}`))),
   );
   await Promise.race([
     died,
-    waitFor("the router (wrangler dev) to answer /healthz", ROUTER_READY_TIMEOUT_MS, async () => (await fetch(`${url}/healthz`)).ok),
+    waitFor("the router to answer /healthz", ROUTER_READY_TIMEOUT_MS, async () => (await fetch(`${url}/healthz`)).ok),
   ]);
 }
 
@@ -146,8 +158,8 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   const port = options.port === 0 ? await freePort() : (options.port ?? 8787);
   const url = `http://127.0.0.1:${port}`;
   const state = mkdtempSync(join(tmpdir(), "warmpath-"));
-  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(await freePort()), "--persist-to", state];
-  args.push("--show-interactive-dev-session=false", "--log-level", "log");
+  const args = ["--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(await freePort()), "--persist-to", state];
+  if (options.runtime !== "workerd") args.push("--show-interactive-dev-session=false", "--log-level", "log");
   const vars = { ...options.secrets, ...(options.config !== undefined ? { WARMPATH_CONFIG: JSON.stringify(options.config) } : {}) };
   if (Object.keys(vars).length > 0) {
     const envFile = join(state, "config.env");
@@ -161,7 +173,8 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     args.push("--env-file", envFile);
   }
   const output: string[] = [];
-  let router = launchRouter(args, output, options.onRouterOutput);
+  const command = routerCommand(options.runtime, args);
+  let router = launchRouter(command, output, options.onRouterOutput);
   let fleet: Fleet | undefined;
   const stop = async () => {
     await fleet?.stop();
@@ -172,7 +185,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     const killedAt = Date.now();
     await killTree(router, "SIGKILL");
     // The same arguments: the same port, configuration and --persist-to store.
-    router = launchRouter(args, output, options.onRouterOutput);
+    router = launchRouter(command, output, options.onRouterOutput);
     await routerReady(router, url, output);
     return { killedAt, upAt: Date.now() };
   };

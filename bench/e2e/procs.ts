@@ -95,10 +95,10 @@ export function listeningPorts(pid: number): number[] {
 }
 
 export interface DevProcesses {
-  /** The wrangler CLI (Node.js): starts workerd, receives its log lines. */
+  /** The wrangler CLI (Node.js): starts workerd, receives its log lines; or scripts/workerd-host.ts. */
   wrangler: number;
-  /** workerd running wrangler's ProxyWorker, listening on the public port. */
-  proxyWorkerd: number;
+  /** workerd running wrangler's ProxyWorker, listening on the public port (none without wrangler dev). */
+  proxyWorkerd: number | undefined;
   /** workerd running miniflare's entry worker, the router (user worker) and its Durable Objects. */
   userWorkerd: number;
   /** The user workerd's own HTTP address, which bypasses the ProxyWorker (the ProxyWorker forwards there). */
@@ -133,6 +133,16 @@ export async function findDevProcesses(rootPid: number, publicUrl: string): Prom
     }
   }
   throw new Error(`the user workerd (pid ${userWorkerd}) answers /healthz on none of its ports`);
+}
+
+/**
+ * The processes of scripts/workerd-host.ts (the router in workerd without wrangler dev): the host
+ * (Node.js, Miniflare's API) and its one workerd, whose socket is the public address itself.
+ */
+export function findHostProcesses(rootPid: number, publicUrl: string): DevProcesses {
+  const workerd = descendants(rootPid).find((pid) => commandLine(pid).some((arg) => arg.endsWith("/workerd")));
+  if (workerd === undefined) throw new Error(`no workerd under the workerd host (pid ${rootPid})`);
+  return { wrangler: rootPid, proxyWorkerd: undefined, userWorkerd: workerd, innerUrl: publicUrl };
 }
 
 /** The workerd processes under wrangler now, with their start times: a change means wrangler replaced one. */

@@ -89,6 +89,8 @@ export interface Report {
   blocks: BlockRow[];
   profile: (ProfileSummary & { requests: number; userCpuPerRequest: number; intervalUs: number }) | undefined;
   logOff: { sequential: StepRow; step: StepRow; compareLabel: string } | undefined;
+  /** The same router in workerd without wrangler dev (scripts/workerd-host.ts). */
+  workerd: { sequential: StepRow; step: StepRow; compareLabel: string } | undefined;
   routerEvents: Record<string, number>;
   /** Steps during which wrangler replaced a measured process (their CPU figure for it is omitted). */
   restarts: string[];
@@ -173,6 +175,15 @@ export function renderReport(r: Report): string {
     `CPU per router request one at a time: ${f(r.sequential.cpuPerRouterRequest.user)} ms in the workerd running the worker and its object, ` +
       `${f(r.sequential.cpuPerRouterRequest.proxy)} ms in wrangler dev's ProxyWorker, ${f(r.sequential.cpuPerRouterRequest.wrangler)} ms in the wrangler CLI.`,
   );
+  if (r.workerd) {
+    const bare = added(r.workerd.sequential, "json", "end50");
+    summary.push(
+      `The same router in workerd without wrangler dev's development machinery (no ProxyWorker, no entry worker, no log relay: scripts/workerd-host.ts) adds ` +
+        `**${f(bare)} ms p50 / ${f(added(r.workerd.sequential, "json", "end99"))} ms p99** one at a time ` +
+        `(${bare < TARGET_ADDED_P50_MS ? "within" : `${f(bare / TARGET_ADDED_P50_MS, 1)}x`} the target), ${f(added(r.workerd.step, "json", "end50"))} ms p50 at ${r.workerd.compareLabel}, ` +
+        `with ${f(r.workerd.sequential.cpuPerRouterRequest.user)} ms of workerd CPU per request.`,
+    );
+  }
   out.push(summary.join(" "));
 
   out.push("## Machine");
@@ -386,6 +397,53 @@ export function renderReport(r: Report): string {
           "other load (cores), one at a time / at the rate",
         ],
         [row("on (sample rate 1)", r.sequential, on), row("off (sample rate 0)", off.sequential, off.step)],
+      ),
+    );
+  }
+
+  if (r.workerd) {
+    const w = r.workerd;
+    const dev = r.steps.find((s) => s.label === w.compareLabel)!;
+    out.push("## The router in workerd alone");
+    out.push(
+      "The same bundle (`wrangler deploy --dry-run`), configuration and fleet, booted by scripts/workerd-host.ts: wrangler's own Miniflare and workerd, " +
+        "the bindings of wrangler.toml, and a socket straight to the router worker, as on Cloudflare, where the runtime hands a request to the worker. " +
+        "Left out, because production has none of them: the ProxyWorker process, miniflare's entry worker (a worker hop that also reports every request to the CLI over loopback HTTP) " +
+        "and the inspector session that relays every `console.log` to the CLI (the decision lines go to workerd's stdout instead). " +
+        "Still in: one loopback HTTP hop into workerd, the rate limiter and Analytics Engine bindings' local simulations, and the node call from workerd. " +
+        "Measured the same way, with the direct path interleaved.",
+    );
+    const row = (name: string, seq: StepRow, step: StepRow) => [
+      name,
+      f(added(seq, "json", "end50")),
+      f(added(seq, "json", "end99")),
+      f(added(seq, "stream", "ttfb50")),
+      f(added(seq, "stream", "end50")),
+      f(added(step, "json", "end50")),
+      f(added(step, "json", "end99")),
+      f(seq.cpuPerRouterRequest.user),
+      f(seq.cpuPerRouterRequest.proxy),
+      f(seq.cpuPerRouterRequest.wrangler),
+      seq.worker ? `${f(seq.worker.firstByte50, 0)} / ${f(seq.worker.duration50, 0)}` : "–",
+      `${f(seq.otherCores)} / ${f(step.otherCores)}`,
+    ];
+    out.push(
+      table(
+        [
+          "router runs in",
+          "added p50 json, one at a time",
+          "added p99 json, one at a time",
+          "added TTFB p50 stream, one at a time",
+          "added end p50 stream, one at a time",
+          `added p50 json at ${w.compareLabel}`,
+          `added p99 json at ${w.compareLabel}`,
+          "CPU ms/req one at a time: workerd with the worker",
+          "proxy workerd",
+          "wrangler CLI / host",
+          "worker's first_byte_ms / duration_ms p50",
+          "other load (cores), one at a time / at the rate",
+        ],
+        [row("wrangler dev (`npm start`)", r.sequential, dev), row("workerd alone", w.sequential, w.step)],
       ),
     );
   }

@@ -47,6 +47,7 @@ import {
   descendants,
   difference,
   findDevProcesses,
+  findHostProcesses,
   snapshot,
   startTime,
   workerdSet,
@@ -83,6 +84,8 @@ const PLAN = quick
       profileRequests: 300,
       logOff: true,
     };
+/** The highest unsaturated swept rate up to this one is measured again with the decision log off and in workerd alone. */
+const COMPARE_RATE = 100;
 if (flags.rates) PLAN.rates = flags.rates.split(",").map(Number);
 if (flags["step-seconds"]) PLAN.stepMs = Number(flags["step-seconds"]) * 1000;
 // A quick run never overwrites the full run's results.
@@ -142,8 +145,11 @@ interface DecisionTiming {
   durationMs: number;
 }
 
+type Runtime = "wrangler-dev" | "workerd";
+
 interface Running {
   system: System;
+  runtime: Runtime;
   dev: DevProcesses;
   /** The workerd processes (pid@start) when `dev` was looked up. */
   devSet: string;
@@ -158,13 +164,19 @@ interface Running {
   setStep(label: string | undefined): void;
 }
 
-async function boot(decisionLogSampleRate: number): Promise<Running> {
+/** The processes serving now, looked up the way the runtime lays them out. */
+async function findProcesses(runtime: Runtime, system: System): Promise<DevProcesses> {
+  return runtime === "workerd" ? findHostProcesses(system.router.pid!, system.url) : findDevProcesses(system.router.pid!, system.url);
+}
+
+async function boot(decisionLogSampleRate: number, runtime: Runtime = "wrangler-dev"): Promise<Running> {
   const decisions: DecisionTiming[] = [];
   const events = new Map<string, number>();
   const notes: string[] = [];
   let step: string | undefined;
   const system = await startSystem({
     port: 0,
+    runtime,
     fleetConfig: FLEET,
     config: routerConfig(decisionLogSampleRate),
     onRouterOutput: (line) => {
@@ -186,11 +198,11 @@ async function boot(decisionLogSampleRate: number): Promise<Running> {
     },
   });
   try {
-    const dev = await findDevProcesses(system.router.pid!, system.url);
+    const dev = await findProcesses(runtime, system);
     const args = system.router.spawnargs;
     const inspectorPort = Number(args[args.indexOf("--inspector-port") + 1]);
     const devSet = workerdSet(system.router.pid!);
-    return { system, dev, devSet, inspectorPort, decisions, events, notes, restarts: [], setStep: (label) => (step = label) };
+    return { system, runtime, dev, devSet, inspectorPort, decisions, events, notes, restarts: [], setStep: (label) => (step = label) };
   } catch (e) {
     await system.stop();
     throw e;
@@ -225,7 +237,9 @@ function machineBusyMs(): number {
 
 /** The processes whose CPU is accounted, by role. */
 function tracked(r: Running): Record<string, number> {
-  return { user: r.dev.userWorkerd, proxy: r.dev.proxyWorkerd, wrangler: r.dev.wrangler, fleet: process.pid, client: client.pid! };
+  const pids: Record<string, number> = { user: r.dev.userWorkerd, wrangler: r.dev.wrangler, fleet: process.pid, client: client.pid! };
+  if (r.dev.proxyWorkerd !== undefined) pids.proxy = r.dev.proxyWorkerd;
+  return pids;
 }
 
 /** Everything this benchmark runs: the whole wrangler dev tree, this process (the fleet) and the client. */
@@ -250,7 +264,7 @@ async function measure(r: Running, label: string, cmd: LoadCommand, idle: CpuSna
   if (workerdSet(r.system.router.pid!) !== r.devSet) {
     r.restarts.push(`before ${label}: new workerd processes (${workerdSet(r.system.router.pid!)})`);
     log(`wrangler's workerd processes changed before "${label}": looking them up again`);
-    r.dev = await findDevProcesses(r.system.router.pid!, r.system.url);
+    r.dev = await findProcesses(r.runtime, r.system);
     r.devSet = workerdSet(r.system.router.pid!);
   }
   const pids = tracked(r);
@@ -273,7 +287,7 @@ async function measure(r: Running, label: string, cmd: LoadCommand, idle: CpuSna
     for (const k of replaced) cpu[k] = NaN;
     r.restarts.push(`${label}: ${replaced.join(", ")}`);
     log(`${replaced.join(", ")} replaced during "${label}": its CPU is not counted`);
-    r.dev = await findDevProcesses(r.system.router.pid!, r.system.url);
+    r.dev = await findProcesses(r.runtime, r.system);
     r.devSet = workerdSet(r.system.router.pid!);
   }
   // The last log lines of the step arrive a little after its answers.
@@ -548,6 +562,7 @@ async function main(): Promise<void> {
     blocks: [],
     profile: undefined,
     logOff: undefined,
+    workerd: undefined,
     routerEvents: {},
     restarts: [],
   };
@@ -606,10 +621,10 @@ async function main(): Promise<void> {
     }
     for (const [k, n] of r.events) report.routerEvents[k] = n;
     report.restarts.push(...r.restarts, ...r.notes.map((n) => `wrangler: ${n}`));
+    const compare = [...report.steps].reverse().find((s) => !saturated(s) && (s.offered ?? 0) <= COMPARE_RATE) ?? report.steps[0]!;
 
     if (PLAN.logOff) {
       // The same system with the decision log off: a fresh boot (the sample rate is configuration).
-      const compare = [...report.steps].reverse().find((s) => !saturated(s) && (s.offered ?? 0) <= 100) ?? report.steps[0]!;
       log(`decision log off: rebooting; one at a time, then ${compare.label}`);
       await r.system.stop();
       r = await boot(0);
@@ -620,6 +635,24 @@ async function main(): Promise<void> {
       report.logOff = { sequential: seq, step, compareLabel: compare.label };
       report.restarts.push(...[...r.restarts, ...r.notes.map((n) => `wrangler: ${n}`)].map((x) => `decision log off, ${x}`));
     }
+
+    // The same router, bundle and configuration in workerd with none of wrangler dev's machinery in
+    // the request path (no ProxyWorker, no entry worker, no per-request log to the CLI): what is left
+    // is the router's own cost plus one loopback HTTP hop, as close to production as this machine gets.
+    log(`workerd without wrangler dev: rebooting; one at a time, then ${compare.label}`);
+    await r.system.stop();
+    r = await boot(1, "workerd");
+    await load(sequential(r, PLAN.warmup, 1));
+    const bareIdle = await idleRates(r);
+    const bareSeq = stepRow(r, "sequential", undefined, await measure(r, "sequential", sequential(r, PLAN.sequential, 2), bareIdle));
+    const bareStep = stepRow(
+      r,
+      compare.label,
+      compare.offered,
+      await measure(r, compare.label, openLoop(r, compare.offered!, 70), bareIdle),
+    );
+    report.workerd = { sequential: bareSeq, step: bareStep, compareLabel: compare.label };
+    report.restarts.push(...r.restarts.map((x) => `workerd alone, ${x}`));
   } finally {
     await r.system.stop();
     client.disconnect();

@@ -1,0 +1,119 @@
+/**
+ * Runs the router in workerd the way Cloudflare runs it, without `wrangler dev`'s development
+ * machinery: the bundle `wrangler deploy` would upload, the bindings wrangler.toml declares, and a
+ * socket straight to the router worker. Used by the end-to-end benchmark (bench/e2e) to tell the
+ * router's own cost apart from the development stack's, and by scripts/system.ts
+ * (`runtime: "workerd"`).
+ *
+ *   node scripts/workerd-host.ts --port 8788 [--persist-to DIR] [--env-file FILE] [--inspector-port N]
+ *
+ * What `wrangler dev` adds and this leaves out, each measured in bench/e2e/RESULTS.md: the
+ * ProxyWorker (a second workerd process that takes every request on the public port and forwards
+ * it over loopback HTTP), miniflare's entry worker (a worker hop in front of the router that also
+ * logs every request to the CLI over a loopback HTTP call), and the inspector session through
+ * which every `console.log` is relayed to the CLI. Here the worker's console lines go to workerd's
+ * stdout, as `wrangler tail` would show them.
+ *
+ * Same runtime: Miniflare and workerd are wrangler's own dependencies (resolved from wrangler's
+ * package), so both paths run the same workerd build; the compatibility date and flags come from
+ * wrangler.toml. Local stand-ins remain for what only exists on Cloudflare (the rate limiter and
+ * Analytics Engine bindings are Miniflare's local simulations, as under wrangler dev).
+ */
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
+/** The worker's name in wrangler.toml; Miniflare addresses the direct socket by it. */
+const WORKER_NAME = "warmpath";
+
+const { values: flags } = parseArgs({
+  options: {
+    port: { type: "string", default: "8788" },
+    ip: { type: "string", default: "127.0.0.1" },
+    "persist-to": { type: "string" },
+    "env-file": { type: "string" },
+    /** workerd's V8 inspector (Chrome DevTools, or bench/e2e/profile.ts); none by default. */
+    "inspector-port": { type: "string" },
+  },
+});
+
+/** `NAME='value'` lines (scripts/system.ts writes them single-quoted, as dotenv reads them literally). */
+function readEnvFile(file: string): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(?:'([^']*)'|"([^"]*)"|(.*))$/.exec(line.trim());
+    if (m) vars[m[1]!] = m[2] ?? m[3] ?? m[4] ?? "";
+  }
+  return vars;
+}
+
+/** A JSON variable stays JSON (WARMPATH_CONFIG is an object in wrangler.toml), as wrangler dev passes it. */
+function parseVar(value: string): unknown {
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return typeof parsed === "object" && parsed !== null ? parsed : value;
+  } catch {
+    return value;
+  }
+}
+
+const state = flags["persist-to"] ?? mkdtempSync(join(tmpdir(), "warmpath-workerd-"));
+const outdir = join(state, "bundle");
+mkdirSync(outdir, { recursive: true });
+// The exact bundle a deploy uploads (wrangler's esbuild settings, its shims and defines).
+execFileSync(WRANGLER, ["deploy", "--dry-run", "--outdir", outdir], {
+  cwd: ROOT,
+  stdio: ["ignore", "ignore", "inherit"],
+  env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+});
+
+const fromWrangler = createRequire(createRequire(import.meta.url).resolve("wrangler"));
+const { unstable_getMiniflareWorkerOptions } = (await import("wrangler")) as typeof import("wrangler");
+const { Miniflare, convertV4MiniflareOptions } = (await import(fromWrangler.resolve("miniflare"))) as typeof import("miniflare");
+const { workerOptions } = unstable_getMiniflareWorkerOptions(join(ROOT, "wrangler.toml"));
+const overrides = flags["env-file"] ? readEnvFile(flags["env-file"]) : {};
+
+/** wrangler's option types are loose (`unknown` per binding kind): these are the fields it produced. */
+type HostOptions = Parameters<typeof convertV4MiniflareOptions>[0];
+
+const mf = new Miniflare(
+  convertV4MiniflareOptions({
+    name: WORKER_NAME,
+    modules: true,
+    scriptPath: join(outdir, "index.js"),
+    // workerd refuses module paths that climb out of the modules root ("can't use '..'").
+    modulesRoot: outdir,
+    compatibilityDate: workerOptions.compatibilityDate,
+    compatibilityFlags: workerOptions.compatibilityFlags,
+    durableObjects: workerOptions.durableObjects,
+    ratelimits: workerOptions.ratelimits,
+    analyticsEngineDatasets: workerOptions.analyticsEngineDatasets,
+    bindings: {
+      ...(workerOptions.bindings as Record<string, unknown>),
+      ...Object.fromEntries(Object.entries(overrides).map(([k, v]) => [k, parseVar(v)])),
+    },
+    durableObjectsPersist: join(state, "do"),
+    // As on Cloudflare, the socket reaches the router worker itself: no entry worker in front.
+    unsafeDirectSockets: [{ host: flags.ip, port: Number(flags.port) }],
+    logRequests: false,
+    ...(flags["inspector-port"] ? { inspectorPort: Number(flags["inspector-port"]) } : {}),
+  } as HostOptions),
+);
+await mf.ready;
+const url = await mf.unsafeGetDirectURL(WORKER_NAME);
+console.log(`warmpath in workerd at ${url.href} (bundle ${outdir})`);
+
+let stopping = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    void mf.dispose().finally(() => process.exit(0));
+  });
+}
