@@ -237,6 +237,23 @@ export class PrefixIndex {
     this.rebalanceLimits();
   }
 
+  /**
+   * Updates the capacities (in blocks) of nodes it knows, unknown ids ignored; shrinking evicts at
+   * once. One pass over the nodes for the whole batch, where a call of {@link setNode} per node
+   * would make one each: a sharded region resizes every node at each load exchange.
+   */
+  resizeNodes(capacities: Iterable<readonly [string, number]>): void {
+    let changed = false;
+    for (const [nodeId, capacityBlocks] of capacities) {
+      const node = this.nodes.get(nodeId);
+      const cap = Math.max(1, Math.floor(capacityBlocks));
+      if (!node || node.capacityBlocks === cap) continue;
+      node.capacityBlocks = cap;
+      changed = true;
+    }
+    if (changed) this.rebalanceLimits();
+  }
+
   /** Forgets a node and every block it held. */
   removeNode(nodeId: string): void {
     const node = this.nodes.get(nodeId);

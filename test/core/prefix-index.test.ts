@@ -31,6 +31,28 @@ describe("PrefixIndex", () => {
     expect(index.matchDepths(chain("q", 4), ["a"])).toEqual([2]);
   });
 
+  it("resizes a batch of nodes at once: a shrink evicts, a growth forgets nothing back, unknown ids are ignored", () => {
+    const index = new PrefixIndex();
+    index.setNode("a", 8);
+    index.setNode("b", 8);
+    index.insert("a", chain("p", 4));
+    index.insert("a", chain("q", 4));
+    index.insert("b", chain("r", 8));
+    index.resizeNodes([
+      ["a", 4.9],
+      ["b", 8],
+      ["gone", 100],
+    ]);
+    expect(index.capacityOf("a")).toBe(4);
+    expect(index.capacityOf("gone")).toBe(0);
+    expect(index.matchDepths(chain("p", 4), ["a"])).toEqual([0]);
+    expect(index.matchDepths(chain("q", 4), ["a"])).toEqual([4]);
+    expect(index.matchDepths(chain("r", 8), ["b"])).toEqual([8]);
+    index.resizeNodes([["a", 8]]);
+    expect(index.matchDepths(chain("p", 4), ["a"])).toEqual([0]);
+    expect(index.blocksOf("a")).toBe(4);
+  });
+
   it("counts a long prompt's deep blocks by the base blocks they span", () => {
     const index = new PrefixIndex();
     // 1,024 blocks: 512 of weight 1, 256 of weight 2, 256 of weight 4 = 2,048 base blocks.

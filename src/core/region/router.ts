@@ -130,13 +130,14 @@ export class RegionRouter {
       this.responses.deleteWhere((n) => n === spec.id);
       for (const t of this.tickets.values()) if (t.nodeId === spec.id) t.active = false;
     }
-    this.sizeIndex(this.nodes.get(spec.id)!);
+    const n = this.nodes.get(spec.id)!;
+    this.index.setNode(spec.id, this.indexCapacity(n));
   }
 
-  /** A node's capacity in the index: what the policy believes of its KV cache, times this router's share of it. */
-  private sizeIndex(n: NodeEntry): void {
+  /** A node's capacity in the index, in blocks: what the policy believes of its KV cache, times this router's share of it. */
+  private indexCapacity(n: NodeEntry): number {
     const believable = this.policy.indexCapacityTokens?.(n.spec.kvCapacityTokens) ?? n.spec.kvCapacityTokens;
-    this.index.setNode(n.spec.id, (believable * n.cacheShare) / this.settings.blockTokens);
+    return (believable * n.cacheShare) / this.settings.blockTokens;
   }
 
   /**
@@ -159,6 +160,7 @@ export class RegionRouter {
    * utilisation and in who has been busy lately. A node left out has none.
    */
   shareForeignLoad(foreign: Readonly<Record<string, ShardLoad>>, now: number): void {
+    const resized: Array<[string, number]> = [];
     for (const n of this.nodes.values()) {
       n.load.shareForeign(foreign[n.spec.id] ?? NO_LOAD, now);
       // The other shards' prompts fill the same cache: in an LRU cache a stream of insertions
@@ -170,9 +172,10 @@ export class RegionRouter {
       const share = all > 0 ? Math.max(this.settings.minCacheShare, n.load.ownRecentPrefill(now) / all) : 1;
       if (share !== n.cacheShare) {
         n.cacheShare = share;
-        this.sizeIndex(n);
+        resized.push([n.spec.id, this.indexCapacity(n)]);
       }
     }
+    this.index.resizeNodes(resized);
   }
 
   /**
