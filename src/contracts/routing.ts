@@ -188,6 +188,9 @@ export const failureReasonSchema = z.enum(["timeout", "connection", "http-429", 
 
 export type FailureReason = z.infer<typeof failureReasonSchema>;
 
+/** The longest a request lives (a day): no first byte is reported further back than that. */
+const MAX_FIRST_BYTE_AGO_MS = 86_400_000;
+
 /** What the worker learned about a request's outcome. */
 export const completionOutcomeSchema = z.object({
   /**
@@ -200,6 +203,12 @@ export const completionOutcomeSchema = z.object({
   reason: failureReasonSchema.optional(),
   /** From the answer's `usage`, when present. */
   usage: usageSchema.optional(),
+  /**
+   * A non-streamed answer's first byte, reported with its completion instead of by a call of its
+   * own: how long before the completion it arrived (ms, on the worker's clock). Its whole body
+   * follows the first byte at once, so a separate call would only cost the object a request.
+   */
+  firstByteMsAgo: z.number().int().min(0).max(MAX_FIRST_BYTE_AGO_MS).optional(),
 });
 
 export type CompletionOutcome = z.infer<typeof completionOutcomeSchema>;

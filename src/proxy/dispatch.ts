@@ -179,8 +179,14 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
       const responseId = input.storesResponses ? responseIdOf(upstream.first, rc.tenant.id) : undefined;
       // Its follow-ups will ask the shard the response id names, which may not be this one.
       const keeper = responseId !== undefined && shards > 1 ? shardOf(responseId, shards) : shard;
+      // A non-streamed answer is whole at its first byte: that byte is reported with its completion,
+      // one call to the object instead of two. A stored response's id is not: its follow-up may
+      // come as soon as the client has the answer, so the object must know its node first.
+      const foldFirstByte = !answersAsSse(input, upstream.response) && responseId === undefined;
       if (!stateless) {
-        ctx.waitUntil(stub.firstByte(routed.ticket, keeper === shard ? responseId : undefined).then(ignore, logBookkeepingError));
+        if (!foldFirstByte) {
+          ctx.waitUntil(stub.firstByte(routed.ticket, keeper === shard ? responseId : undefined).then(ignore, logBookkeepingError));
+        }
         if (keeper !== shard) {
           const remember = regionStub(env, region, keeper).rememberResponse(region.init, responseId, routed.nodeId);
           ctx.waitUntil(remember.then(ignore, logBookkeepingError));
@@ -197,6 +203,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
         decision: routed.decision,
         upstream,
         attempts,
+        foldFirstByte,
       });
     }
   }
@@ -252,7 +259,9 @@ type Upstream =
       response: Response;
       first: Uint8Array | undefined;
       reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+      /** From the call to the first body byte (ms), and when it came (ms epoch, the worker's clock). */
       firstByteMs: number;
+      firstByteAt: number;
     }
   | { ok: false; reason: FailureReason; detail: string };
 
@@ -308,13 +317,17 @@ async function callNode(rc: RequestContext, routed: Ok, region: LoadedRegion, in
       await response.body?.cancel().catch(() => {});
       return { ok: false, reason: response.status === 429 ? "http-429" : "http-5xx", detail: `HTTP ${response.status}` };
     }
-    if (!response.body) return { ok: true, response, first: undefined, reader: undefined, firstByteMs: Date.now() - started };
+    if (!response.body) {
+      const at = Date.now();
+      return { ok: true, response, first: undefined, reader: undefined, firstByteMs: at - started, firstByteAt: at };
+    }
     const reader = response.body.getReader();
     const { done, value } = await reader.read();
     if (done && response.ok) {
       return { ok: false, reason: "empty-body", detail: "empty body" };
     }
-    return { ok: true, response, first: value, reader, firstByteMs: Date.now() - started };
+    const at = Date.now();
+    return { ok: true, response, first: value, reader, firstByteMs: at - started, firstByteAt: at };
   } catch (e) {
     return controller.signal.aborted
       ? { ok: false, reason: "timeout", detail: "timeout before first byte" }
@@ -337,9 +350,17 @@ interface Answer {
   decision: Decision;
   upstream: Extract<Upstream, { ok: true }>;
   attempts: Attempt[];
+  /** The first byte is reported with the completion (no firstByte call was made). */
+  foldFirstByte: boolean;
 }
 
-function respond({ rc, input, stub, region, shard, routed, decision, upstream, attempts }: Answer): Response {
+/** A streamed request is relayed (and checked for its end) as SSE whatever the node's Content-Type says. */
+function answersAsSse(input: DispatchInput, response: Response): boolean {
+  const contentType = response.headers.get("content-type") ?? "";
+  return contentType.includes("text/event-stream") || (input.stream === true && response.ok);
+}
+
+function respond({ rc, input, stub, region, shard, routed, decision, upstream, attempts, foldFirstByte }: Answer): Response {
   const { ctx, requestId } = rc;
   const headers = new Headers(upstream.response.headers);
   for (const h of DROPPED_RESPONSE_HEADERS) headers.delete(h);
@@ -359,9 +380,7 @@ function respond({ rc, input, stub, region, shard, routed, decision, upstream, a
   if (routed.heldForOthers > 0) headers.set("x-warmpath-held-nodes", String(routed.heldForOthers));
   for (const [k, v] of Object.entries(rateLimitHeaders(routed.rateLimit))) headers.set(k, v);
 
-  // A streamed request is relayed (and checked for its end) as SSE whatever the node's Content-Type says.
-  const contentType = upstream.response.headers.get("content-type") ?? "";
-  const sse = contentType.includes("text/event-stream") || (input.stream === true && upstream.response.ok);
+  const sse = answersAsSse(input, upstream.response);
 
   let finish!: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
   const finished = new Promise<void>((resolve) => {
@@ -406,7 +425,8 @@ function respond({ rc, input, stub, region, shard, routed, decision, upstream, a
       // A node's own client error (a context-length error, a bad parameter) computed nothing: the
       // region takes the prediction back and forgets the prompt it recorded for that node.
       const status = upstream.response.status >= 400 ? "refused" : end;
-      if (stub) resolve(stub.complete(routed.ticket, { status, usage }).then(ignore, logBookkeepingError));
+      const firstByteMsAgo = foldFirstByte ? Math.max(0, Date.now() - upstream.firstByteAt) : undefined;
+      if (stub) resolve(stub.complete(routed.ticket, { status, usage, firstByteMsAgo }).then(ignore, logBookkeepingError));
       else {
         countStateless(region.config.name, routed.nodeId, -1);
         resolve();

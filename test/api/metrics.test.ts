@@ -20,11 +20,12 @@ interface Family {
 describe("GET /metrics", () => {
   it("is valid exposition format, with the requests, tokens and latencies the router saw", async () => {
     await registerAll([{ id: "prom-1", region: "us", models: ["m-meter"] }]);
-    for (let i = 0; i < 2; i++) {
+    // Two streamed answers and one whole (whose first byte reaches the object with its completion).
+    for (let i = 0; i < 3; i++) {
       const res = await chat(
         {
           model: "m-meter",
-          stream: true,
+          stream: i < 2,
           messages: [
             { role: "system", content: "p".repeat(3000) },
             { role: "user", content: `q${i}` },
@@ -51,11 +52,11 @@ describe("GET /metrics", () => {
       byName.get(name)!.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
     const node = { region: "us", node: "prom-1" };
     const routed = byName.get("warmpath_requests_total")!.metrics.filter((m) => m.labels?.node === "prom-1");
-    expect(routed.reduce((a, m) => a + Number(m.value), 0)).toBe(2);
-    expect(Number(sample("warmpath_request_outcomes_total", { ...node, outcome: "ok" })!.value)).toBe(2);
+    expect(routed.reduce((a, m) => a + Number(m.value), 0)).toBe(3);
+    expect(Number(sample("warmpath_request_outcomes_total", { ...node, outcome: "ok" })!.value)).toBe(3);
     expect(Number(sample("warmpath_measured_cached_tokens_total", node)!.value)).toBeGreaterThan(0);
     // Every value is a number, and every histogram's buckets are cumulative up to +Inf. (This parser
-    // drops a histogram's labels, so the node's two first bytes are checked in the text.)
+    // drops a histogram's labels, so the node's three first bytes are checked in the text.)
     const isNumber = (v: string | undefined) => v !== undefined && (/^[+-]?Inf$|^NaN$/.test(v) || Number.isFinite(Number(v)));
     for (const f of families) {
       for (const m of f.metrics) {
@@ -74,10 +75,10 @@ describe("GET /metrics", () => {
     const ttfb = byName.get("warmpath_time_to_first_byte_seconds")!;
     expect(ttfb.type).toBe("HISTOGRAM");
     expect(byName.get("warmpath_request_duration_seconds")!.type).toBe("HISTOGRAM");
-    expect(text).toMatch(/^warmpath_time_to_first_byte_seconds_count\{region="us",node="prom-1"\} 2$/m);
+    expect(text).toMatch(/^warmpath_time_to_first_byte_seconds_count\{region="us",node="prom-1"\} 3$/m);
     expect(Number(sample("warmpath_index_entries", { region: "us" })!.value)).toBeGreaterThan(0);
     // Per tenant (its id, never its key).
-    expect(Number(sample("warmpath_tenant_requests_total", { region: "us", tenant: "acme" })!.value)).toBe(2);
+    expect(Number(sample("warmpath_tenant_requests_total", { region: "us", tenant: "acme" })!.value)).toBe(3);
     expect(Number(sample("warmpath_tenant_measured_prompt_tokens_total", { region: "us", tenant: "acme" })!.value)).toBeGreaterThan(0);
     expect(Number(sample("warmpath_tenant_generation_tokens_total", { region: "us", tenant: "acme" })!.value)).toBeGreaterThan(0);
     // Failures by reason, cool-downs, retries and index evictions are exported from the first scrape, at zero.

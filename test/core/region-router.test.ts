@@ -39,6 +39,25 @@ describe("RegionRouter", () => {
     expect(m.firstByteCount).toBe(1);
   });
 
+  it("takes a non-streamed answer's first byte from its completion, when it came, once", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    const placed = r.route(req("p"), 0);
+    if (!placed.ok) throw new Error(placed.message);
+    expect(r.complete(placed.ticket, { status: "ok", firstByteMsAgo: 30 }, 130)).toBe(true);
+    const m = r.snapshot(200).nodes[0]!.metrics;
+    expect(m.firstByteCount).toBe(1);
+    expect(m.firstByteMsSum).toBe(100);
+    // A first byte already reported by its own call is not counted again.
+    const streamed = r.route(req("q"), 200);
+    if (!streamed.ok) throw new Error(streamed.message);
+    r.firstByte(streamed.ticket, 250);
+    r.complete(streamed.ticket, { status: "ok", firstByteMsAgo: 0 }, 400);
+    const after = r.snapshot(400).nodes[0]!.metrics;
+    expect(after.firstByteCount).toBe(2);
+    expect(after.firstByteMsSum).toBe(150);
+  });
+
   it("excludes tried nodes and labels the retry, cools down a failing node", () => {
     const r = new RegionRouter(settings({ failureCooldownMs: 1_000 }));
     r.upsertNode(spec("a"), 0);

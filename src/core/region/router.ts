@@ -457,6 +457,8 @@ export class RegionRouter {
   complete(ticketId: string, outcome: CompletionOutcome, now: number): boolean {
     const t = this.tickets.get(ticketId);
     if (!t) return false;
+    // A non-streamed answer's first byte comes with its completion (CompletionOutcome.firstByteMsAgo).
+    if (outcome.firstByteMsAgo !== undefined) this.firstByte(ticketId, now - outcome.firstByteMsAgo);
     const n = this.nodes.get(t.nodeId);
     if (n) {
       countOutcome(n.metrics, outcome);
