@@ -10,12 +10,14 @@
 export const DEV_API_KEY = "wp-dev-key-local-only";
 /** API key of a second development tenant, `dev-2`, to see cache namespaces at work. */
 export const DEV_API_KEY_2 = "wp-dev-key-2-local-only";
+/** API key of a third development tenant, `dev-3` (the fault suite's flood has two light tenants). */
+export const DEV_API_KEY_3 = "wp-dev-key-3-local-only";
 /** Node token of every development region. */
 export const DEV_NODE_TOKEN = "wp-dev-node-token-local-only";
 /** Admin token for the state API and dashboard in development. */
 export const DEV_ADMIN_TOKEN = "wp-dev-admin-token-local-only";
 
-const DEV_SECRETS = new Set([DEV_API_KEY, DEV_API_KEY_2, DEV_NODE_TOKEN, DEV_ADMIN_TOKEN]);
+const DEV_SECRETS = new Set([DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3, DEV_NODE_TOKEN, DEV_ADMIN_TOKEN]);
 
 export function isDevCredential(secret: string): boolean {
   return DEV_SECRETS.has(secret);
