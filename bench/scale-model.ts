@@ -1,6 +1,8 @@
 /**
  * The production path and internet scale, on paper: `node bench/scale-model.ts` (npm run bench:scale)
- * prints every table and figure of docs/SCALING.md, as markdown, to stdout.
+ * prints docs/SCALING.md, the whole document (figures and the prose around them), as markdown, to
+ * stdout. Regenerate it with `npm run --silent bench:scale > docs/SCALING.md` (without --silent npm
+ * prints its own banner first), then `npx prettier --write docs/SCALING.md` (it aligns the tables).
  *
  * Why a model and not a measurement: the two questions are about places this repository cannot
  * run in (Cloudflare's network between a client's edge, a region's Durable Object and its GPUs) and
@@ -8,12 +10,14 @@
  * input, each a named constant below with its source beside it:
  *
  * - **measured** here: the CPU of hashing and routing in workerd (bench/workerd/RESULTS.md), the
- *   index's memory bound (src/core/prefix-index.ts, bench/ROUTE_COST.md), the busiest shard's share
- *   and the cost of sharing load between shards (bench/SHARDS.md), the protocol itself (how many
- *   calls a request makes to the region object: src/proxy/dispatch.ts, durable-objects/region.ts);
+ *   worker's CPU per request in workerd (bench/e2e/RESULTS.md), the index's memory bound
+ *   (src/core/prefix-index.ts, bench/ROUTE_COST.md), the busiest shard's share and the cost of
+ *   sharing load between shards (bench/SHARDS.md), the protocol itself (how many calls a request and
+ *   a node report make to the region's objects, and what they write: src/proxy/dispatch.ts,
+ *   src/api/nodes.ts, durable-objects/region.ts, scripts/agent/agent.ts);
  * - **published** by Cloudflare: prices and limits, with the page each comes from;
- * - **assumed**, marked `ASSUMPTION`, where neither exists (e.g. the worker's CPU per request in
- *   production, bytes per log line); the doc lists them, and the tables show how much they matter.
+ * - **assumed**, marked `ASSUMPTION`, where neither exists (e.g. the share of requests that stream,
+ *   bytes per log line); the doc lists them, and the tables show how much they matter.
  *
  * Part A: the round trips of each way to place the decision (client, edge, object, origin), the
  * latency each adds over calling the origin directly, its load on the region object and its
@@ -33,6 +37,7 @@ import { DEFAULT_MAX_INDEX_ENTRIES, indexMemoryBound } from "../src/core/prefix-
 import { DEFAULT_REGION_SETTINGS } from "../src/core/region/settings.ts";
 import { blockWeight } from "../src/core/block-layout.ts";
 import { seededRandom, zipfSampler } from "../src/core/random.ts";
+import { DIGEST_TTL_MS } from "../src/core/warm-region.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Inputs: geography (part A)
@@ -233,9 +238,10 @@ export function coldConnectionMs(option: OptionId, p: Placement): number {
 
 /**
  * Calls to the region's object per request that are billed Durable Object requests: `route`,
- * `firstByte` and `complete` (src/proxy/dispatch.ts); one when the object makes the origin call
- * itself (the bookkeeping is then internal) or when a snapshot decider reports each dispatch back
- * asynchronously (fewer if an isolate batches its reports).
+ * `firstByte` (a streamed answer's only) and `complete` (src/proxy/dispatch.ts), on average
+ * DO_CALLS_PER_REQUEST_TODAY; one when the object makes the origin call itself (the bookkeeping is
+ * then internal) or when a snapshot decider reports each dispatch back asynchronously (fewer if an
+ * isolate batches its reports).
  */
 export function objectCallsPerRequest(option: OptionId): number {
   switch (option) {
@@ -257,14 +263,40 @@ export function objectCallsPerRequest(option: OptionId): number {
 export const TOTAL_RPS = 100_000;
 export const REGIONS = 5;
 export const NODES = 2_000;
-/** Every agent reports once a second (README, Node API; bench/fleet.ts DEFAULT_FLEET.reportIntervalMs). */
+/**
+ * Every agent reports once a second (README, Node API; bench/fleet.ts DEFAULT_FLEET.reportIntervalMs;
+ * scripts/agent `--interval-ms`, default 1000). The agent sleeps the interval after each report's
+ * answer (scripts/agent/agent.ts `run`), so its reports arrive a little more than 1 s apart.
+ */
 export const REPORT_INTERVAL_S = DEFAULT_FLEET.reportIntervalMs / 1000;
-/** Calls per request to the region (shard) object: `route`, `firstByte`, `complete` (src/proxy/dispatch.ts); each is a billed Durable Object request. */
-export const DO_CALLS_PER_REQUEST_TODAY = 3;
-/** A shard calls the region's load exchange at most every 20 ms (durable-objects/region.ts, SHARD_LOAD_SYNC_MS). */
+/** Calls to the region (shard) object of a request whose answer streams (SSE): `route`, `firstByte`, `complete` (src/proxy/dispatch.ts); each is a billed Durable Object request. */
+export const DO_CALLS_STREAMED = 3;
+/**
+ * Calls of a request whose answer does not stream: `route` and `complete`, which carries the first
+ * byte (CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts; `foldFirstByte` in
+ * src/proxy/dispatch.ts). A stored response (Responses API) still sends `firstByte` at once: it
+ * counts as streamed here.
+ */
+export const DO_CALLS_UNSTREAMED = 2;
+/**
+ * ASSUMPTION: the share of routed requests that stream (or store their response), so send
+ * `firstByte` as a call of its own. No trace here records it (Mooncake's has no `stream` field);
+ * chat clients and agents mostly stream, so the conservative case, every request, is modelled.
+ */
+export const STREAMED_SHARE = 1;
+/** Calls per request to the region (shard) object today, on average over streamed and unstreamed requests. */
+export const DO_CALLS_PER_REQUEST_TODAY = STREAMED_SHARE * DO_CALLS_STREAMED + (1 - STREAMED_SHARE) * DO_CALLS_UNSTREAMED;
+/** A shard calls the region's load exchange at most every 20 ms (durable-objects/region.ts, SHARD_LOAD_SYNC_MS); the interval is fixed. */
 export const SHARD_LOAD_SYNC_MS = 20;
 /** A reporting node's `last_seen` row is rewritten once more than a third of `node_silence_ms` has passed (durable-objects/region.ts, LAST_SEEN_WRITE_FRACTION). */
 export const LAST_SEEN_WRITE_FRACTION = 1 / 3;
+/**
+ * A sharded region: every report goes to shard 0 (src/api/nodes.ts), which passes a node's report
+ * on to the other shards (`mirrorReport`) when it registers or changes the node, and otherwise once
+ * at least a third of `node_silence_ms` has passed since the last time (durable-objects/region.ts,
+ * MIRROR_FRACTION): every 5 s by default.
+ */
+export const MIRROR_FRACTION = 1 / 3;
 /** ASSUMPTION: an object's alarm fires about once per node-silence timeout (it is re-armed for the next expiry; each setAlarm is a row written). */
 export const ALARMS_PER_OBJECT_PER_S = 1000 / DEFAULT_REGION_SETTINGS.nodeSilenceMs;
 
@@ -284,28 +316,33 @@ export const BLOCK_CHARS = 512;
 
 // Measured CPU (bench/workerd/RESULTS.md, workerd 1.20261102.1, 2-core AMD EPYC; medians).
 /** Table 1: `prefixKey` of a 10,000-character chat request in workerd, µs. */
-export const HASH_US_10K = 13.1;
+export const HASH_US_10K = 13.6;
 /** Table 2: `RegionRouter.route` (+ firstByte/complete of an earlier request) at 100,000 index entries, by nodes: µs. */
 export const ROUTE_US_BY_NODES: ReadonlyArray<readonly [nodes: number, us: number]> = [
-  [8, 12.6],
-  [64, 46.2],
-  [256, 111.5],
+  [8, 11.0],
+  [64, 25.3],
+  [256, 122.7],
 ];
 /** Table 3 (one chain): the object's work per route + complete pair beyond the two RPCs (validation, routing, completing), 8 nodes, µs. */
-export const PAIR_WORK_US = 40.7;
-/** Table 3 (floor rows): two RPCs to an object that does nothing, both sides on one thread, µs; half is an upper bound on one call's cost to the object. */
-export const RPC_FLOOR_PAIR_US = 113.2;
+export const PAIR_WORK_US = 38.6;
+/** Table 3 (one chain, floor rows): the two RPCs themselves, both sides on one thread, µs; half is an upper bound on one call's cost to the object. */
+export const RPC_FLOOR_PAIR_US = 62.4;
 /** ASSUMPTION: the share of an object's one thread to plan for (at 70% an M/M/1 queue waits 2.3x the service time). */
 export const TARGET_UTILISATION = 0.7;
 /**
- * ASSUMPTION: the worker's CPU per routed request in production (parse and bound the body,
- * authenticate, hash, three RPCs' caller side, relay ~343 stream events, decision line). Measured
- * parts: hashing 13.1 µs per 10,000 characters, an RPC pair <= 113 µs both sides. bench/e2e
- * (npm run bench:e2e, being written) measures the whole under wrangler dev; the cost tables show
- * 0.5-5 ms.
+ * Measured: the worker's CPU per routed request, 2.05 ms of workerd CPU per request one at a time
+ * (bench/e2e/RESULTS.md, "The router in workerd alone", column "CPU ms/req one at a time: workerd
+ * with the worker"; workerd 1.20261117.1, 2-core shared AMD EPYC). An upper bound for the worker
+ * alone: the same process also ran the region object's work, the HTTP server and the local
+ * simulations of the rate limiter and Analytics Engine bindings. Not in it: the requests were
+ * short (~330 characters: a 10,000-character prompt adds 13.6 µs of hashing) with one-token
+ * answers, so relaying a 343-event stream is not measured (B6 shows 0.5-5 ms).
  */
-export const WORKER_CPU_MS = 1;
-/** ASSUMPTION: the worker's CPU per node report (authenticate the node's secret, validate, one RPC). */
+export const WORKER_CPU_MS = 2.05;
+/**
+ * ASSUMPTION: the worker's CPU per node report (authenticate the node's secret, validate, one RPC).
+ * In a sharded region every 5th report also makes an RPC per other shard (the mirrors): not counted.
+ */
 export const REPORT_CPU_MS = 0.3;
 
 // Memory.
@@ -348,11 +385,23 @@ export const SHARDS_MD_BUSIEST: ReadonlyArray<{ workload: string; byShards: Read
     ],
   },
 ];
-/** bench/SHARDS.md: mean TTFT of 2-8 shards sharing load every 20 ms, over one object (worst and best rows). */
-export const SHARDS_EXCHANGE_TTFT_RATIO: readonly [number, number] = [0.972, 1.064];
+/**
+ * bench/SHARDS.md: mean TTFT of 2-8 shards sharing load every 20 ms, over one object (best and
+ * worst rows), each shard sizing its index of a node by its share of the node's recent prefill
+ * (RegionSettings.minCacheShare 0.1: src/core/region/settings.ts, RegionRouter.shareForeignLoad).
+ * Its shards receive every report (bench/shard-driver.ts), not the 5-s mirrors of production.
+ */
+export const SHARDS_EXCHANGE_TTFT_RATIO: readonly [number, number] = [0.973, 1.042];
+/** bench/SHARDS.md: the worst hit rate change of those rows, relative to one object. */
+export const SHARDS_EXCHANGE_HIT_RATE_WORST = -0.004;
 /** bench/SHARDS.md, "A deeper key": Mooncake keyed by block 16 over 2-8 shards, mean TTFT over one object (best and worst rows). */
-export const SHARDS_DEEP_KEY_TTFT_RATIO: readonly [number, number] = [1.091, 1.663];
-/** durable-objects/region.ts (SHARD_LOAD_SYNC_MS note) and bench/test/shard-driver.test.ts: shards with reports only (every 1 s), no exchange: mean TTFT up to 1.4x. */
+export const SHARDS_DEEP_KEY_TTFT_RATIO: readonly [number, number] = [1.086, 1.753];
+/**
+ * An earlier measurement, not in bench/SHARDS.md: shards with reports only (every 1 s) and no
+ * exchange had a mean TTFT up to 1.4x one object's (durable-objects/region.ts, SHARD_LOAD_SYNC_MS
+ * note; run before shards sized their share of a node's cache). bench/test/shard-driver.test.ts
+ * checks only that the exchange beats reports alone.
+ */
 export const SHARDS_REPORTS_ONLY_TTFT_RATIO = 1.4;
 
 // ---------------------------------------------------------------------------------------------
@@ -443,27 +492,49 @@ export interface Protocol {
   billedCallsPerRequest: number;
   /** Calls per routed request the object's request rate counts (for the documented per-object limit). */
   countedCallsPerRequest: number;
-  /** Whether every report reaches every shard (today) or one object per region ingests it and the exchange carries node state. */
-  reportsToEveryShard: boolean;
+  /**
+   * Where node reports go in a sharded region. `mirrored` (today): every report to shard 0, and
+   * each node's report on to the other shards about every 5 s (MIRROR_FRACTION). `once`: one
+   * object per region (the exchange) ingests them and hands node state to the shards in its replies.
+   * Unsharded, the region's one object takes every report either way.
+   */
+  reports: "mirrored" | "once";
+  /** A fixed exchange interval (today's SHARD_LOAD_SYNC_MS); without one, the exchange slows as the shards grow (minSyncMs). */
+  fixedSyncMs?: number;
 }
 
-export const TODAY: Protocol = { name: "today", billedCallsPerRequest: 3, countedCallsPerRequest: 3, reportsToEveryShard: true };
+export const TODAY: Protocol = {
+  name: "today",
+  billedCallsPerRequest: DO_CALLS_PER_REQUEST_TODAY,
+  countedCallsPerRequest: DO_CALLS_PER_REQUEST_TODAY,
+  reports: "mirrored",
+  fixedSyncMs: SHARD_LOAD_SYNC_MS,
+};
+/** Today's protocol if no answer streamed: `firstByte` rides with `complete`, two calls per request. */
+export const TODAY_UNSTREAMED: Protocol = {
+  name: "today, nothing streamed",
+  billedCallsPerRequest: DO_CALLS_UNSTREAMED,
+  countedCallsPerRequest: DO_CALLS_UNSTREAMED,
+  reports: "mirrored",
+  fixedSyncMs: SHARD_LOAD_SYNC_MS,
+};
 /**
  * Recommended: `route` returns an RpcTarget whose `firstByte` and `complete` are calls in the same
- * RPC session (billed once, per the pricing page); reports ingested once per region. Counted calls:
- * 3 if the session's follow-up calls count against the object's request rate (not documented), 1 if not.
+ * RPC session (billed once, per the pricing page); reports ingested once per region; an exchange
+ * that slows as the shards grow. Counted calls: today's if the session's follow-up calls count
+ * against the object's request rate (not documented), 1 if not.
  */
 export const SESSION_COUNTED: Protocol = {
-  name: "session (3 counted)",
+  name: `session (${DO_CALLS_PER_REQUEST_TODAY} counted)`,
   billedCallsPerRequest: 1,
-  countedCallsPerRequest: 3,
-  reportsToEveryShard: false,
+  countedCallsPerRequest: DO_CALLS_PER_REQUEST_TODAY,
+  reports: "once",
 };
 export const SESSION_UNCOUNTED: Protocol = {
   name: "session (1 counted)",
   billedCallsPerRequest: 1,
   countedCallsPerRequest: 1,
-  reportsToEveryShard: false,
+  reports: "once",
 };
 
 export interface Deployment {
@@ -488,53 +559,102 @@ export const BASE_DEPLOYMENT: Deployment = {
   analyticsSampleRate: 1,
 };
 
-/** Seconds between a node's `last_seen` writes: the first report after a third of the silence timeout. */
+/**
+ * Reports between a node's `last_seen` writes in the object that ingests its reports: the first
+ * report more than a third of the silence timeout after the last write. The agent's reports are a
+ * little more than REPORT_INTERVAL_S apart (scripts/agent/agent.ts sleeps after each answer), so
+ * the 5th report (5 s and a little) is past the 5 s threshold; at exactly 1 s it would be the 6th.
+ */
+export function lastSeenWriteReports(): number {
+  const thresholdS = (DEFAULT_REGION_SETTINGS.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION) / 1000;
+  return Math.ceil(thresholdS / REPORT_INTERVAL_S - 1e-9);
+}
+
+/** Seconds between a node's `last_seen` writes in the object that ingests its reports. */
 export function lastSeenWriteIntervalS(): number {
-  const threshold = (DEFAULT_REGION_SETTINGS.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION) / 1000;
-  return (Math.floor(threshold / REPORT_INTERVAL_S) + 1) * REPORT_INTERVAL_S;
+  return lastSeenWriteReports() * REPORT_INTERVAL_S;
+}
+
+/**
+ * Seconds between two mirrors of a node's report to the other shards: the first report at least a
+ * third of the silence timeout after the last mirror (MIRROR_FRACTION).
+ */
+export function mirrorIntervalS(): number {
+  const thresholdS = (DEFAULT_REGION_SETTINGS.nodeSilenceMs * MIRROR_FRACTION) / 1000;
+  return Math.ceil(thresholdS / REPORT_INTERVAL_S - 1e-9) * REPORT_INTERVAL_S;
+}
+
+/**
+ * Seconds between a node's `last_seen` writes in a shard that only gets mirrors: `mirrorReport`
+ * persists like `report` (durable-objects/region.ts `applyReport`), so a mirror writes once more
+ * than a third of the silence timeout has passed since the last write. Mirrors come every 5 s and
+ * a little (see lastSeenWriteReports), so every mirror writes; at exactly 1 s, every other one.
+ */
+export function mirroredWriteIntervalS(): number {
+  const thresholdS = (DEFAULT_REGION_SETTINGS.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION) / 1000;
+  const m = mirrorIntervalS();
+  return Math.ceil(thresholdS / m - 1e-9) * m;
 }
 
 /** Requests per second that reach each kind of object, region-wide and per object. */
 export interface ObjectLoad {
   /** Billed Durable Object requests per second, whole deployment. */
   billedDoRps: number;
-  /** Incoming requests per second at one shard carrying `share` of its region's requests (counted calls). */
+  /**
+   * Incoming requests per second at a shard carrying `share` of its region's requests (counted
+   * calls), if it is the shard that ingests reports (shard 0 today): the busiest shard may be it.
+   */
   shardRps: (share: number) => number;
+  /** The same at a shard that only gets mirrored reports (today) or none (`once`). */
+  otherShardRps: (share: number) => number;
   /** Incoming requests per second at the region's exchange object (0 unsharded). */
   exchangeRps: number;
   /** Objects in the deployment (shards and exchanges). */
   objects: number;
   /** SQLite rows written per second, whole deployment. */
   rowsWrittenPerS: number;
+  /** Objects per region holding the node table. */
+  nodeTables: number;
 }
 
-export function objectLoad(d: Deployment, p: Protocol, syncMs = SHARD_LOAD_SYNC_MS): ObjectLoad {
+export function objectLoad(d: Deployment, p: Protocol, syncMs = p.fixedSyncMs ?? SHARD_LOAD_SYNC_MS): ObjectLoad {
   const n = d.shardsPerRegion;
   const regionRps = d.rps / d.regions;
   const reportsPerS = d.nodes / REPORT_INTERVAL_S;
   const regionReports = reportsPerS / d.regions;
   const sharded = n > 1;
+  const mirrored = sharded && p.reports === "mirrored";
   const exchangesPerS = sharded ? (n * 1000) / syncMs : 0;
   const objects = d.regions * (n + (sharded ? 1 : 0));
-  const reportCalls = p.reportsToEveryShard ? reportsPerS * n : reportsPerS;
+  // Every report is one call (to shard 0, the exchange, or the region's one object); mirrors add one per other shard.
+  const mirrorsPerS = mirrored ? (d.nodes / mirrorIntervalS()) * (n - 1) : 0;
   const alarms = objects * ALARMS_PER_OBJECT_PER_S;
-  const billedDoRps = d.rps * p.billedCallsPerRequest + reportCalls + exchangesPerS * d.regions + alarms;
-  // Without the fan-out, one object per region (the exchange when sharded, else the region's) takes the reports.
-  const ingests = p.reportsToEveryShard || !sharded;
+  const billedDoRps = d.rps * p.billedCallsPerRequest + reportsPerS + mirrorsPerS + exchangesPerS * d.regions + alarms;
+  // Unsharded, or mirrored: a shard (the only one, or shard 0) takes every report; with `once` the exchange does.
+  const shardIngests = !sharded || p.reports === "mirrored";
   const shardRps = (share: number) =>
-    regionRps * share * p.countedCallsPerRequest + (ingests ? regionReports : 0) + ALARMS_PER_OBJECT_PER_S;
-  const exchangeRps = sharded ? exchangesPerS + (p.reportsToEveryShard ? 0 : regionReports) : 0;
-  const persisting = p.reportsToEveryShard ? n : 1;
-  const rowsWrittenPerS = (d.nodes * persisting) / lastSeenWriteIntervalS() + alarms;
-  return { billedDoRps, shardRps, exchangeRps, objects, rowsWrittenPerS };
+    regionRps * share * p.countedCallsPerRequest + (shardIngests ? regionReports : 0) + ALARMS_PER_OBJECT_PER_S;
+  const otherShardRps = (share: number) =>
+    regionRps * share * p.countedCallsPerRequest +
+    (!sharded ? regionReports : mirrored ? d.nodes / d.regions / mirrorIntervalS() : 0) +
+    ALARMS_PER_OBJECT_PER_S;
+  const exchangeRps = sharded ? exchangesPerS + (p.reports === "once" ? regionReports : 0) : 0;
+  const nodeTables = mirrored ? n : 1;
+  const rowsWrittenPerS = d.nodes / lastSeenWriteIntervalS() + (mirrored ? (d.nodes * (n - 1)) / mirroredWriteIntervalS() : 0) + alarms;
+  return { billedDoRps, shardRps, otherShardRps, exchangeRps, objects, rowsWrittenPerS, nodeTables };
 }
 
 /** The exchange interval a region's exchange object can sustain under `capacity`, given what else it takes. */
 export function minSyncMs(d: Deployment, p: Protocol, capacity: number): number {
   const n = d.shardsPerRegion;
-  const reports = p.reportsToEveryShard ? 0 : d.nodes / REPORT_INTERVAL_S / d.regions;
+  const reports = p.reports === "once" ? d.nodes / REPORT_INTERVAL_S / d.regions : 0;
   const room = capacity - reports;
   return room <= 0 ? Infinity : Math.max(SHARD_LOAD_SYNC_MS, (n * 1000) / room);
+}
+
+/** The exchange interval a protocol runs at: today's fixed one, or the slowest within `capacity`. */
+export function syncMsOf(d: Deployment, p: Protocol, capacity: number): number {
+  return p.fixedSyncMs ?? minSyncMs(d, p, capacity);
 }
 
 /** One line of the monthly bill. */
@@ -548,7 +668,7 @@ export interface CostLine {
 const over = (used: number, included: number) => Math.max(0, used - included);
 
 /** The monthly bill of a deployment under a protocol, at Cloudflare's published prices. */
-export function monthlyCost(d: Deployment, p: Protocol, prices: Prices = PRICES, syncMs = SHARD_LOAD_SYNC_MS): CostLine[] {
+export function monthlyCost(d: Deployment, p: Protocol, prices: Prices = PRICES, syncMs = p.fixedSyncMs ?? SHARD_LOAD_SYNC_MS): CostLine[] {
   const load = objectLoad(d, p, syncMs);
   const reportsPerS = d.nodes / REPORT_INTERVAL_S;
   const workerRequests = (d.rps + reportsPerS) * MONTH_S;
@@ -557,8 +677,7 @@ export function monthlyCost(d: Deployment, p: Protocol, prices: Prices = PRICES,
   // ASSUMPTION: an object serving hundreds of requests a second never hibernates, so it is billed for the whole month.
   const gbSeconds = load.objects * prices.doBilledGb * MONTH_S;
   const rowsWritten = load.rowsWrittenPerS * MONTH_S;
-  const persisting = p.reportsToEveryShard ? d.regions * d.shardsPerRegion : d.regions;
-  const storageGbMonth = (persisting * (d.nodes / d.regions) * NODE_ROW_BYTES) / 1e9;
+  const storageGbMonth = (d.regions * load.nodeTables * (d.nodes / d.regions) * NODE_ROW_BYTES) / 1e9;
   const points = d.rps * d.analyticsSampleRate * MONTH_S;
   const logGb = ((d.rps * LOG_BYTES_PER_REQUEST + reportsPerS * LOG_BYTES_PER_REPORT) * d.logSampleRate * MONTH_S) / 1e9;
   // Stored: each day's maximum queryable GB (the retention window), averaged over 30 days.
@@ -648,8 +767,9 @@ export function cpuBoundRps(nodes: number): number {
 /**
  * The fewest shards (1..MAX_SHARDS) whose busiest shard stays within `capacity` incoming
  * requests/s and whose exchange object does too, or undefined. `busiest(n)` is the busiest
- * shard's share of its region's requests with n shards. With `cpu`, capacity is in routed
- * requests (the measured-CPU view), else in incoming calls (the documented limit).
+ * shard's share of its region's requests with n shards; it may be the shard that ingests the
+ * reports (shard 0 today), so that shard's reports are added to it. With `cpu`, capacity is in
+ * routed requests (the measured-CPU view), else in incoming calls (the documented limit).
  */
 export function shardsNeeded(
   d: Deployment,
@@ -665,7 +785,7 @@ export function shardsNeeded(
       if (regionRps * busiest(n) <= capacity) return n;
       continue;
     }
-    const load = objectLoad(dn, p, minSyncMs(dn, p, capacity));
+    const load = objectLoad(dn, p, syncMsOf(dn, p, capacity));
     if (load.shardRps(busiest(n)) <= capacity && load.exchangeRps <= capacity) return n;
   }
   return undefined;
@@ -674,12 +794,14 @@ export function shardsNeeded(
 /**
  * The most subrequests one routed request can make with the default limits (src/proxy/dispatch.ts):
  * every region attempt tries 1 + max_retries nodes; each attempt asks `route` (once more on a
- * retryable error) and a failed attempt sends `complete`; the one that answers sends `firstByte`
- * and `complete`.
+ * retryable error) and a failed attempt sends `complete`; the one that answers sends `firstByte`,
+ * `rememberResponse` (a stored response whose id names another shard) and `complete`. A long
+ * prompt with a choice of regions also asks every shard of each region whose digest is stale for
+ * it (src/proxy/region-digests.ts, `refreshDigests`).
  */
-export function worstCaseSubrequests(): { origin: number; object: number } {
+export function worstCaseSubrequests(regions = REGIONS, shards = MAX_SHARDS): { origin: number; object: number; digests: number } {
   const attempts = MAX_REGION_ATTEMPTS_DEFAULT * (1 + MAX_RETRIES_DEFAULT);
-  return { origin: attempts, object: attempts * 2 + (attempts - 1) + 2 };
+  return { origin: attempts, object: attempts * 2 + (attempts - 1) + 3, digests: regions * shards };
 }
 
 /** Blocks of a prompt of `chars` characters (src/core/block-layout.ts: 512-character blocks, doubling after 512). */
@@ -758,15 +880,84 @@ const usd = (x: number, digits = 0) => `$${fmt(x, digits)}`;
 const big = (x: number) => (x >= 1e9 ? `${fmt(x / 1e9, 1)} B` : x >= 1e6 ? `${fmt(x / 1e6, 1)} M` : fmt(x, x < 10 ? 2 : 0));
 const mib = (bytes: number) => `${fmt(bytes / 2 ** 20, 1)} MiB`;
 const pct = (x: number) => `${fmt(100 * x, 1)}%`;
+const signed = (x: number) => `${x < 0 ? "-" : "+"}${ms(Math.abs(x))}`;
+const range = (a: number, b: number, f: (x: number) => string = (x) => fmt(x)) => (f(a) === f(b) ? f(a) : `${f(a)}-${f(b)}`);
 
 function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>, right: readonly boolean[] = []): string {
   const align = header.map((_, i) => ((right[i] ?? i > 0) ? "---:" : "---"));
   return [header, align, ...rows].map((r) => `| ${r.join(" | ")} |`).join("\n");
 }
 
+/** Words that would start a list, a heading, a quote or a table row at the start of a line: never wrapped onto one. */
+const BLOCK_START = /^([-+*#>|]|\d+[.)])/;
+
+/** A paragraph (or list item: `first` is its marker, `rest` its indent) wrapped at 100 columns, as the doc's prose is. */
+export function wrap(text: string, first = "", rest = "", width = 100): string {
+  const lines: string[] = [];
+  let words: string[] = [];
+  let prefix = first;
+  const length = () => prefix.length + words.join(" ").length;
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if (words.length > 0 && length() + 1 + word.length > width) {
+      if (!BLOCK_START.test(word)) {
+        lines.push(prefix + words.join(" "));
+        words = [word];
+        prefix = rest;
+        continue;
+      }
+      // Carry the previous word down with it, so the line does not start with a marker.
+      const previous = words[words.length - 1]!;
+      if (words.length > 1 && !BLOCK_START.test(previous)) {
+        lines.push(prefix + words.slice(0, -1).join(" "));
+        words = [previous, word];
+        prefix = rest;
+        continue;
+      }
+    }
+    words.push(word);
+  }
+  lines.push(prefix + words.join(" "));
+  return lines.join("\n");
+}
+
+/** A count in the price table: 10 M, 25 B. */
+const units = (x: number) => (x >= 1e9 ? `${fmt(x / 1e9)} B` : x >= 1e6 ? `${fmt(x / 1e6)} M` : fmt(x));
+
+/** Object calls per request, as A3 shows them. */
+function callsLabel(option: OptionId): string {
+  const calls = objectCallsPerRequest(option);
+  return calls === DO_CALLS_PER_REQUEST_TODAY && option !== "direct" && option !== "relay" && option !== "snapshot"
+    ? `${DO_CALLS_STREAMED} streamed, ${DO_CALLS_UNSTREAMED} not`
+    : String(calls);
+}
+
+/** Everything the summary needs from parts A and B. */
+interface Figures {
+  designN: number;
+  recSync: number;
+  todayBill: number;
+  recBill: number;
+  sampledBill: number;
+  floorMonth: number;
+  zeroSixRange: [number | undefined, number | undefined];
+  hotZipf08: number;
+  /** Whether today's protocol fits within 1,000 calls/s per object anywhere in B3 (streamed, and if nothing streamed). */
+  todayFits: boolean;
+  todayUnstreamedFits: boolean;
+}
+
 function partA(out: string[]): void {
   const transpacific = PLACEMENTS[3]!;
+  const transatlantic = PLACEMENTS[2]!;
+  const nodesPerRegion = NODES / REGIONS;
+  const added = (o: OptionId, p: Placement) => pathMs(firstByteLegs(o, p)) - pathMs(firstByteLegs("direct", p));
   out.push("## A. The production path");
+  out.push("");
+  out.push(
+    wrap(
+      `A path is a list of round trips at ${fmt(ROUND_TRIP_MS_PER_KM, 3)} ms per great-circle km (src/core/region-select.ts). Assumed: the object ${fmt(OBJECT_TO_GPU_KM)} km from the GPUs (a location hint names an area), a placed worker ${fmt(PLACED_WORKER_TO_GPU_KM)} km, the client ${fmt(ACCESS_KM)} km from its edge. Processing is not counted (part B: ${fmt(objectUsPerRequest(nodesPerRegion))} µs of object CPU per request; the worker's, ${fmt(WORKER_CPU_MS, 2)} ms measured with short answers: B6).`,
+    ),
+  );
   out.push("");
   out.push("### A1. Placements");
   out.push("");
@@ -825,7 +1016,7 @@ function partA(out: string[]): void {
     table(
       [
         "option",
-        `each retry adds, ${PLACEMENTS[2]!.name} / ${transpacific.name} ms`,
+        `each retry adds, ${transatlantic.name} / ${transpacific.name} ms`,
         `cold origin connection adds, ${transpacific.name} ms`,
         "object requests per request",
         "streams through the object",
@@ -833,9 +1024,9 @@ function partA(out: string[]): void {
       ],
       OPTIONS.filter((o) => o.id !== "direct").map((o) => [
         o.label,
-        `${ms(pathMs(retryLegs(o.id, PLACEMENTS[2]!)))} / ${ms(pathMs(retryLegs(o.id, transpacific)))}`,
+        `${ms(pathMs(retryLegs(o.id, transatlantic)))} / ${ms(pathMs(retryLegs(o.id, transpacific)))}`,
         ms(coldConnectionMs(o.id, transpacific)),
-        String(objectCallsPerRequest(o.id)),
+        callsLabel(o.id),
         streams[o.id],
         consistency[o.id],
       ]),
@@ -843,13 +1034,53 @@ function partA(out: string[]): void {
     ),
   );
   out.push("");
+  const splitGain = PLACEMENTS.map((p) => ({
+    p,
+    req: pathMs(firstByteLegs("split", p)) - pathMs(firstByteLegs("today", p)),
+    retry: pathMs(retryLegs("split", p)) - pathMs(retryLegs("today", p)),
+  }));
   out.push(
-    `(5) minus (1), per request / per retry (negative: (5) is faster): ${PLACEMENTS.map((p) => {
-      const req = pathMs(firstByteLegs("split", p)) - pathMs(firstByteLegs("today", p));
-      const retry = pathMs(retryLegs("split", p)) - pathMs(retryLegs("today", p));
-      const signed = (x: number) => `${x < 0 ? "-" : "+"}${ms(Math.abs(x))}`;
-      return `${p.name} ${signed(req)} / ${signed(retry)} ms`;
-    }).join("; ")}.`,
+    `(5) minus (1), per request / per retry (negative: (5) is faster): ${splitGain.map((g) => `${g.p.name} ${signed(g.req)} / ${signed(g.retry)} ms`).join("; ")}.`,
+  );
+  out.push("");
+  const gains = splitGain.filter((g) => g.req < 0);
+  const losses = splitGain.filter((g) => g.req >= 0);
+  const snap1s = 1000 / 2 + rttMs(distances(transpacific).edgeObject) / 2;
+  const indexBytes = indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES);
+  out.push(
+    wrap(
+      `**Today.** Exact decisions, but the route RPC is a second long haul and a retry repeats both; same-metro clients pay only the object's distance from the GPUs (+${ms(added("today", PLACEMENTS[0]!))} ms). (1b) helps only a cold connection (${ms(coldConnectionMs("today", transpacific))} -> ${ms(coldConnectionMs("preconnect", transpacific))} ms transpacific), must guess the node before the object answers, and Workers has no connect-only call (it would be a warm-up request to the guessed node).`,
+      "1. ",
+      "   ",
+    ),
+  );
+  out.push(
+    wrap(
+      `**The object relays.** One long haul, local retries, but the object proxies every stream (A4): events through one thread, open fetches in 128 MB, and a reset (a deploy after its 5-minute deferral, any eviction) cuts every stream in flight, which never happens today (docs/DEPLOY.md); the edge's retry, idle-timeout and SSE-error handling move into the object. Per-request subrequest and connection limits (B7) do not bind; the thread and memory do.`,
+      "2. ",
+      "   ",
+    ),
+  );
+  out.push(
+    wrap(
+      `**A snapshot at the edge.** Fastest (+${ms(added("snapshot", transpacific))} ms), but every data center decides, blind to the others' dispatches until the next snapshot (A5); bench/SHARDS.md priced stale load for 2-8 deciders at ${fmt(SHARDS_EXCHANGE_TTFT_RATIO[0], 2)}-${fmt(SHARDS_EXCHANGE_TTFT_RATIO[1], 2)}x mean TTFT with a ${SHARD_LOAD_SYNC_MS} ms exchange (an earlier run with reports only: up to ${fmt(SHARDS_REPORTS_ONLY_TTFT_RATIO, 1)}x). A ${SHARD_LOAD_SYNC_MS} ms snapshot is ${fmt((EDGE_COLOS * 1000) / SHARD_LOAD_SYNC_MS)} pulls a second per region, against ${fmt(DO_SOFT_LIMIT_RPS)} per object, and cannot carry the ${mib(indexBytes)} index; a 1 s one is ${ms(snap1s)} ms old on average transpacific; a new prefix is learned only when its report lands.`,
+      "3. ",
+      "   ",
+    ),
+  );
+  out.push(
+    wrap(
+      `**Smart Placement** runs the whole worker "closest to the upstream with the most requests" (https://developers.cloudflare.com/workers/configuration/placement/): one region gains, the others pay ${longHauls(other)} long hauls.`,
+      "4. ",
+      "   ",
+    ),
+  );
+  out.push(
+    wrap(
+      `**Edge worker + per-region placed worker (recommended).** (4) per region: explicit placement (\`placement.region = "aws:us-east-1"\` or \`placement.hostname\` probing the region's ingress, changelog 2026-01-22) behind a service binding ("when you enable Smart Placement, each Worker runs in the optimal location"; "Service bindings don't increase costs": https://developers.cloudflare.com/workers/runtime-apis/bindings/service-bindings/). ${losses.map((g) => `${g.p.name[0]!.toUpperCase()}${g.p.name.slice(1).replaceAll(" ", "-")} clients pay ${ms(g.req)} ms more`).join("; ")}; others gain ${range(-gains[0]!.req, -gains[gains.length - 1]!.req, ms)} ms per request, ${range(-gains[0]!.retry, -gains[gains.length - 1]!.retry, ms)} ms per retry.`,
+      "5. ",
+      "   ",
+    ),
   );
   out.push("");
 
@@ -857,7 +1088,6 @@ function partA(out: string[]): void {
   const regionRps = TOTAL_RPS / REGIONS;
   const events = regionRps * (OUTPUT_TOKENS_MEAN / TOKENS_PER_STREAM_EVENT);
   const inflight = streamsInFlight(regionRps);
-  const indexBytes = indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES);
   out.push(`### A4. Option (2) at ${fmt(regionRps)} requests/s per region`);
   out.push("");
   out.push(
@@ -904,22 +1134,74 @@ function partA(out: string[]): void {
   );
   out.push("");
   out.push(
-    `For comparison (bench/SHARDS.md): 2-8 deciders sharing load every ${SHARD_LOAD_SYNC_MS} ms cost ${fmt(SHARDS_EXCHANGE_TTFT_RATIO[0], 2)}-${fmt(SHARDS_EXCHANGE_TTFT_RATIO[1], 2)}x the single object's mean TTFT; with reports only (1 s), up to ${fmt(SHARDS_REPORTS_ONLY_TTFT_RATIO, 1)}x.`,
+    `For comparison (bench/SHARDS.md): 2-8 deciders sharing load every ${SHARD_LOAD_SYNC_MS} ms cost ${fmt(SHARDS_EXCHANGE_TTFT_RATIO[0], 2)}-${fmt(SHARDS_EXCHANGE_TTFT_RATIO[1], 2)}x the single object's mean TTFT, hit rate within ${pct(Math.abs(SHARDS_EXCHANGE_HIT_RATE_WORST))}; with reports only (1 s) and no exchange, up to ${fmt(SHARDS_REPORTS_ONLY_TTFT_RATIO, 1)}x in an earlier run (durable-objects/region.ts; bench/SHARDS.md does not measure it).`,
   );
   out.push("");
 }
 
-function partB(out: string[]): void {
+function partB(out: string[]): Figures {
   const regionRps = TOTAL_RPS / REGIONS;
   const nodesPerRegion = NODES / REGIONS;
+  const regionReports = nodesPerRegion / REPORT_INTERVAL_S;
+  const mirrorsPerShard = nodesPerRegion / mirrorIntervalS();
   out.push("## B. Internet scale");
+  out.push("");
+  out.push(
+    wrap(
+      `Per routed request: a Worker invocation; ${DO_CALLS_STREAMED} billed object requests (\`route\`, \`firstByte\`, \`complete\`) if the answer streams, ${DO_CALLS_UNSTREAMED} if it does not (\`complete\` then carries the first byte: src/proxy/dispatch.ts), modelled as ${STREAMED_SHARE === 1 ? "every request streaming" : `${pct(STREAMED_SHARE)} of requests streaming`} (ASSUMPTION); the origin fetch (an unbilled subrequest), an Analytics Engine point, a log line. Per node report (${fmt(NODES / REPORT_INTERVAL_S)}/s): a Worker invocation and an object request to its region's shard 0 (src/api/nodes.ts), which rewrites the node's \`last_seen\` row every ${fmt(lastSeenWriteReports())} reports (${fmt(lastSeenWriteIntervalS())} s and a little: the agent sleeps ${fmt(REPORT_INTERVAL_S)} s after each answer, scripts/agent/agent.ts); in a sharded region, when shard 0 says so, the worker passes the report on to every other shard (\`mirrorReport\`), every ${fmt(mirrorIntervalS())} s per node (MIRROR_FRACTION, durable-objects/region.ts), and each mirror rewrites the row there too (\`applyReport\`). Shards call the exchange every ${SHARD_LOAD_SYNC_MS} ms. Prices (USD):`,
+    ),
+  );
+  out.push("");
+  out.push(
+    table(
+      ["item", "price", "source"],
+      [
+        [
+          "Workers",
+          `${usd(PRICES.subscription)}/month; requests ${units(PRICES.workerRequestsIncluded)} included + ${usd(PRICES.workerRequestPerMillion, 2)}/M; CPU ${units(PRICES.workerCpuMsIncluded)} ms included + ${usd(PRICES.workerCpuPerMillionMs, 2)}/M ms`,
+          "https://developers.cloudflare.com/workers/platform/pricing/",
+        ],
+        [
+          "DO requests",
+          `${units(PRICES.doRequestsIncluded)} included + ${usd(PRICES.doRequestPerMillion, 2)}/M; every RPC call is one, calls on a stub an RPC call returned are not`,
+          "https://developers.cloudflare.com/durable-objects/platform/pricing/",
+        ],
+        [
+          "DO duration",
+          `${fmt(PRICES.doGbSecondsIncluded)} GB-s included + ${usd(PRICES.doPerMillionGbSeconds, 2)}/M GB-s, ${fmt(PRICES.doBilledGb * 1000)} MB per object`,
+          "same",
+        ],
+        [
+          "DO SQLite",
+          `rows read ${units(PRICES.rowsReadIncluded)} included + ${usd(PRICES.rowsReadPerMillion, 3)}/M; written ${units(PRICES.rowsWrittenIncluded)} + ${usd(PRICES.rowsWrittenPerMillion, 2)}/M (\`setAlarm\` = 1); ${fmt(PRICES.storageGbMonthIncluded)} GB-month + ${usd(PRICES.storagePerGbMonth, 2)}/GB-month`,
+          "same",
+        ],
+        [
+          "Analytics Engine",
+          `${units(PRICES.analyticsPointsIncluded)} data points included + ${usd(PRICES.analyticsPerMillion, 2)}/M`,
+          "https://developers.cloudflare.com/analytics/analytics-engine/pricing/",
+        ],
+        [
+          "Workers Logs (from 2026-12-01)",
+          `${fmt(PRICES.logIngestGbIncluded)} GB ingested included + ${usd(PRICES.logIngestPerGb, 2)}/GB; ${fmt(PRICES.logStorageGbMonthIncluded)} GB-month + ${usd(PRICES.logStoragePerGbMonth, 2)}/GB-month; ${PRICES.logRetentionDays} days kept`,
+          "https://developers.cloudflare.com/observability/pricing/",
+        ],
+        [
+          "Limits",
+          `per object: ${fmt(DO_SOFT_LIMIT_RPS)} requests/s ("soft limit"), 128 MB, 10 GB SQLite; per request: ${fmt(WORKERS_SUBREQUESTS_PER_REQUEST)} subrequests, ${WORKERS_CONNECTIONS_PER_REQUEST} connections`,
+          "https://developers.cloudflare.com/durable-objects/platform/limits/, https://developers.cloudflare.com/workers/platform/limits/",
+        ],
+      ],
+      [false, false, false],
+    ),
+  );
   out.push("");
   out.push("### B1. Per-object load");
   out.push("");
   const objUs = objectUsPerRequest(nodesPerRegion);
   out.push(
-    `${fmt(TOTAL_RPS)} requests/s over ${REGIONS} regions: ${fmt(regionRps)} requests/s and ${fmt(nodesPerRegion)} nodes per region, ${fmt(nodesPerRegion / REPORT_INTERVAL_S)} reports/s per region; each object holding the node table rewrites a node's \`last_seen\` row every ${fmt(lastSeenWriteIntervalS())} s. ` +
-      `Object CPU per routed request on ${fmt(nodesPerRegion)} nodes: route ${fmt(routeUs(nodesPerRegion), 1)} µs (workerd medians, linear in nodes) + ${fmt(PAIR_WORK_US - routeUs(8), 1)} µs validation and completion + ${DO_CALLS_PER_REQUEST_TODAY} x ${fmt(RPC_FLOOR_PAIR_US / 2, 1)} µs RPC = ${fmt(objUs, 0)} µs, so one object's thread routes ${fmt(cpuBoundRps(nodesPerRegion))} requests/s at ${pct(TARGET_UTILISATION)} busy.`,
+    `${fmt(TOTAL_RPS)} requests/s over ${REGIONS} regions: ${fmt(regionRps)} requests/s and ${fmt(nodesPerRegion)} nodes per region, ${fmt(regionReports)} reports/s per region into shard 0 (or the region's one object), ${fmt(mirrorsPerShard)} mirrored reports/s into each other shard. ` +
+      `Object CPU per routed request on ${fmt(nodesPerRegion)} nodes: route ${fmt(routeUs(nodesPerRegion), 1)} µs (workerd medians, linear in nodes) + ${fmt(PAIR_WORK_US - routeUs(8), 1)} µs validation and completion + ${fmt(DO_CALLS_PER_REQUEST_TODAY, DO_CALLS_PER_REQUEST_TODAY % 1 ? 2 : 0)} x ${fmt(RPC_FLOOR_PAIR_US / 2, 1)} µs RPC = ${fmt(objUs, 0)} µs, so one object's thread routes ${fmt(cpuBoundRps(nodesPerRegion))} requests/s at ${pct(TARGET_UTILISATION)} busy.`,
   );
   out.push("");
   const rows: string[][] = [];
@@ -927,10 +1209,12 @@ function partB(out: string[]): void {
     for (const n of [1, 32, 64]) {
       const d = { ...BASE_DEPLOYMENT, shardsPerRegion: n };
       const load = objectLoad(d, p);
+      const first = fmt(load.shardRps(1 / n));
+      const others = fmt(load.otherShardRps(1 / n));
       rows.push([
         p.name,
         String(n),
-        fmt(load.shardRps(1 / n)),
+        n === 1 ? first : `${first} / ${others}`,
         n > 1 ? fmt(load.exchangeRps) : "-",
         n > 1 ? fmt(minSyncMs(d, p, DO_SOFT_LIMIT_RPS)) : "-",
         big(load.billedDoRps),
@@ -942,13 +1226,22 @@ function partB(out: string[]): void {
       [
         "protocol",
         "shards",
-        "calls/s per shard (even split)",
+        "calls/s into shard 0 / each other shard (even split)",
         `exchange object calls/s (${SHARD_LOAD_SYNC_MS} ms)`,
         "exchange interval ms within 1,000/s",
         "billed DO requests/s",
       ],
       rows,
       [false, true, true, true, true, true],
+    ),
+  );
+  out.push("");
+  const d1 = objectLoad(BASE_DEPLOYMENT, TODAY);
+  const d1u = objectLoad(BASE_DEPLOYMENT, TODAY_UNSTREAMED);
+  const exchangeFull = Math.floor((DO_SOFT_LIMIT_RPS * SHARD_LOAD_SYNC_MS) / 1000);
+  out.push(
+    wrap(
+      `The first row is the status quo: one object per region taking ${fmt(d1.shardRps(1))} calls a second (${fmt(d1u.shardRps(1))} if no answer streamed). Shards divide the requests' calls. Reports: shard 0 takes all ${fmt(regionReports)} a second; each other shard takes each node's report every ${fmt(mirrorIntervalS())} s, ${fmt(mirrorsPerShard)} a second (before the mirrors, every report reached every shard: ${fmt(regionReports)} a second each). The exchange takes ${fmt(1000 / SHARD_LOAD_SYNC_MS)} calls a second per shard at its fixed ${SHARD_LOAD_SYNC_MS} ms: over ${fmt(DO_SOFT_LIMIT_RPS)} a second beyond ${exchangeFull} shards. The recommended "session" protocol: \`route\` returns an RpcTarget whose \`firstByte\` and \`complete\` are calls in the same RPC session (billed once), one object per region (the exchange) ingests reports and hands node state to the shards in its replies, and the exchange slows as the shards grow. Whether session calls count against an object's request rate is not documented: "${SESSION_COUNTED.countedCallsPerRequest} counted" assumes so, "1 counted" not.`,
     ),
   );
   out.push("");
@@ -978,6 +1271,7 @@ function partB(out: string[]): void {
     };
     scenarios.push({ label: `${w.workload} (bench/SHARDS.md)`, busiest: at, top: last[1] });
   }
+  const designN = shardsNeeded(BASE_DEPLOYMENT, SESSION_UNCOUNTED, DO_SOFT_LIMIT_RPS, scenarios[1]!.busiest) ?? MAX_SHARDS;
   out.push(`### B2. The busiest shard under skew (${fmt(regionRps)} requests/s, busiest of ${seconds} one-second windows)`);
   out.push("");
   out.push(
@@ -988,12 +1282,19 @@ function partB(out: string[]): void {
     ),
   );
   out.push("");
+  out.push(
+    wrap(
+      `A shard owns prompts by their first block (src/core/shard.ts), so its share never falls below its hottest block's. The sample draws first blocks from Zipf over 10,000 blocks through the production \`shardOf\`; the bench/SHARDS.md rows (2-8 shards measured, the 8-shard share kept beyond) come from a few tenants. Tenant rate limits are split evenly over the shards (\`limitsOf\`, src/proxy/dispatch.ts): a tenant whose prompts all open alike sits on one of ${designN} shards with 1/${designN} of its limit, so at this scale such limits belong outside the shards.`,
+    ),
+  );
+  out.push("");
   out.push(`### B3. Shards needed per region for ${fmt(regionRps)} requests/s (none: not within ${MAX_SHARDS}, MAX_SHARDS)`);
   out.push("");
   const cases: Array<{ label: string; need: (sc: (typeof scenarios)[number]) => number | undefined }> = [
     ...(
       [
         [DO_SOFT_LIMIT_RPS, TODAY],
+        [DO_SOFT_LIMIT_RPS, TODAY_UNSTREAMED],
         [DO_SOFT_LIMIT_RPS, SESSION_COUNTED],
         [DO_SOFT_LIMIT_RPS, SESSION_UNCOUNTED],
         [DO_PLANNING_LOW_RPS, SESSION_UNCOUNTED],
@@ -1007,10 +1308,11 @@ function partB(out: string[]): void {
       need: (sc) => shardsNeeded(BASE_DEPLOYMENT, SESSION_UNCOUNTED, cpuBoundRps(nodesPerRegion), sc.busiest, true),
     },
   ];
+  const needs = cases.map((c) => scenarios.map((sc) => c.need(sc)));
   out.push(
     table(
       ["per-object capacity, protocol", ...scenarios.map((s) => s.label.replace(" (bench/SHARDS.md)", "*"))],
-      cases.map((c) => [c.label, ...scenarios.map((sc) => String(c.need(sc) ?? "none"))]),
+      cases.map((c, i) => [c.label, ...needs[i]!.map((x) => String(x ?? "none"))]),
       [false, ...scenarios.map(() => true)],
     ),
   );
@@ -1019,8 +1321,31 @@ function partB(out: string[]): void {
     `\\* bench/SHARDS.md workloads. A deeper shard key (block 16) split Mooncake over 2-8 shards at ${fmt(SHARDS_DEEP_KEY_TTFT_RATIO[0], 2)}-${fmt(SHARDS_DEEP_KEY_TTFT_RATIO[1], 2)}x the single object's mean TTFT (bench/SHARDS.md).`,
   );
   out.push("");
+  const at64 = { ...BASE_DEPLOYMENT, shardsPerRegion: MAX_SHARDS };
+  const t64 = objectLoad(at64, TODAY);
+  const u64 = objectLoad(at64, TODAY_UNSTREAMED);
+  const adaptive = (p: Protocol) => ({ ...p, fixedSyncMs: undefined });
+  const evenToday = shardsNeeded(BASE_DEPLOYMENT, adaptive(TODAY), DO_SOFT_LIMIT_RPS, (n) => 1 / n);
+  const evenUnstreamed = shardsNeeded(BASE_DEPLOYMENT, adaptive(TODAY_UNSTREAMED), DO_SOFT_LIMIT_RPS, (n) => 1 / n);
+  const slowing =
+    evenToday === undefined && evenUnstreamed === undefined
+      ? `so even with an exchange that slowed it would need more than ${MAX_SHARDS} shards at an even split, streamed or not`
+      : `so with an exchange that slowed it would need ${evenToday ?? `more than ${MAX_SHARDS}`} shards at an even split (${evenUnstreamed ?? `more than ${MAX_SHARDS}`} if nothing streamed)`;
+  out.push(
+    wrap(
+      `Today's rows put shard 0's reports on the busiest shard (it may be shard 0) and run the exchange at its fixed ${SHARD_LOAD_SYNC_MS} ms, over ${fmt(DO_SOFT_LIMIT_RPS)} calls a second beyond ${exchangeFull} shards. At ${MAX_SHARDS} shards and an even split, shard 0 takes ${fmt(t64.shardRps(1 / MAX_SHARDS))} calls a second (${fmt(u64.shardRps(1 / MAX_SHARDS))} if nothing streamed) and each other shard ${fmt(t64.otherShardRps(1 / MAX_SHARDS))} (${fmt(u64.otherShardRps(1 / MAX_SHARDS))}), ${slowing}. The mirrors took ${fmt(regionReports - mirrorsPerShard)} calls a second off every shard but shard 0; what is left is the calls per request and shard 0's reports.`,
+    ),
+  );
+  out.push("");
+  out.push(
+    wrap(
+      `The shard count is a function of skew. Past Zipf 0.6: a deeper key for the few hot first blocks only (for everything it cost Mooncake the ratios above, as prefixes shorter than the key are learned by every shard; for blocks cached on many nodes it should cost less, unmeasured), or more regions. The measured-CPU row (one thread at ${pct(TARGET_UTILISATION)}, no documented limit) is the optimistic bound; one object under production load is the measurement that would settle B3. bench/SHARDS.md's shards receive every report each second; production's other shards get a node's report every ${fmt(mirrorIntervalS())} s and its load through the exchange, which is not measured there.`,
+    ),
+  );
+  out.push("");
 
   // Memory.
+  const inflight = streamsInFlight(regionRps);
   out.push("### B4. Memory per shard object");
   out.push("");
   out.push(
@@ -1048,15 +1373,21 @@ function partB(out: string[]): void {
     ),
   );
   out.push("");
+  out.push(
+    wrap(
+      `The index is bounded; tickets in flight are not (${fmt(inflight)} per region, each keeping its prompt's hashes: \`Ticket.hashes\`, src/core/region/router.ts; bytes estimated), and objects of one class may share an isolate's 128 MB (pricing page, footnote 5). Smaller tickets would help.`,
+    ),
+  );
+  out.push("");
 
   // Money.
-  const designN = shardsNeeded(BASE_DEPLOYMENT, SESSION_UNCOUNTED, DO_SOFT_LIMIT_RPS, scenarios[1]!.busiest) ?? MAX_SHARDS;
   const design = { ...BASE_DEPLOYMENT, shardsPerRegion: designN };
   const sampled = { ...design, logSampleRate: 0.01, analyticsSampleRate: 0.01 };
   const todaySync = SHARD_LOAD_SYNC_MS;
   const recSync = minSyncMs(design, SESSION_UNCOUNTED, DO_SOFT_LIMIT_RPS);
+  const todayFeasible = needs[0]!.some((x) => x !== undefined);
   const bills: Array<{ label: string; lines: CostLine[] }> = [
-    { label: "today's protocol (infeasible, B3)", lines: monthlyCost(design, TODAY, PRICES, todaySync) },
+    { label: `today's protocol${todayFeasible ? "" : " (infeasible, B3)"}`, lines: monthlyCost(design, TODAY, PRICES, todaySync) },
     { label: "RPC session + reports once", lines: monthlyCost(design, SESSION_UNCOUNTED, PRICES, recSync) },
     { label: "... + logs and analytics 1%", lines: monthlyCost(sampled, SESSION_UNCOUNTED, PRICES, recSync) },
   ];
@@ -1078,21 +1409,39 @@ function partB(out: string[]): void {
     ),
   );
   out.push("");
+  const floorMonth = ((PRICES.workerRequestPerMillion + PRICES.doRequestPerMillion) * TOTAL_RPS * MONTH_S) / 1e6;
+  const logsAndAnalytics = (lines: CostLine[]) =>
+    lines.filter((l) => l.item.startsWith("Analytics") || l.item.startsWith("Workers Logs")).reduce((a, l) => a + l.usd, 0);
+  const line = (b: number, item: string) => bills[b]!.lines.find((l) => l.item === item)!.usd;
   out.push(
     `Per million routed requests: ${bills.map((b) => `${b.label} ${usd((totalUsd(b.lines) / (TOTAL_RPS * MONTH_S)) * 1e6, 2)}`).join("; ")}. ` +
-      `Logs and analytics: ${bills.map((b) => usd(b.lines.filter((l) => l.item.startsWith("Analytics") || l.item.startsWith("Workers Logs")).reduce((a, l) => a + l.usd, 0))).join(" / ")}. ` +
-      `The floor is the requests themselves: a Worker request and one billed object request, ${usd(PRICES.workerRequestPerMillion + PRICES.doRequestPerMillion, 2)} per million, ${usd(((PRICES.workerRequestPerMillion + PRICES.doRequestPerMillion) * TOTAL_RPS * MONTH_S) / 1e6)} a month.`,
+      `Logs and analytics: ${bills.map((b) => usd(logsAndAnalytics(b.lines))).join(" / ")}. ` +
+      `The floor is the requests themselves: a Worker request and one billed object request, ${usd(PRICES.workerRequestPerMillion + PRICES.doRequestPerMillion, 2)} per million, ${usd(floorMonth)} a month.`,
+  );
+  out.push("");
+  out.push(
+    wrap(
+      `The three changes: the RPC session (${usd(line(0, "Durable Object requests"))} -> ${usd(line(1, "Durable Object requests"))} of object requests, with the next), reports ingested once (${usd(line(0, "SQLite rows written"))} -> ${usd(line(1, "SQLite rows written"))} of rows written: today's mirrors cut the other shards' report calls, not their writes, as every mirror comes ${fmt(mirrorIntervalS())} s and a little after the last, past the ${fmt(lastSeenWriteIntervalS())} s threshold for rewriting \`last_seen\`), logs and analytics sampled at 1% (\`decision_log_sample_rate\` and Workers Logs' \`head_sampling_rate\` exist; a sampled \`writeDataPoint\` does not: src/proxy/decision-log.ts writes one per request; ${usd(logsAndAnalytics(bills[1]!.lines))} -> ${usd(logsAndAnalytics(bills[2]!.lines))}).`,
+    ),
   );
   out.push("");
   out.push("### B6. The worker's CPU per request (last column of B5)");
   out.push("");
+  const cpuCases = [...new Set([0.5, 1, WORKER_CPU_MS, 5])].sort((a, b) => a - b);
   out.push(
-    [0.5, 1, 2, 5]
+    cpuCases
       .map((c) => {
         const lines = monthlyCost({ ...sampled, workerCpuMs: c }, SESSION_UNCOUNTED, PRICES, recSync);
-        return `${fmt(c, 1)} ms: ${fmt((TOTAL_RPS * c) / 1000)} cores, Workers CPU ${usd(lines[2]!.usd)}, total ${usd(totalUsd(lines))}`;
+        const label = c === WORKER_CPU_MS ? `${fmt(c, 2)} ms (measured)` : `${fmt(c, 1)} ms`;
+        return `${label}: ${fmt((TOTAL_RPS * c) / 1000)} cores, Workers CPU ${usd(lines[2]!.usd)}, total ${usd(totalUsd(lines))}`;
       })
       .join("; ") + ".",
+  );
+  out.push("");
+  out.push(
+    wrap(
+      `The measured ${fmt(WORKER_CPU_MS, 2)} ms (bench/e2e/RESULTS.md, "The router in workerd alone", one request at a time) is an upper bound for the worker: the same workerd also ran the region object's work (B1: ${fmt(objUs)} µs on ${fmt(nodesPerRegion)} nodes; less on the benchmark's 4), the HTTP server and the local simulations of the rate limiter and Analytics Engine bindings, on a shared 2-core machine. It is not an upper bound for long answers: its requests were ~330 characters (a ${fmt(PROMPT_CHARS)}-character prompt adds ${fmt(HASH_US_10K, 1)} µs of hashing) with one-token answers, so relaying a ${fmt(OUTPUT_TOKENS_MEAN)}-event stream is not in it.`,
+    ),
   );
   out.push("");
   out.push(
@@ -1105,7 +1454,8 @@ function partB(out: string[]): void {
   const todayLoad = objectLoad(design, TODAY);
   const recLoad = objectLoad(design, SESSION_UNCOUNTED, recSync);
   const mem = shardMemoryBytes(regionRps, zipf06, 100_000);
-  const sub = worstCaseSubrequests();
+  const sub = worstCaseSubrequests(REGIONS, designN);
+  const subText = `${sub.origin} origin + ${sub.object} object + ${sub.digests} digest calls`;
   out.push(`### B7. Limits at ${designN} shards per region (Zipf 0.6 busiest shard: ${pct(zipf06)})`);
   out.push("");
   out.push(
@@ -1113,9 +1463,9 @@ function partB(out: string[]): void {
       ["limit", "published", "today's protocol", "recommended"],
       [
         [
-          "requests/s into the busiest shard",
+          "requests/s into the busiest shard (shard 0 today / another)",
           `${fmt(DO_SOFT_LIMIT_RPS)} (soft)`,
-          fmt(todayLoad.shardRps(zipf06)),
+          `${fmt(todayLoad.shardRps(zipf06))} / ${fmt(todayLoad.otherShardRps(zipf06))}`,
           fmt(recLoad.shardRps(zipf06)),
         ],
         [
@@ -1124,12 +1474,7 @@ function partB(out: string[]): void {
           `${fmt(todayLoad.exchangeRps)} (${SHARD_LOAD_SYNC_MS} ms)`,
           `${fmt(recLoad.exchangeRps)} (${fmt(recSync)} ms)`,
         ],
-        [
-          "subrequests per worker invocation (worst case, defaults)",
-          fmt(WORKERS_SUBREQUESTS_PER_REQUEST),
-          `${sub.origin} origin + ${sub.object} object calls`,
-          `${sub.origin} origin + ${sub.object} object calls`,
-        ],
+        ["subrequests per worker invocation (worst case, defaults)", fmt(WORKERS_SUBREQUESTS_PER_REQUEST), subText, subText],
         [
           "simultaneous outgoing connections per invocation",
           fmt(WORKERS_CONNECTIONS_PER_REQUEST),
@@ -1140,28 +1485,116 @@ function partB(out: string[]): void {
         [
           "SQLite per object",
           "10 GB",
-          `${fmt(((NODES / REGIONS) * NODE_ROW_BYTES) / 1024)} KB`,
-          `${fmt(((NODES / REGIONS) * NODE_ROW_BYTES) / 1024)} KB`,
+          `${fmt((nodesPerRegion * NODE_ROW_BYTES) / 1024)} KB`,
+          `${fmt((nodesPerRegion * NODE_ROW_BYTES) / 1024)} KB`,
         ],
       ],
       [false, true, true, true],
     ),
   );
   out.push("");
+  out.push(
+    wrap(
+      `Digest calls: after answering a long prompt with a choice of regions, the worker asks every shard of each region whose digest in its isolate is older than ${fmt(DIGEST_TTL_MS / 1000)} s (src/proxy/region-digests.ts).`,
+    ),
+  );
+  out.push("");
+  out.push(
+    wrap(
+      `**Made** in the code modelled here: node reports go to shard 0 and reach the other shards when a node registers or changes and otherwise at most every ${fmt(mirrorIntervalS())} s (src/api/nodes.ts; MIRROR_FRACTION, durable-objects/region.ts); a non-streamed answer's first byte rides with \`complete\` (src/proxy/dispatch.ts; CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts); each shard sizes its index of a node by its share of the node's recent prefill (\`minCacheShare\`, src/core/region/settings.ts). **Not made**: the RPC session; reports ingested once per region; the split into an edge worker and per-region placed workers (A: a deploy change and a split of src/api/inference.ts (edge) from \`dispatch\` (region worker)); an exchange slower than ${SHARD_LOAD_SYNC_MS} ms (unmeasured: \`npm run bench:shards\` should add 50, 100 ms); compact tickets; sampled Analytics Engine points. Not modelled: the digest calls (each isolate asks every shard of a region at most once per ${fmt(DIGEST_TTL_MS / 1000)} s, for long prompts only: isolates / ${fmt(DIGEST_TTL_MS / 1000)} calls a second into every shard, and the number of isolates is not published) and mirrors on registration or change.`,
+    ),
+  );
+  out.push("");
+
+  const zeroSix = [needs[3]![0], needs[3]![1]] as [number | undefined, number | undefined];
+  return {
+    designN,
+    recSync,
+    todayBill: totalUsd(bills[0]!.lines),
+    recBill: totalUsd(bills[1]!.lines),
+    sampledBill: totalUsd(bills[2]!.lines),
+    floorMonth,
+    zeroSixRange: zeroSix,
+    hotZipf08: scenarios[2]!.top * regionRps,
+    todayFits: needs[0]!.some((x) => x !== undefined),
+    todayUnstreamedFits: needs[1]!.some((x) => x !== undefined),
+  };
 }
 
-/** Everything docs/SCALING.md shows, as markdown. */
-export function report(): string {
-  const out: string[] = [
-    "# Scale model output",
+function summary(f: Figures): string[] {
+  const transatlantic = PLACEMENTS[2]!;
+  const transpacific = PLACEMENTS[3]!;
+  const added = (o: OptionId, p: Placement) => pathMs(firstByteLegs(o, p)) - pathMs(firstByteLegs("direct", p));
+  const regionRps = TOTAL_RPS / REGIONS;
+  const nodesPerRegion = NODES / REGIONS;
+  const events = regionRps * (OUTPUT_TOKENS_MEAN / TOKENS_PER_STREAM_EVENT);
+  const perMillion = (f.sampledBill / (TOTAL_RPS * MONTH_S)) * 1e6;
+  const [lo, hi] = f.zeroSixRange;
+  return [
+    "## Summary",
     "",
-    "Generated by `npm run bench:scale` (bench/scale-model.ts). Inputs and their sources: the constants at the top of that file.",
-    "",
-    `Measured inputs: hashing ${fmt(HASH_US_10K, 1)} µs per ${fmt(PROMPT_CHARS)} characters; a route ${ROUTE_US_BY_NODES.map(([n, u]) => `${fmt(u, 1)} µs on ${n}`).join(", ")} nodes (100,000 index entries); ${fmt(RPC_FLOOR_PAIR_US, 1)} µs for two RPCs; ${fmt(PAIR_WORK_US, 1)} µs of object work per route + complete (bench/workerd/RESULTS.md); the index bound ${mib(indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES))} at ${fmt(DEFAULT_MAX_INDEX_ENTRIES)} entries (src/core/prefix-index.ts); ${fmt(OUTPUT_TOKENS_MEAN)} tokens per answer (Mooncake). Assumed: the worker's CPU, ${fmt(WORKER_CPU_MS, 1)} ms per request.`,
+    wrap(
+      `**Production path: split the worker (option 5).** Today a request crosses the long haul twice (edge -> object -> edge -> origin): +${ms(added("today", transatlantic))} ms over a direct call ${transatlantic.name}, +${ms(added("today", transpacific))} ms ${transpacific.name}, ${ms(pathMs(retryLegs("today", transpacific)))} ms more per retry (A2, A3). Instead: a thin edge worker (bounds, auth, region order) calls, by service binding, a worker per region placed by its GPUs, which asks the object and calls the nodes: one long haul (+${ms(added("split", transatlantic))} ms over direct), local retries (${ms(pathMs(retryLegs("split", transatlantic)))} ms) and handshakes, the same object load and consistency, no streams in the object, no extra request fees. (2) relays ${big(events)} stream events/s per region through objects whose reset cuts them; (3) makes up to ${fmt(EDGE_COLOS)} blind deciders; (4) serves one region and costs the others ${longHauls(smartOtherRegionLegs(PLACEMENTS[0]!))} long hauls.`,
+      "- ",
+      "  ",
+    ),
+    wrap(
+      `**Cost at ${fmt(TOTAL_RPS)} requests/s** (${REGIONS} regions, ${fmt(NODES)} nodes, ${f.designN} shards per region): **${usd(f.sampledBill)} a month, ${usd(perMillion, 2)} per million requests**, with the changes of B5; the floor (one Worker request and one billed object request per request) is ${usd(f.floorMonth)}. Today's protocol, default logging: ${usd(f.todayBill)}. The worker's CPU is measured (${fmt(WORKER_CPU_MS, 2)} ms a request, an upper bound for short answers: B6).`,
+      "- ",
+      "  ",
+    ),
+    wrap(
+      `**Limits.** ${f.todayFits ? `Today's protocol fits only some of B3's workloads within the documented ${fmt(DO_SOFT_LIMIT_RPS)} requests/s per object` : `Today's protocol cannot carry ${fmt(regionRps)} requests/s per region within the documented ${fmt(DO_SOFT_LIMIT_RPS)} requests/s per object at any shard count up to ${MAX_SHARDS} (B3)${f.todayUnstreamedFits ? "" : ", even if no answer streamed"}`}: ${DO_CALLS_STREAMED} object requests per streamed request (${DO_CALLS_UNSTREAMED} otherwise), every node report into shard 0 (${fmt(nodesPerRegion / REPORT_INTERVAL_S)} a second; the other shards now get ${fmt(nodesPerRegion / mirrorIntervalS())} mirrors a second each), and an exchange fixed at ${SHARD_LOAD_SYNC_MS} ms. One RPC session per request, reports ingested once per region and an exchange that slows with the shards (${fmt(f.recSync)} ms at ${f.designN}) make it ${lo === undefined || hi === undefined ? "none" : range(lo, hi)} shards up to Zipf 0.6 over first blocks. **Skew decides the rest**: at Zipf 0.8 the hottest first block alone is ${fmt(f.hotZipf08)} requests/s, which no first-block sharding splits.`,
+      "- ",
+      "  ",
+    ),
     "",
   ];
-  partA(out);
-  partB(out);
+}
+
+function unsourced(): string[] {
+  return [
+    "### Figures not sourced (ASSUMPTION constants in bench/scale-model.ts)",
+    "",
+    wrap(
+      `Every request streaming (${DO_CALLS_STREAMED} object calls; ${DO_CALLS_UNSTREAMED} for one that does not: B3's second row). Whether RPC-session follow-up calls count against an object's request rate; a production object's throughput (B3: the range).`,
+      "- ",
+      "  ",
+    ),
+    wrap(
+      `The worker's CPU per report (${fmt(REPORT_CPU_MS, 1)} ms); per request it is measured (${fmt(WORKER_CPU_MS, 2)} ms, an upper bound for short answers: B6).`,
+      "- ",
+      "  ",
+    ),
+    wrap(
+      `Bytes per log event (${fmt(LOG_BYTES_PER_REQUEST / 1000)} KB a request, ${fmt(LOG_BYTES_PER_REPORT)} B a report) and per ticket (${fmt(TICKET_FIXED_BYTES)} B + ${fmt(TICKET_BYTES_PER_BLOCK)} B a block); ${fmt(OUTPUT_TOKENS_MEAN)}-token answers at ${fmt(DECODE_TOKENS_PER_S)} tokens/s; first blocks Zipf over 10,000 per region; objects never hibernating; an alarm per object per ${fmt(DEFAULT_REGION_SETTINGS.nodeSilenceMs / 1000)} s; ${fmt(EDGE_COLOS)} data centers (Cloudflare's network page, not rechecked); distances: client-edge ${fmt(ACCESS_KM)} km, object-GPUs ${fmt(OBJECT_TO_GPU_KM)} km, placed worker-GPUs ${fmt(PLACED_WORKER_TO_GPU_KM)} km.`,
+      "- ",
+      "  ",
+    ),
+    "",
+  ];
+}
+
+/** docs/SCALING.md, the whole document, as markdown. */
+export function report(): string {
+  const a: string[] = [];
+  partA(a);
+  const b: string[] = [];
+  const figures = partB(b);
+  const out: string[] = [
+    "# Scaling warmpath: the production path, and 100,000 requests a second",
+    "",
+    wrap(
+      "Generated by `npm run --silent bench:scale > docs/SCALING.md` (bench/scale-model.ts, tested by bench/test/scale-model.test.ts), then `npx prettier --write docs/SCALING.md`: a model, not a measurement; rerun it, do not edit this file. Its inputs are constants at the top of bench/scale-model.ts, each with its source: bench/workerd/RESULTS.md and bench/e2e/RESULTS.md (CPU), bench/SHARDS.md (busiest shard, cost of shared load), src/proxy/dispatch.ts, src/api/nodes.ts and durable-objects/region.ts (calls and writes per request and per report). Assumptions are listed at the end; prices read 2026-12-04.",
+    ),
+    "",
+    `Measured inputs: hashing ${fmt(HASH_US_10K, 1)} µs per ${fmt(PROMPT_CHARS)} characters; a route ${ROUTE_US_BY_NODES.map(([n, u]) => `${fmt(u, 1)} µs on ${n}`).join(", ")} nodes (100,000 index entries); ${fmt(RPC_FLOOR_PAIR_US, 1)} µs for two RPCs; ${fmt(PAIR_WORK_US, 1)} µs of object work per route + complete (bench/workerd/RESULTS.md); the worker's CPU, ${fmt(WORKER_CPU_MS, 2)} ms per request (bench/e2e/RESULTS.md, the router in workerd alone: an upper bound that includes the region object, with one-token answers); the index bound ${mib(indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES))} at ${fmt(DEFAULT_MAX_INDEX_ENTRIES)} entries (src/core/prefix-index.ts); ${fmt(OUTPUT_TOKENS_MEAN)} tokens per answer (Mooncake). Assumed: ${STREAMED_SHARE === 1 ? "every answer streams" : `${pct(STREAMED_SHARE)} of answers stream`} (${DO_CALLS_STREAMED} object calls a request; ${DO_CALLS_UNSTREAMED} for one that does not).`,
+    "",
+    ...summary(figures),
+    ...a,
+    ...b,
+    ...unsourced(),
+  ];
   return out.join("\n");
 }
 

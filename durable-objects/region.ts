@@ -52,9 +52,10 @@ const LAST_SEEN_WRITE_FRACTION = 1 / 3;
 
 /**
  * How often a shard of a sharded region exchanges its load with the others (src/core/shard.ts).
- * The shard benchmark (bench/SHARDS.md) puts the split's cost in mean TTFT at 1.00-1.06x the
- * single object with this interval; without the exchange (reports only, every second) it was up
- * to 1.4x, because each shard saw a fraction of the fleet's utilisation and spilled too eagerly.
+ * The shard benchmark (bench/SHARDS.md) puts the split's cost in mean TTFT at 0.97-1.04x the
+ * single object with this interval; without the exchange (reports only, every second) an earlier
+ * run measured up to 1.4x, because each shard saw a fraction of the fleet's utilisation and
+ * spilled too eagerly.
  * At 50 exchanges a second per shard, 16 shards send the exchange object 800 calls a second, each
  * a sum over the nodes: within one object's ceiling (docs/SCALING.md).
  */

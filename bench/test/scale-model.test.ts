@@ -4,6 +4,9 @@ import {
   ACCESS_KM,
   ALARMS_PER_OBJECT_PER_S,
   BASE_DEPLOYMENT,
+  DO_CALLS_PER_REQUEST_TODAY,
+  DO_CALLS_STREAMED,
+  DO_CALLS_UNSTREAMED,
   HANDSHAKE_ROUND_TRIPS,
   MONTH_S,
   NODES,
@@ -13,17 +16,23 @@ import {
   REGIONS,
   SESSION_UNCOUNTED,
   SHARD_LOAD_SYNC_MS,
+  STREAMED_SHARE,
   TODAY,
+  TODAY_UNSTREAMED,
   TOTAL_RPS,
   blocksFor,
   coldConnectionMs,
   distances,
   firstByteLegs,
   lastSeenWriteIntervalS,
+  lastSeenWriteReports,
   longHauls,
   minSyncMs,
+  mirrorIntervalS,
+  mirroredWriteIntervalS,
   monthlyCost,
   objectLoad,
+  objectUsPerRequest,
   pathMs,
   report,
   retryLegs,
@@ -34,6 +43,8 @@ import {
   simulateSkew,
   smartOtherRegionLegs,
   totalUsd,
+  worstCaseSubrequests,
+  wrap,
   type Prices,
 } from "../scale-model.ts";
 import { DEFAULT_MAX_INDEX_ENTRIES, indexMemoryBound } from "../../src/core/prefix-index.ts";
@@ -97,14 +108,39 @@ describe("long-haul crossings per option", () => {
 });
 
 describe("object load", () => {
-  test("today: 3 billed calls per request, every report to every shard, 50 exchanges a second per shard", () => {
+  test("calls per request: 3 for a streamed answer, 2 when `complete` carries the first byte, averaged by the streamed share", () => {
+    assert.equal(DO_CALLS_STREAMED, 3);
+    assert.equal(DO_CALLS_UNSTREAMED, 2);
+    close(DO_CALLS_PER_REQUEST_TODAY, 2 + STREAMED_SHARE);
+    assert.equal(TODAY.billedCallsPerRequest, DO_CALLS_PER_REQUEST_TODAY);
+    assert.equal(TODAY_UNSTREAMED.billedCallsPerRequest, 2);
+  });
+
+  test("today: every report into shard 0, each node's report mirrored to the other shards every 5 s, 50 exchanges a second per shard", () => {
     const n = 8;
+    const calls = DO_CALLS_PER_REQUEST_TODAY;
     const load = objectLoad({ ...BASE_DEPLOYMENT, shardsPerRegion: n }, TODAY);
     const objects = REGIONS * (n + 1);
-    close(load.billedDoRps, TOTAL_RPS * 3 + NODES * n + REGIONS * n * (1000 / SHARD_LOAD_SYNC_MS) + objects * ALARMS_PER_OBJECT_PER_S);
-    // Each shard takes its share of requests' calls and all of its region's 400 reports.
-    close(load.shardRps(1 / n), ((TOTAL_RPS / REGIONS) * 3) / n + NODES / REGIONS + ALARMS_PER_OBJECT_PER_S);
+    const mirrors = (NODES / 5) * (n - 1);
+    close(
+      load.billedDoRps,
+      TOTAL_RPS * calls + NODES + mirrors + REGIONS * n * (1000 / SHARD_LOAD_SYNC_MS) + objects * ALARMS_PER_OBJECT_PER_S,
+    );
+    // Shard 0 takes its share of requests' calls and all of its region's 400 reports; the others 80 mirrors a second.
+    close(load.shardRps(1 / n), ((TOTAL_RPS / REGIONS) * calls) / n + NODES / REGIONS + ALARMS_PER_OBJECT_PER_S);
+    close(load.otherShardRps(1 / n), ((TOTAL_RPS / REGIONS) * calls) / n + NODES / REGIONS / 5 + ALARMS_PER_OBJECT_PER_S);
     close(load.exchangeRps, n * 50);
+    // Every shard holds the node table and rewrites last_seen at every mirror.
+    assert.equal(load.nodeTables, n);
+    close(load.rowsWrittenPerS, NODES / 5 + (NODES * (n - 1)) / 5 + objects * ALARMS_PER_OBJECT_PER_S);
+  });
+
+  test("unsharded, the region's one object takes every report, and nothing is mirrored", () => {
+    const load = objectLoad(BASE_DEPLOYMENT, TODAY);
+    close(load.billedDoRps, TOTAL_RPS * DO_CALLS_PER_REQUEST_TODAY + NODES + REGIONS * ALARMS_PER_OBJECT_PER_S);
+    close(load.shardRps(1), (TOTAL_RPS / REGIONS) * DO_CALLS_PER_REQUEST_TODAY + NODES / REGIONS + ALARMS_PER_OBJECT_PER_S);
+    close(load.otherShardRps(1), load.shardRps(1));
+    assert.equal(load.exchangeRps, 0);
   });
 
   test("with an RPC session and reports ingested once, a request is one billed call and shards take no reports", () => {
@@ -113,18 +149,26 @@ describe("object load", () => {
     const objects = REGIONS * (n + 1);
     close(load.billedDoRps, TOTAL_RPS + NODES + REGIONS * n * 50 + objects * ALARMS_PER_OBJECT_PER_S);
     close(load.shardRps(1 / n), TOTAL_RPS / REGIONS / n + ALARMS_PER_OBJECT_PER_S);
+    close(load.otherShardRps(1 / n), load.shardRps(1 / n));
     close(load.exchangeRps, n * 50 + NODES / REGIONS);
+    close(load.rowsWrittenPerS, NODES / 5 + objects * ALARMS_PER_OBJECT_PER_S);
   });
 
-  test("last_seen is written every 6 s (first 1 s report past a third of the 15 s silence timeout)", () => {
-    assert.equal(lastSeenWriteIntervalS(), 6);
+  test("last_seen every 5th report (reports a little over 1 s apart, past a third of the 15 s silence timeout); mirrors every 5 s, each writing", () => {
+    assert.equal(lastSeenWriteReports(), 5);
+    assert.equal(lastSeenWriteIntervalS(), 5);
+    assert.equal(mirrorIntervalS(), 5);
+    assert.equal(mirroredWriteIntervalS(), 5);
   });
 
-  test("shards needed: an even split at 1,000 calls/s and 20,000 requests/s is 21 shards; today's protocol never fits", () => {
+  test("shards needed: an even split at 1,000 calls/s and 20,000 requests/s is 21 shards; today's protocol never fits, streamed or not", () => {
     const even = (n: number) => 1 / n;
     assert.equal(shardsNeeded(BASE_DEPLOYMENT, SESSION_UNCOUNTED, 1_000, even), 21);
-    // 3 calls per request plus 400 reports on every shard: 60,000 / n + 400 <= 1,000 needs n >= 100 > 64.
+    // Shard 0: 60,000 / n + 400 <= 1,000 needs n >= 100 > 64; and the fixed 20 ms exchange passes 1,000/s beyond 20 shards.
     assert.equal(shardsNeeded(BASE_DEPLOYMENT, TODAY, 1_000, even), undefined);
+    assert.equal(shardsNeeded(BASE_DEPLOYMENT, TODAY_UNSTREAMED, 1_000, even), undefined);
+    // Even with an exchange that slowed, shard 0's 400 reports leave too little room: 40,000 / n + 400 <= 1,000 needs n >= 67.
+    assert.equal(shardsNeeded(BASE_DEPLOYMENT, { ...TODAY_UNSTREAMED, fixedSyncMs: undefined }, 1_000, even), undefined);
     // More capacity never needs more shards.
     assert.ok(shardsNeeded(BASE_DEPLOYMENT, SESSION_UNCOUNTED, 2_000, even)! <= 21);
   });
@@ -133,6 +177,19 @@ describe("object load", () => {
     close(minSyncMs({ ...BASE_DEPLOYMENT, shardsPerRegion: 8 }, SESSION_UNCOUNTED, 1_000), SHARD_LOAD_SYNC_MS);
     // 64 shards, 400 reports/s on the exchange object: 64 exchanges in 600 calls/s of room, one every 107 ms per shard.
     close(minSyncMs({ ...BASE_DEPLOYMENT, shardsPerRegion: 64 }, SESSION_UNCOUNTED, 1_000), (64 * 1000) / 600);
+  });
+
+  test("the object's CPU per request counts one RPC's half-floor per call", () => {
+    const diff = objectUsPerRequest(400) - routeUs(400);
+    assert.ok(diff > 0);
+    close(objectUsPerRequest(8), 38.6 + DO_CALLS_PER_REQUEST_TODAY * (62.4 / 2));
+  });
+
+  test("worst-case subrequests: 9 node attempts, their route calls (each retried once), 8 failed completes, and firstByte, rememberResponse, complete", () => {
+    const sub = worstCaseSubrequests(5, 31);
+    assert.equal(sub.origin, 9);
+    assert.equal(sub.object, 9 * 2 + 8 + 3);
+    assert.equal(sub.digests, 155);
   });
 });
 
@@ -153,8 +210,9 @@ describe("memory", () => {
   });
 
   test("route CPU is the workerd medians at the measured node counts, growing past them", () => {
-    close(routeUs(64), 46.2);
-    close(routeUs(256), 111.5);
+    close(routeUs(8), 11.0);
+    close(routeUs(64), 25.3);
+    close(routeUs(256), 122.7);
     assert.ok(routeUs(400) > routeUs(256));
   });
 });
@@ -232,8 +290,32 @@ describe("skew simulation", () => {
   });
 });
 
-test("the report renders every section", () => {
+test("the report renders the whole document, every section", () => {
   const md = report();
-  for (const h of ["## A. The production path", "### A2.", "### A4.", "## B. Internet scale", "### B3.", "### B5."])
+  assert.ok(md.startsWith("# Scaling warmpath"));
+  for (const h of [
+    "## Summary",
+    "## A. The production path",
+    "### A2.",
+    "### A4.",
+    "## B. Internet scale",
+    "### B3.",
+    "### B5.",
+    "### B7.",
+    "### Figures not sourced",
+  ])
     assert.ok(md.includes(h), h);
+  // No figure is left unformatted.
+  assert.ok(!/NaN|undefined|Infinity/.test(md));
+});
+
+test("prose wraps at 100 columns and never starts a line with a list, heading or quote marker", () => {
+  const text = "a ".repeat(45) + "bb - cc 1. dd # ee + ff > gg 24) hh " + "word ".repeat(40);
+  const lines = wrap(text, "- ", "  ").split("\n");
+  assert.ok(lines[0]!.startsWith("- "));
+  for (const [i, line] of lines.entries()) {
+    assert.ok(line.length <= 100, line);
+    if (i > 0) assert.ok(/^ {2}[^-+*#>|\d ]/.test(line), line);
+  }
+  assert.equal(lines.join(" ").replace(/\s+/g, " "), ("- " + text).replace(/\s+/g, " ").trim());
 });
