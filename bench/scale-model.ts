@@ -348,10 +348,14 @@ export const REPORT_CPU_MS = 0.3;
 // Memory.
 /** A Durable Object's memory (https://developers.cloudflare.com/workers/platform/limits/: 128 MB), which objects of one class sharing an isolate share. */
 export const OBJECT_MEMORY_BYTES = 128 * 1024 * 1024;
-/** ASSUMPTION: one in-flight ticket's fixed part (its object, the `touched` pairs, its ledger entry, the Map entry and id): estimated from src/core/region/router.ts `Ticket`, not measured. */
-export const TICKET_FIXED_BYTES = 600;
-/** ASSUMPTION: a ticket keeps the route call's `hashes` array: a 16-character string (V8: ~32 bytes) and an array slot (8) per block. */
-export const TICKET_BYTES_PER_BLOCK = 40;
+/**
+ * A request in flight's ticket, measured (bench/ROUTE_COST.md, "Memory per request in flight":
+ * 4,615 B at 196 blocks, 25,993 B at 1,513, in Node's V8): a fixed part (its object, the `touched`
+ * pairs, its ledger entry, its place in the load model) ...
+ */
+export const TICKET_FIXED_BYTES = 1_430;
+/** ... and its prompt's hashes joined into one string (`Ticket.chain`, src/core/region/router.ts): the slope between those rows. */
+export const TICKET_BYTES_PER_BLOCK = 16.2;
 
 // Per-object throughput.
 /** Cloudflare: "An individual Object has a soft limit of 1,000 requests per second" (https://developers.cloudflare.com/durable-objects/platform/limits/). */
@@ -1375,7 +1379,7 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `The index is bounded; tickets in flight are not (${fmt(inflight)} per region, each keeping its prompt's hashes: \`Ticket.hashes\`, src/core/region/router.ts; bytes estimated), and objects of one class may share an isolate's 128 MB (pricing page, footnote 5). Smaller tickets would help.`,
+      `The index is bounded; tickets in flight are not (${fmt(inflight)} per region, each keeping its prompt's hashes as one string: \`Ticket.chain\`, src/core/region/router.ts; bytes measured in bench/ROUTE_COST.md), and objects of one class may share an isolate's 128 MB (pricing page, footnote 5).`,
     ),
   );
   out.push("");
@@ -1501,7 +1505,7 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `**Made** in the code modelled here: node reports go to shard 0 and reach the other shards when a node registers or changes and otherwise at most every ${fmt(mirrorIntervalS())} s (src/api/nodes.ts; MIRROR_FRACTION, durable-objects/region.ts); a non-streamed answer's first byte rides with \`complete\` (src/proxy/dispatch.ts; CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts); each shard sizes its index of a node by its share of the node's recent prefill (\`minCacheShare\`, src/core/region/settings.ts). **Not made**: the RPC session; reports ingested once per region; the split into an edge worker and per-region placed workers (A: a deploy change and a split of src/api/inference.ts (edge) from \`dispatch\` (region worker)); an exchange slower than ${SHARD_LOAD_SYNC_MS} ms (unmeasured: \`npm run bench:shards\` should add 50, 100 ms); compact tickets; sampled Analytics Engine points. Not modelled: the digest calls (each isolate asks every shard of a region at most once per ${fmt(DIGEST_TTL_MS / 1000)} s, for long prompts only: isolates / ${fmt(DIGEST_TTL_MS / 1000)} calls a second into every shard, and the number of isolates is not published) and mirrors on registration or change.`,
+      `**Made** in the code modelled here: node reports go to shard 0 and reach the other shards when a node registers or changes and otherwise at most every ${fmt(mirrorIntervalS())} s (src/api/nodes.ts; MIRROR_FRACTION, durable-objects/region.ts); a non-streamed answer's first byte rides with \`complete\` (src/proxy/dispatch.ts; CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts); a ticket keeps its prompt's hashes as one string (16 bytes a block); each shard sizes its index of a node by its share of the node's recent prefill (\`minCacheShare\`, src/core/region/settings.ts). **Not made**: the RPC session; reports ingested once per region; the split into an edge worker and per-region placed workers (A: a deploy change and a split of src/api/inference.ts (edge) from \`dispatch\` (region worker)); an exchange slower than ${SHARD_LOAD_SYNC_MS} ms (unmeasured: \`npm run bench:shards\` should add 50, 100 ms); sampled Analytics Engine points. Not modelled: the digest calls (each isolate asks every shard of a region at most once per ${fmt(DIGEST_TTL_MS / 1000)} s, for long prompts only: isolates / ${fmt(DIGEST_TTL_MS / 1000)} calls a second into every shard, and the number of isolates is not published) and mirrors on registration or change.`,
     ),
   );
   out.push("");
@@ -1567,7 +1571,7 @@ function unsourced(): string[] {
       "  ",
     ),
     wrap(
-      `Bytes per log event (${fmt(LOG_BYTES_PER_REQUEST / 1000)} KB a request, ${fmt(LOG_BYTES_PER_REPORT)} B a report) and per ticket (${fmt(TICKET_FIXED_BYTES)} B + ${fmt(TICKET_BYTES_PER_BLOCK)} B a block); ${fmt(OUTPUT_TOKENS_MEAN)}-token answers at ${fmt(DECODE_TOKENS_PER_S)} tokens/s; first blocks Zipf over 10,000 per region; objects never hibernating; an alarm per object per ${fmt(DEFAULT_REGION_SETTINGS.nodeSilenceMs / 1000)} s; ${fmt(EDGE_COLOS)} data centers (Cloudflare's network page, not rechecked); distances: client-edge ${fmt(ACCESS_KM)} km, object-GPUs ${fmt(OBJECT_TO_GPU_KM)} km, placed worker-GPUs ${fmt(PLACED_WORKER_TO_GPU_KM)} km.`,
+      `Bytes per log event (${fmt(LOG_BYTES_PER_REQUEST / 1000)} KB a request, ${fmt(LOG_BYTES_PER_REPORT)} B a report); ${fmt(OUTPUT_TOKENS_MEAN)}-token answers at ${fmt(DECODE_TOKENS_PER_S)} tokens/s; first blocks Zipf over 10,000 per region; objects never hibernating; an alarm per object per ${fmt(DEFAULT_REGION_SETTINGS.nodeSilenceMs / 1000)} s; ${fmt(EDGE_COLOS)} data centers (Cloudflare's network page, not rechecked); distances: client-edge ${fmt(ACCESS_KM)} km, object-GPUs ${fmt(OBJECT_TO_GPU_KM)} km, placed worker-GPUs ${fmt(PLACED_WORKER_TO_GPU_KM)} km.`,
       "- ",
       "  ",
     ),

@@ -110,6 +110,23 @@ describe("region ledger", () => {
     expect(decisions.at(-1)!.requestId).toBe("id-n5");
   });
 
+  it("lets a request in flight outlive its place among the recent decisions: its end still counts, its answer keeps its candidates", () => {
+    const r = new RegionRouter(settings({ maxInflightPerNode: 1_000, maxQueueSeconds: 1e6 }));
+    r.upsertNode(spec("a"), T0);
+    r.upsertNode(spec("b"), T0);
+    const old = placed(r, "old", T0);
+    for (let i = 0; i < RECENT_DECISIONS; i++) placed(r, `n${i}`, T0 + 1 + i);
+    const decisions = r.historyView(T0 + 200).decisions;
+    expect(decisions.some((d) => d.requestId === "id-old")).toBe(false);
+    expect(decisions.every((d) => d.considered.length === 2)).toBe(true);
+    expect(old.considered.map((c) => c.node).sort()).toEqual(["a", "b"]);
+    expect(r.complete(old.ticket, { status: "ok", usage: { promptTokens: 2_600, cachedTokens: 0, completionTokens: 5 } }, T0 + 300)).toBe(
+      true,
+    );
+    const measured = r.snapshot(T0 + 300).nodes.reduce((n, node) => n + node.metrics.measuredPromptTokens, 0);
+    expect(measured).toBe(2_600);
+  });
+
   it("records a rejection with the candidates that made the region saturated", () => {
     const r = new RegionRouter(settings({ maxQueueSeconds: 1 }));
     r.upsertNode(spec("a"), T0);

@@ -38,7 +38,13 @@ export class RecentDecisions {
   /** Keeps a record (the caller may fill in its end later: the ring holds the same object). */
   add(record: DecisionRecord): DecisionRecord {
     if (this.ring.length < RECENT_DECISIONS) this.ring.push(record);
-    else this.ring[this.next] = record;
+    else {
+      // A request still in flight keeps its record (its ticket fills in the end), but once out of
+      // the ring nobody reads the candidates it weighed: about a kilobyte a request on 8 nodes,
+      // held for as long as it streams (bench/ROUTE_COST.md, memory per request in flight).
+      this.ring[this.next]!.considered = [];
+      this.ring[this.next] = record;
+    }
     this.next = (this.next + 1) % RECENT_DECISIONS;
     return record;
   }

@@ -41,6 +41,16 @@ import { LongPrefixes, type RegionDigest } from "./long-prefixes.ts";
 import { RegionLedger, type LedgerEntry, type RegionHistoryView } from "./ledger.ts";
 import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
 
+/** A ticket's joined hashes, one string per block again. */
+function chainHashes(chain: string): string[] {
+  const out = new Array<string>(chain.length / HASH_CHARS);
+  for (let k = 0; k < out.length; k++) out[k] = chain.slice(k * HASH_CHARS, (k + 1) * HASH_CHARS);
+  return out;
+}
+
+/** Characters of one block hash (routeRequestSchema). */
+const HASH_CHARS = 16;
+
 /** A dispatched request, until it completes or times out. */
 interface Ticket {
   nodeId: string;
@@ -49,8 +59,14 @@ interface Ticket {
   uncachedTokens: number;
   promptTokens: number;
   firstByteAt: number | undefined;
-  /** The prompt's hashes (the array the route call carried). */
-  hashes: readonly string[];
+  /**
+   * The prompt's hashes, joined into one string (16 characters each: routeRequestSchema), kept for
+   * every request in flight: 16 bytes a block, where the route call's array of strings holds a
+   * string object and a slot per block (bench/ROUTE_COST.md, memory per request in flight), for one
+   * join per route. Split again by {@link chainHashes} on the paths that need them (a failed
+   * request, a silent restart, releasing active blocks).
+   */
+  chain: string;
   /** Whether its blocks are among the node's active blocks (a restart drops them). */
   active: boolean;
   /** The believed cached prefix at dispatch, in blocks and tokens. */
@@ -395,7 +411,7 @@ export class RegionRouter {
       uncachedTokens: chosen.uncachedTokens,
       promptTokens: req.promptTokens,
       firstByteAt: undefined,
-      hashes: req.hashes,
+      chain: req.hashes.join(""),
       active: this.active !== undefined,
       matchBlocks: chosen.matchBlocks,
       predictedCachedTokens: chosen.matchTokens,
@@ -469,7 +485,7 @@ export class RegionRouter {
       else this.nodes.recordNeutral(n, t.trial);
       if (!nodeComputed(outcome)) {
         // The node computed nothing: it does not hold the prompt, and the prediction was never used.
-        this.index.forgetChain(t.nodeId, t.hashes, t.matchBlocks);
+        this.index.forgetChain(t.nodeId, chainHashes(t.chain), t.matchBlocks);
         uncountPrediction(n.metrics, t.promptTokens, t.predictedCachedTokens);
       } else if (outcome.usage?.cachedTokens !== undefined) {
         this.learnFromUsage(n, t, outcome.usage.promptTokens, outcome.usage.cachedTokens);
@@ -529,7 +545,7 @@ export class RegionRouter {
       n.metrics.silentRestarts++;
       this.index.clearNode(t.nodeId);
       // What it does hold: the prompt it has just computed.
-      this.index.insert(t.nodeId, t.hashes);
+      this.index.insert(t.nodeId, chainHashes(t.chain));
     }
   }
 
@@ -543,7 +559,7 @@ export class RegionRouter {
     if (t.trial) n.trialInFlight = false;
     if (t.firstByteAt === undefined) n.load.releaseBeforeFirstByte(now, t.predicted);
     n.load.complete(t.promptTokens);
-    if (t.active) this.active?.remove(t.nodeId, t.hashes);
+    if (t.active) this.active?.remove(t.nodeId, chainHashes(t.chain));
   }
 
   /** The durable node table. */
