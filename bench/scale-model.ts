@@ -316,21 +316,21 @@ export const BLOCK_CHARS = 512;
 
 // Measured CPU (bench/workerd/RESULTS.md, workerd 1.20261102.1, 2-core AMD EPYC; medians).
 /** Table 1: `prefixKey` of a 10,000-character chat request in workerd, µs. */
-export const HASH_US_10K = 13.6;
+export const HASH_US_10K = 10.9;
 /** Table 2: `RegionRouter.route` (+ firstByte/complete of an earlier request) at 100,000 index entries, by nodes: µs. */
 export const ROUTE_US_BY_NODES: ReadonlyArray<readonly [nodes: number, us: number]> = [
-  [8, 11.0],
-  [64, 25.3],
-  [256, 122.7],
+  [8, 8.9],
+  [64, 22.2],
+  [256, 65.4],
 ];
 /** Table 3 (one chain): the object's work per route + complete pair beyond the two RPCs (validation, routing, completing), 8 nodes, µs. */
-export const PAIR_WORK_US = 38.6;
+export const PAIR_WORK_US = 34.5;
 /** Table 3 (one chain, floor rows): the two RPCs themselves, both sides on one thread, µs; half is an upper bound on one call's cost to the object. */
-export const RPC_FLOOR_PAIR_US = 62.4;
+export const RPC_FLOOR_PAIR_US = 55.2;
 /** ASSUMPTION: the share of an object's one thread to plan for (at 70% an M/M/1 queue waits 2.3x the service time). */
 export const TARGET_UTILISATION = 0.7;
 /**
- * Measured: the worker's CPU per routed request, 2.05 ms of workerd CPU per request one at a time
+ * Measured: the worker's CPU per routed request, 2.00 ms of workerd CPU per request one at a time
  * (bench/e2e/RESULTS.md, "The router in workerd alone", column "CPU ms/req one at a time: workerd
  * with the worker"; workerd 1.20261117.1, 2-core shared AMD EPYC). An upper bound for the worker
  * alone: the same process also ran the region object's work, the HTTP server and the local
@@ -338,7 +338,7 @@ export const TARGET_UTILISATION = 0.7;
  * short (~330 characters: a 10,000-character prompt adds 13.6 µs of hashing) with one-token
  * answers, so relaying a 343-event stream is not measured (B6 shows 0.5-5 ms).
  */
-export const WORKER_CPU_MS = 2.05;
+export const WORKER_CPU_MS = 2.0;
 /**
  * ASSUMPTION: the worker's CPU per node report (authenticate the node's secret, validate, one RPC).
  * In a sharded region every 5th report also makes an RPC per other shard (the mirrors): not counted.

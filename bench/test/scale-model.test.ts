@@ -12,8 +12,11 @@ import {
   NODES,
   OPTIONS,
   PLACEMENTS,
+  PAIR_WORK_US,
   PRICES,
   REGIONS,
+  ROUTE_US_BY_NODES,
+  RPC_FLOOR_PAIR_US,
   SESSION_UNCOUNTED,
   SHARD_LOAD_SYNC_MS,
   STREAMED_SHARE,
@@ -182,7 +185,7 @@ describe("object load", () => {
   test("the object's CPU per request counts one RPC's half-floor per call", () => {
     const diff = objectUsPerRequest(400) - routeUs(400);
     assert.ok(diff > 0);
-    close(objectUsPerRequest(8), 38.6 + DO_CALLS_PER_REQUEST_TODAY * (62.4 / 2));
+    close(objectUsPerRequest(8), PAIR_WORK_US + DO_CALLS_PER_REQUEST_TODAY * (RPC_FLOOR_PAIR_US / 2));
   });
 
   test("worst-case subrequests: 9 node attempts, their route calls (each retried once), 8 failed completes, and firstByte, rememberResponse, complete", () => {
@@ -210,9 +213,7 @@ describe("memory", () => {
   });
 
   test("route CPU is the workerd medians at the measured node counts, growing past them", () => {
-    close(routeUs(8), 11.0);
-    close(routeUs(64), 25.3);
-    close(routeUs(256), 122.7);
+    for (const [nodes, us] of ROUTE_US_BY_NODES) close(routeUs(nodes), us);
     assert.ok(routeUs(400) > routeUs(256));
   });
 });
