@@ -93,19 +93,24 @@ interface Measured {
  * With `indexEntries`, the nodes' KV capacities add up to that many blocks, the index's cap is
  * raised to it when it is above the default, and the index is filled to it before the warm-up.
  */
-function measure(nodes: number, chars: number, requests: number, poolSize: number, indexEntries?: number): Measured {
+/** A region's router with `nodes` nodes of `kvCapacityTokens` each, never saturated, its index cap raised to `indexEntries`. */
+function benchRouter(nodes: number, kvCapacityTokens: number, indexEntries = 0): RegionRouter {
   const router = new RegionRouter({
     ...DEFAULT_REGION_SETTINGS,
     name: "bench",
     blockTokens,
     maxInflightPerNode: Infinity,
     maxQueueSeconds: Infinity,
-    maxIndexEntries: Math.max(DEFAULT_MAX_INDEX_ENTRIES, indexEntries ?? 0),
+    maxIndexEntries: Math.max(DEFAULT_MAX_INDEX_ENTRIES, indexEntries),
   });
-  const kvCapacityTokens = indexEntries === undefined ? 500_000 : Math.ceil(indexEntries / nodes) * blockTokens;
   for (let n = 0; n < nodes; n++) {
     router.upsertNode({ id: `node-${n}`, url: `http://n${n}`, models: ["m"], kvCapacityTokens, static: true, lastSeen: 0 }, 0);
   }
+  return router;
+}
+
+function measure(nodes: number, chars: number, requests: number, poolSize: number, indexEntries?: number): Measured {
+  const router = benchRouter(nodes, indexEntries === undefined ? 500_000 : Math.ceil(indexEntries / nodes) * blockTokens, indexEntries);
   const pool = prompts(chars, poolSize);
   let bytesPerEntry: number | undefined;
   if (indexEntries !== undefined) {
@@ -173,16 +178,7 @@ const TICKET_SAMPLE = 2_000;
  * each RPC call to the object deserializes its own (structuredClone: V8's serializer, as RPC uses).
  */
 function bytesPerTicket(chars: number): { blocks: number; bytes: number } | undefined {
-  const router = new RegionRouter({
-    ...DEFAULT_REGION_SETTINGS,
-    name: "bench",
-    blockTokens,
-    maxInflightPerNode: Infinity,
-    maxQueueSeconds: Infinity,
-  });
-  for (let n = 0; n < 8; n++) {
-    router.upsertNode({ id: `node-${n}`, url: `http://n${n}`, models: ["m"], kvCapacityTokens: 500_000, static: true, lastSeen: 0 }, 0);
-  }
+  const router = benchRouter(8, 500_000);
   const [p] = prompts(chars, 1);
   const ask = (i: number) => ({ requestId: `t${i}`, model: "m", hashes: structuredClone(p!.hashes), promptTokens: p!.promptTokens });
   // The first routes fill the index, the ledger's bounded rings and the JIT: not a ticket's cost.
