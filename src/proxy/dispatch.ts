@@ -182,7 +182,8 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
       // A non-streamed answer is whole at its first byte: that byte is reported with its completion,
       // one call to the object instead of two. A stored response's id is not: its follow-up may
       // come as soon as the client has the answer, so the object must know its node first.
-      const foldFirstByte = !answersAsSse(input, upstream.response) && responseId === undefined;
+      const sse = answersAsSse(input, upstream.response);
+      const foldFirstByte = !sse && responseId === undefined;
       if (!stateless) {
         if (!foldFirstByte) {
           ctx.waitUntil(stub.firstByte(routed.ticket, keeper === shard ? responseId : undefined).then(ignore, logBookkeepingError));
@@ -203,6 +204,7 @@ export async function dispatch(rc: RequestContext, input: DispatchInput): Promis
         decision: routed.decision,
         upstream,
         attempts,
+        sse,
         foldFirstByte,
       });
     }
@@ -350,6 +352,8 @@ interface Answer {
   decision: Decision;
   upstream: Extract<Upstream, { ok: true }>;
   attempts: Attempt[];
+  /** The answer is relayed as SSE ({@link answersAsSse}). */
+  sse: boolean;
   /** The first byte is reported with the completion (no firstByte call was made). */
   foldFirstByte: boolean;
 }
@@ -360,7 +364,7 @@ function answersAsSse(input: DispatchInput, response: Response): boolean {
   return contentType.includes("text/event-stream") || (input.stream === true && response.ok);
 }
 
-function respond({ rc, input, stub, region, shard, routed, decision, upstream, attempts, foldFirstByte }: Answer): Response {
+function respond({ rc, input, stub, region, shard, routed, decision, upstream, attempts, sse, foldFirstByte }: Answer): Response {
   const { ctx, requestId } = rc;
   const headers = new Headers(upstream.response.headers);
   for (const h of DROPPED_RESPONSE_HEADERS) headers.delete(h);
@@ -379,8 +383,6 @@ function respond({ rc, input, stub, region, shard, routed, decision, upstream, a
   // A flooding tenant kept off the nodes held for the others says so (fair-share.ts).
   if (routed.heldForOthers > 0) headers.set("x-warmpath-held-nodes", String(routed.heldForOthers));
   for (const [k, v] of Object.entries(rateLimitHeaders(routed.rateLimit))) headers.set(k, v);
-
-  const sse = answersAsSse(input, upstream.response);
 
   let finish!: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
   const finished = new Promise<void>((resolve) => {
