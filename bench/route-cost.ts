@@ -2,7 +2,8 @@
  * Micro-benchmark of the region Durable Object's per-request work: RegionRouter.route (prefix
  * index walk, candidate scoring, policy, speculative insert) plus firstByte and complete, on a
  * warm index, for several fleet sizes and prompt lengths, then for indices filled to 10^4, 10^5
- * and 10^6 node-block entries over 8, 64 and 256 nodes (with the index's memory per entry). A
+ * and 10^6 node-block entries over 8, 64 and 256 nodes (with the index's memory per entry), and
+ * the memory a request in flight holds (its ticket). A
  * Durable Object is single-threaded and serves roughly 500-1,000 requests/s in production, so
  * this cost (plus RPC overhead) is the region's ceiling. Writes bench/ROUTE_COST.md.
  *
@@ -88,11 +89,6 @@ interface Measured {
   bytesPerEntry?: number | undefined;
 }
 
-/**
- * Times `requests` routes (after a warm-up) of prompts of `chars` characters over `nodes` nodes.
- * With `indexEntries`, the nodes' KV capacities add up to that many blocks, the index's cap is
- * raised to it when it is above the default, and the index is filled to it before the warm-up.
- */
 /** A region's router with `nodes` nodes of `kvCapacityTokens` each, never saturated, its index cap raised to `indexEntries`. */
 function benchRouter(nodes: number, kvCapacityTokens: number, indexEntries = 0): RegionRouter {
   const router = new RegionRouter({
@@ -109,6 +105,11 @@ function benchRouter(nodes: number, kvCapacityTokens: number, indexEntries = 0):
   return router;
 }
 
+/**
+ * Times `requests` routes (after a warm-up) of prompts of `chars` characters over `nodes` nodes.
+ * With `indexEntries`, the nodes' KV capacities add up to that many blocks, the index's cap is
+ * raised to it when it is above the default, and the index is filled to it before the warm-up.
+ */
 function measure(nodes: number, chars: number, requests: number, poolSize: number, indexEntries?: number): Measured {
   const router = benchRouter(nodes, indexEntries === undefined ? 500_000 : Math.ceil(indexEntries / nodes) * blockTokens, indexEntries);
   const pool = prompts(chars, poolSize);

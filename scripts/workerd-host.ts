@@ -25,7 +25,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
+import { parseArgs, parseEnv } from "node:util";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
@@ -42,16 +42,6 @@ const { values: flags } = parseArgs({
     "inspector-port": { type: "string" },
   },
 });
-
-/** `NAME='value'` lines (scripts/system.ts writes them single-quoted, as dotenv reads them literally). */
-function readEnvFile(file: string): Record<string, string> {
-  const vars: Record<string, string> = {};
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(?:'([^']*)'|"([^"]*)"|(.*))$/.exec(line.trim());
-    if (m) vars[m[1]!] = m[2] ?? m[3] ?? m[4] ?? "";
-  }
-  return vars;
-}
 
 /** A JSON variable stays JSON (WARMPATH_CONFIG is an object in wrangler.toml), as wrangler dev passes it. */
 function parseVar(value: string): unknown {
@@ -77,7 +67,8 @@ const fromWrangler = createRequire(createRequire(import.meta.url).resolve("wrang
 const { unstable_getMiniflareWorkerOptions } = (await import("wrangler")) as typeof import("wrangler");
 const { Miniflare, convertV4MiniflareOptions } = (await import(fromWrangler.resolve("miniflare"))) as typeof import("miniflare");
 const { workerOptions } = unstable_getMiniflareWorkerOptions(join(ROOT, "wrangler.toml"));
-const overrides = flags["env-file"] ? readEnvFile(flags["env-file"]) : {};
+// Read as wrangler dev reads --env-file (dotenv's rules, which Node's parseEnv follows).
+const overrides: NodeJS.Dict<string> = flags["env-file"] ? parseEnv(readFileSync(flags["env-file"], "utf8")) : {};
 
 /** wrangler's option types are loose (`unknown` per binding kind): these are the fields it produced. */
 type HostOptions = Parameters<typeof convertV4MiniflareOptions>[0];
@@ -96,7 +87,7 @@ const mf = new Miniflare(
     analyticsEngineDatasets: workerOptions.analyticsEngineDatasets,
     bindings: {
       ...(workerOptions.bindings as Record<string, unknown>),
-      ...Object.fromEntries(Object.entries(overrides).map(([k, v]) => [k, parseVar(v)])),
+      ...Object.fromEntries(Object.entries(overrides).map(([k, v]) => [k, parseVar(v ?? "")])),
     },
     durableObjectsPersist: join(state, "do"),
     // As on Cloudflare, the socket reaches the router worker itself: no entry worker in front.

@@ -136,7 +136,8 @@ function latencyTable(rows: StepRow[], kind: "json" | "stream", what: "ttfb" | "
   );
 }
 
-const added = (row: StepRow, kind: "json" | "stream", p: "end50" | "end99" | "ttfb50" | "ttfb99"): number => {
+/** What the router adds over the direct path in a step, by kind and percentile (ms). */
+export const added = (row: StepRow, kind: "json" | "stream", p: "end50" | "end99" | "ttfb50" | "ttfb99"): number => {
   const l = row.latency.find((x) => x.kind === kind)!;
   return l.router[p] - l.direct[p];
 };

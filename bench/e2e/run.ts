@@ -55,7 +55,7 @@ import {
   type DevProcesses,
 } from "./procs.ts";
 import { Inspector, devBundle, profileWhile, summarise } from "./profile.ts";
-import { renderReport, saturated, type BlockRow, type Report, type StepRow } from "./report.ts";
+import { added, renderReport, saturated, type BlockRow, type Report, type StepRow } from "./report.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
@@ -86,12 +86,6 @@ const PLAN = quick
     };
 /** One-at-a-time rounds of the router in workerd alone (its figure is the median round's). */
 const BARE_ROUNDS = 3;
-
-/** A step's added p50 on a non-streamed request, router minus direct. */
-function addedJsonP50(row: StepRow): number {
-  const json = row.latency.find((l) => l.kind === "json")!;
-  return json.router.end50 - json.direct.end50;
-}
 
 /** The highest unsaturated swept rate up to this one is measured again with the decision log off and in workerd alone. */
 const COMPARE_RATE = 100;
@@ -660,7 +654,7 @@ async function main(): Promise<void> {
       const label = `sequential, round ${k}`;
       bareRounds.push(stepRow(r, label, undefined, await measure(r, label, sequential(r, PLAN.sequential, 100 + k), bareIdle)));
     }
-    const byAdded = [...bareRounds].sort((a, b) => addedJsonP50(a) - addedJsonP50(b));
+    const byAdded = [...bareRounds].sort((a, b) => added(a, "json", "end50") - added(b, "json", "end50"));
     const bareSeq = byAdded[Math.floor(byAdded.length / 2)]!;
     const bareStep = stepRow(
       r,
