@@ -13,8 +13,8 @@
  *   worker's CPU per request in workerd (bench/e2e/RESULTS.md), the index's memory bound
  *   (src/core/prefix-index.ts, bench/ROUTE_COST.md), the busiest shard's share and the cost of
  *   sharing load between shards (bench/SHARDS.md), the protocol itself (how many calls a request and
- *   a node report make to the region's objects, and what they write: src/proxy/dispatch.ts,
- *   src/api/nodes.ts, durable-objects/region.ts, scripts/agent/agent.ts);
+ *   a node report make to the region's objects, and what they write: src/region/dispatch.ts,
+ *   src/edge/api/nodes.ts, durable-objects/region.ts, scripts/agent/agent.ts);
  * - **published** by Cloudflare: prices and limits, with the page each comes from;
  * - **assumed**, marked `ASSUMPTION`, where neither exists (e.g. the share of requests that stream,
  *   bytes per log line); the doc lists them, and the tables show how much they matter.
@@ -238,7 +238,7 @@ export function coldConnectionMs(option: OptionId, p: Placement): number {
 
 /**
  * Calls to the region's object per request that are billed Durable Object requests: `route`,
- * `firstByte` (a streamed answer's only) and `complete` (src/proxy/dispatch.ts), on average
+ * `firstByte` (a streamed answer's only) and `complete` (src/region/dispatch.ts), on average
  * DO_CALLS_PER_REQUEST_TODAY; one when the object makes the origin call itself (the bookkeeping is
  * then internal) or when a snapshot decider reports each dispatch back asynchronously (fewer if an
  * isolate batches its reports).
@@ -269,12 +269,12 @@ export const NODES = 2_000;
  * answer (scripts/agent/agent.ts `run`), so its reports arrive a little more than 1 s apart.
  */
 export const REPORT_INTERVAL_S = DEFAULT_FLEET.reportIntervalMs / 1000;
-/** Calls to the region (shard) object of a request whose answer streams (SSE): `route`, `firstByte`, `complete` (src/proxy/dispatch.ts); each is a billed Durable Object request. */
+/** Calls to the region (shard) object of a request whose answer streams (SSE): `route`, `firstByte`, `complete` (src/region/dispatch.ts); each is a billed Durable Object request. */
 export const DO_CALLS_STREAMED = 3;
 /**
  * Calls of a request whose answer does not stream: `route` and `complete`, which carries the first
  * byte (CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts; `foldFirstByte` in
- * src/proxy/dispatch.ts). A stored response (Responses API) still sends `firstByte` at once: it
+ * src/region/dispatch.ts). A stored response (Responses API) still sends `firstByte` at once: it
  * counts as streamed here.
  */
 export const DO_CALLS_UNSTREAMED = 2;
@@ -291,7 +291,7 @@ export const SHARD_LOAD_SYNC_MS = 20;
 /** A reporting node's `last_seen` row is rewritten once more than a third of `node_silence_ms` has passed (durable-objects/region.ts, LAST_SEEN_WRITE_FRACTION). */
 export const LAST_SEEN_WRITE_FRACTION = 1 / 3;
 /**
- * A sharded region: every report goes to shard 0 (src/api/nodes.ts), which passes a node's report
+ * A sharded region: every report goes to shard 0 (src/edge/api/nodes.ts), which passes a node's report
  * on to the other shards (`mirrorReport`) when it registers or changes the node, and otherwise once
  * at least a third of `node_silence_ms` has passed since the last time (durable-objects/region.ts,
  * MIRROR_FRACTION): every 5 s by default.
@@ -796,12 +796,12 @@ export function shardsNeeded(
 }
 
 /**
- * The most subrequests one routed request can make with the default limits (src/proxy/dispatch.ts):
+ * The most subrequests one routed request can make with the default limits (src/region/dispatch.ts):
  * every region attempt tries 1 + max_retries nodes; each attempt asks `route` (once more on a
  * retryable error) and a failed attempt sends `complete`; the one that answers sends `firstByte`,
  * `rememberResponse` (a stored response whose id names another shard) and `complete`. A long
  * prompt with a choice of regions also asks every shard of each region whose digest is stale for
- * it (src/proxy/region-digests.ts, `refreshDigests`).
+ * it (src/edge/region-digests.ts, `refreshDigests`).
  */
 export function worstCaseSubrequests(regions = REGIONS, shards = MAX_SHARDS): { origin: number; object: number; digests: number } {
   const attempts = MAX_REGION_ATTEMPTS_DEFAULT * (1 + MAX_RETRIES_DEFAULT);
@@ -1152,7 +1152,7 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `Per routed request: a Worker invocation; ${DO_CALLS_STREAMED} billed object requests (\`route\`, \`firstByte\`, \`complete\`) if the answer streams, ${DO_CALLS_UNSTREAMED} if it does not (\`complete\` then carries the first byte: src/proxy/dispatch.ts), modelled as ${STREAMED_SHARE === 1 ? "every request streaming" : `${pct(STREAMED_SHARE)} of requests streaming`} (ASSUMPTION); the origin fetch (an unbilled subrequest), an Analytics Engine point, a log line. Per node report (${fmt(NODES / REPORT_INTERVAL_S)}/s): a Worker invocation and an object request to its region's shard 0 (src/api/nodes.ts), which rewrites the node's \`last_seen\` row every ${fmt(lastSeenWriteReports())} reports (${fmt(lastSeenWriteIntervalS())} s and a little: the agent sleeps ${fmt(REPORT_INTERVAL_S)} s after each answer, scripts/agent/agent.ts); in a sharded region, when shard 0 says so, the worker passes the report on to every other shard (\`mirrorReport\`), every ${fmt(mirrorIntervalS())} s per node (MIRROR_FRACTION, durable-objects/region.ts), and each mirror rewrites the row there too (\`applyReport\`). Shards call the exchange every ${SHARD_LOAD_SYNC_MS} ms. Prices (USD):`,
+      `Per routed request: a Worker invocation; ${DO_CALLS_STREAMED} billed object requests (\`route\`, \`firstByte\`, \`complete\`) if the answer streams, ${DO_CALLS_UNSTREAMED} if it does not (\`complete\` then carries the first byte: src/region/dispatch.ts), modelled as ${STREAMED_SHARE === 1 ? "every request streaming" : `${pct(STREAMED_SHARE)} of requests streaming`} (ASSUMPTION); the origin fetch (an unbilled subrequest), an Analytics Engine point, a log line. Per node report (${fmt(NODES / REPORT_INTERVAL_S)}/s): a Worker invocation and an object request to its region's shard 0 (src/edge/api/nodes.ts), which rewrites the node's \`last_seen\` row every ${fmt(lastSeenWriteReports())} reports (${fmt(lastSeenWriteIntervalS())} s and a little: the agent sleeps ${fmt(REPORT_INTERVAL_S)} s after each answer, scripts/agent/agent.ts); in a sharded region, when shard 0 says so, the worker passes the report on to every other shard (\`mirrorReport\`), every ${fmt(mirrorIntervalS())} s per node (MIRROR_FRACTION, durable-objects/region.ts), and each mirror rewrites the row there too (\`applyReport\`). Shards call the exchange every ${SHARD_LOAD_SYNC_MS} ms. Prices (USD):`,
     ),
   );
   out.push("");
@@ -1288,7 +1288,7 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `A shard owns prompts by their first block (src/core/shard.ts), so its share never falls below its hottest block's. The sample draws first blocks from Zipf over 10,000 blocks through the production \`shardOf\`; the bench/SHARDS.md rows (2-8 shards measured, the 8-shard share kept beyond) come from a few tenants. Tenant rate limits are split evenly over the shards (\`limitsOf\`, src/proxy/dispatch.ts): a tenant whose prompts all open alike sits on one of ${designN} shards with 1/${designN} of its limit, so at this scale such limits belong outside the shards.`,
+      `A shard owns prompts by their first block (src/core/shard.ts), so its share never falls below its hottest block's. The sample draws first blocks from Zipf over 10,000 blocks through the production \`shardOf\`; the bench/SHARDS.md rows (2-8 shards measured, the 8-shard share kept beyond) come from a few tenants. Tenant rate limits are split evenly over the shards (\`limitsOf\`, src/region/dispatch.ts): a tenant whose prompts all open alike sits on one of ${designN} shards with 1/${designN} of its limit, so at this scale such limits belong outside the shards.`,
     ),
   );
   out.push("");
@@ -1499,13 +1499,13 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `Digest calls: after answering a long prompt with a choice of regions, the worker asks every shard of each region whose digest in its isolate is older than ${fmt(DIGEST_TTL_MS / 1000)} s (src/proxy/region-digests.ts).`,
+      `Digest calls: after answering a long prompt with a choice of regions, the worker asks every shard of each region whose digest in its isolate is older than ${fmt(DIGEST_TTL_MS / 1000)} s (src/edge/region-digests.ts).`,
     ),
   );
   out.push("");
   out.push(
     wrap(
-      `**Made** in the code modelled here: node reports go to shard 0 and reach the other shards when a node registers or changes and otherwise at most every ${fmt(mirrorIntervalS())} s (src/api/nodes.ts; MIRROR_FRACTION, durable-objects/region.ts); a non-streamed answer's first byte rides with \`complete\` (src/proxy/dispatch.ts; CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts); a ticket keeps its prompt's hashes as one string (16 bytes a block); each shard sizes its index of a node by its share of the node's recent prefill (\`minCacheShare\`, src/core/region/settings.ts). **Not made**: the RPC session; reports ingested once per region; the split into an edge worker and per-region placed workers (A: a deploy change and a split of src/api/inference.ts (edge) from \`dispatch\` (region worker)); an exchange slower than ${SHARD_LOAD_SYNC_MS} ms (unmeasured: \`npm run bench:shards\` should add 50, 100 ms); sampled Analytics Engine points. Not modelled: the digest calls (each isolate asks every shard of a region at most once per ${fmt(DIGEST_TTL_MS / 1000)} s, for long prompts only: isolates / ${fmt(DIGEST_TTL_MS / 1000)} calls a second into every shard, and the number of isolates is not published) and mirrors on registration or change.`,
+      `**Made** in the code modelled here: node reports go to shard 0 and reach the other shards when a node registers or changes and otherwise at most every ${fmt(mirrorIntervalS())} s (src/edge/api/nodes.ts; MIRROR_FRACTION, durable-objects/region.ts); a non-streamed answer's first byte rides with \`complete\` (src/region/dispatch.ts; CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts); a ticket keeps its prompt's hashes as one string (16 bytes a block); each shard sizes its index of a node by its share of the node's recent prefill (\`minCacheShare\`, src/core/region/settings.ts). **Not made**: the RPC session; reports ingested once per region; the split into an edge worker and per-region placed workers (A: a deploy change and a split of src/edge/api/inference.ts (edge) from \`dispatch\` (region worker)); an exchange slower than ${SHARD_LOAD_SYNC_MS} ms (unmeasured: \`npm run bench:shards\` should add 50, 100 ms); sampled Analytics Engine points. Not modelled: the digest calls (each isolate asks every shard of a region at most once per ${fmt(DIGEST_TTL_MS / 1000)} s, for long prompts only: isolates / ${fmt(DIGEST_TTL_MS / 1000)} calls a second into every shard, and the number of isolates is not published) and mirrors on registration or change.`,
     ),
   );
   out.push("");
@@ -1589,7 +1589,7 @@ export function report(): string {
     "# Scaling warmpath: the production path, and 100,000 requests a second",
     "",
     wrap(
-      "Generated by `npm run --silent bench:scale > docs/SCALING.md` (bench/scale-model.ts, tested by bench/test/scale-model.test.ts), then `npx prettier --write docs/SCALING.md`: a model, not a measurement; rerun it, do not edit this file. Its inputs are constants at the top of bench/scale-model.ts, each with its source: bench/workerd/RESULTS.md and bench/e2e/RESULTS.md (CPU), bench/SHARDS.md (busiest shard, cost of shared load), src/proxy/dispatch.ts, src/api/nodes.ts and durable-objects/region.ts (calls and writes per request and per report). Assumptions are listed at the end; prices read 2026-12-04.",
+      "Generated by `npm run --silent bench:scale > docs/SCALING.md` (bench/scale-model.ts, tested by bench/test/scale-model.test.ts), then `npx prettier --write docs/SCALING.md`: a model, not a measurement; rerun it, do not edit this file. Its inputs are constants at the top of bench/scale-model.ts, each with its source: bench/workerd/RESULTS.md and bench/e2e/RESULTS.md (CPU), bench/SHARDS.md (busiest shard, cost of shared load), src/region/dispatch.ts, src/edge/api/nodes.ts and durable-objects/region.ts (calls and writes per request and per report). Assumptions are listed at the end; prices read 2026-12-04.",
     ),
     "",
     `Measured inputs: hashing ${fmt(HASH_US_10K, 1)} µs per ${fmt(PROMPT_CHARS)} characters; a route ${ROUTE_US_BY_NODES.map(([n, u]) => `${fmt(u, 1)} µs on ${n}`).join(", ")} nodes (100,000 index entries); ${fmt(RPC_FLOOR_PAIR_US, 1)} µs for two RPCs; ${fmt(PAIR_WORK_US, 1)} µs of object work per route + complete (bench/workerd/RESULTS.md); the worker's CPU, ${fmt(WORKER_CPU_MS, 2)} ms per request (bench/e2e/RESULTS.md, the router in workerd alone: an upper bound that includes the region object, with one-token answers); the index bound ${mib(indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES))} at ${fmt(DEFAULT_MAX_INDEX_ENTRIES)} entries (src/core/prefix-index.ts); ${fmt(OUTPUT_TOKENS_MEAN)} tokens per answer (Mooncake). Assumed: ${STREAMED_SHARE === 1 ? "every answer streams" : `${pct(STREAMED_SHARE)} of answers stream`} (${DO_CALLS_STREAMED} object calls a request; ${DO_CALLS_UNSTREAMED} for one that does not).`,

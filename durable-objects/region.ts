@@ -19,7 +19,7 @@
  * worker never completed them). Per request the object does only in-memory work: `route` and
  * `complete` touch no storage.
  */
-import { DurableObject } from "cloudflare:workers";
+import { DurableObject, RpcTarget } from "cloudflare:workers";
 import { nodeIdSchema, nodeReportSchema, type NodeReport } from "../src/contracts/node.ts";
 import {
   completionOutcomeSchema,
@@ -28,7 +28,6 @@ import {
   shardIndexSchema,
   shardLoadsSchema,
   ticketSchema,
-  type RouteResult,
   type ShardLoads,
 } from "../src/contracts/routing.ts";
 import { loadExchangeName } from "../src/core/shard.ts";
@@ -41,7 +40,15 @@ import {
   type IdentityEntry,
   type IdentityRefusal,
 } from "../src/core/node-identity.ts";
-import { regionInitSchema, type RegionInit } from "./region-init.ts";
+import { regionInitSchema, type RegionInit } from "../src/contracts/region-init.ts";
+import {
+  RESTART_REASON,
+  type CompletionOutcome,
+  type ReportOutcome,
+  type RouteAnswer,
+  type RouteRequest,
+  type RouteSessionApi,
+} from "../src/contracts/region-object.ts";
 
 /**
  * A reporting node's `last_seen` is written at most this often (as a fraction of the silence
@@ -63,19 +70,31 @@ const SHARD_LOAD_SYNC_MS = 20;
 /** A shard's load older than this is left out of the others' sum (a shard that stopped routing has nothing queued there that is still ahead). */
 const SHARD_LOAD_STALE_MS = 1_000;
 
-/** The reason a restart aborts the object with: the error its callers see. */
-export const RESTART_REASON = "region object restarted by an operator";
+/**
+ * A placed request's session with the object that placed it: `route` returns it, and its first
+ * byte and completion are calls on it. Workers RPC keeps calls on an RpcTarget a call returned in
+ * that call's session, which Cloudflare bills as one object request: one billed request per
+ * client request instead of three (route, firstByte, complete; docs/SCALING.md, B1). It holds
+ * only the ticket: a session outliving an object restart fails its calls, as a ticket would.
+ */
+export class RouteSession extends RpcTarget implements RouteSessionApi {
+  private readonly object: RegionDurableObject;
+  private readonly ticket: string;
 
-/** A report's outcome: the stored spec (and whether the report registered the node), or why the credential may not act as the node. */
-export type ReportOutcome =
-  | {
-      ok: true;
-      spec: NodeSpec;
-      registered: boolean;
-      /** A sharded region: whether the other shards need this report (see {@link MIRROR_FRACTION}). */
-      mirror: boolean;
-    }
-  | { ok: false; reason: IdentityRefusal; retryAfterMs?: number | undefined };
+  constructor(object: RegionDurableObject, ticket: string) {
+    super();
+    this.object = object;
+    this.ticket = ticket;
+  }
+
+  firstByte(responseId?: string): void {
+    this.object.ticketFirstByte(this.ticket, responseId);
+  }
+
+  complete(outcome: CompletionOutcome): boolean {
+    return this.object.ticketComplete(this.ticket, outcome);
+  }
+}
 
 /**
  * Shard 0 of a sharded region passes a node's report on to the other shards when it registers or
@@ -230,15 +249,19 @@ export class RegionDurableObject extends DurableObject<Env> {
     await this.ctx.storage.setAlarm(at);
   }
 
-  /** Chooses a node for a request (see RegionRouter.route). */
-  async route(init: RegionInit, request: unknown): Promise<RouteResult> {
+  /**
+   * Chooses a node for a request (see RegionRouter.route). A placement comes with its
+   * {@link RouteSession}, on which the caller reports the first byte and the completion.
+   */
+  async route(init: RegionInit, request: RouteRequest): Promise<RouteAnswer> {
     const router = this.ensure(init);
     const req = routeRequestSchema.parse(request);
     const now = Date.now();
     const result = router.route(req, now);
     if (req.shard !== undefined) this.syncLoad(router, req.shard, now);
-    if (result.ok) await this.scheduleAlarm(Date.now() + router.settings.requestTimeoutMs);
-    return result;
+    if (!result.ok) return result;
+    await this.scheduleAlarm(Date.now() + router.settings.requestTimeoutMs);
+    return { ...result, session: new RouteSession(this, result.ticket) };
   }
 
   /**
@@ -303,14 +326,14 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.ensure(init).rememberResponse(responseIdSchema.parse(responseId), nodeIdSchema.parse(nodeId));
   }
 
-  /** The first byte of a dispatched request's answer arrived (with the id of a stored response, if any). */
-  firstByte(ticket: unknown, responseId?: unknown): void {
+  /** The first byte of a dispatched request's answer arrived (with the id of a stored response, if any): {@link RouteSession}. */
+  ticketFirstByte(ticket: string, responseId?: unknown): void {
     const id = responseId === undefined ? undefined : responseIdSchema.parse(responseId);
     this.router?.firstByte(ticketSchema.parse(ticket), Date.now(), id);
   }
 
-  /** Releases a dispatched request and records its outcome. */
-  complete(ticket: unknown, outcome: unknown): boolean {
+  /** Releases a dispatched request and records its outcome: {@link RouteSession}. */
+  ticketComplete(ticket: string, outcome: unknown): boolean {
     const t = ticketSchema.parse(ticket);
     const o = completionOutcomeSchema.parse(outcome);
     return this.router?.complete(t, o, Date.now()) ?? false;

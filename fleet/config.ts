@@ -64,7 +64,7 @@ export const NODE_DEFAULTS = {
 };
 
 const NodeSchema = z.strictObject({
-  // The router's node_id rule (src/api/nodes.ts), restated: a node it would reject is a config error.
+  // The router's node_id rule (src/edge/api/nodes.ts), restated: a node it would reject is a config error.
   id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "must be lowercase letters, digits and dashes (max 63)"),
   port: z.number().int().min(0).max(65535).default(0),
   ...z.object(NodeFields).partial().shape,

@@ -1,5 +1,7 @@
 /** Helpers shared by the workerd tests: calling the worker, registering fake nodes, reading streams. */
 import { exports } from "cloudflare:workers";
+import { ALL_REGIONS_BINDING } from "../src/contracts/topology.ts";
+import { createRegionApp } from "../src/region/app.ts";
 import { ACME_KEY, TEST_NODE_TOKEN } from "./fixtures/config.ts";
 
 export const BASE = "http://localhost";
@@ -121,4 +123,19 @@ export async function readChunks(response: Response): Promise<{ text: string; at
     if (done) return out;
     out.push({ text: decoder.decode(value, { stream: true }), at: Date.now() });
   }
+}
+
+/**
+ * `environment` with the region service bound to an in-process region app that sees the same
+ * bindings: for tests that run the edge with another configuration, secrets or dataset (the local
+ * composition's real binding reaches the region service with the test worker's own env). The
+ * region's background work (completions, decision lines) goes to `ctx`, as one request's would.
+ */
+export function withRegionService(environment: Env, ctx: ExecutionContext): Env {
+  const app = createRegionApp();
+  const bound = { ...environment } as unknown as Record<string, unknown>;
+  bound[ALL_REGIONS_BINDING] = {
+    fetch: (input: RequestInfo | URL, init?: RequestInit) => app.fetch(new Request(input, init), bound as unknown as Env, ctx),
+  };
+  return bound as unknown as Env;
 }

@@ -186,13 +186,13 @@ function frameStage(module: string, top: string, fn: string): Stage | undefined 
   if (module.includes("node_modules/zod/")) return "zod validation of the body (worker)";
   if (module.includes("node_modules/hono/")) return "Hono routing + context";
   if (module === "src/proxy/decision-log.ts") return "decision log line (console.log)";
-  if (module === "src/api/inference.ts" && base === "edgeCeiling") return "edge rate limiter (wrangler's local simulation)";
-  if (module.startsWith("src/middleware/") || module === "src/config/dev-credentials.ts")
+  if (module === "src/edge/api/inference.ts" && base === "edgeCeiling") return "edge rate limiter (wrangler's local simulation)";
+  if (module.startsWith("src/edge/middleware/") || module === "src/config/dev-credentials.ts")
     return "API key check + request bounds (middleware)";
   if (module === "src/http/body.ts" || module === "src/core/json-bounds.ts") return "body read, UTF-8 check, JSON parse";
-  if (module === "src/api/schemas.ts") return "zod validation of the body (worker)";
+  if (module === "src/edge/api/schemas.ts") return "zod validation of the body (worker)";
   if (/^src\/core\/(canonical|canonical-apis|prefix|hash|block-layout)\.ts$/.test(module)) return "canonicalise + hash the prompt";
-  if (module === "src/proxy/dispatch.ts") {
+  if (module === "src/region/dispatch.ts") {
     if (base === "callNode" || fn === "callNode") return "node call to first byte (fetch)";
     if (base === "respond" || fn === "respond") return "response headers + completion (RPC to the object)";
     return "dispatch (RPC calls to the object)";

@@ -521,7 +521,7 @@ const md = [
     "**Median** = (median batch time - median empty time) / K. **p99** = the 99th percentile over batches of each batch's time per call: the tail of K-call averages (a garbage collection inside a batch shows there), not of single calls, which cannot be observed from outside; the Node row of table 2 also times single calls. " +
     "The *isolate clock* column is the worker's own `performance.now()` over the same batches: a cross-check, to a millisecond per batch, that the subtraction leaves the work and nothing else.\n",
   "## 1. Prefix hashing at the edge\n",
-  `Per call: \`prefixKey\` (src/core/prefix.ts): canonicalise an OpenAI-style chat request (src/core/canonical.ts) and hash it into chained blocks, what the worker does once per request (src/api/inference.ts). ` +
+  `Per call: \`prefixKey\` (src/core/prefix.ts): canonicalise an OpenAI-style chat request (src/core/canonical.ts) and hash it into chained blocks, what the worker does once per request (src/edge/api/inference.ts). ` +
     "The prompts are bench/hash.ts's (a system prompt and alternating turns). MB/s is prompt characters (ASCII, so bytes) per µs.\n",
   "| prompt | blocks | workerd median µs | workerd p99 µs | workerd MB/s | isolate clock µs | Node median µs | Node MB/s | K x batches |",
   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -558,7 +558,7 @@ const md = [
   ),
   "",
   "## 3. One region object's throughput\n",
-  `Per pair: what src/proxy/dispatch.ts asks the region's Durable Object per request, \`stub.route(init, request)\` then \`stub.complete(ticket, outcome)\` with the answer's usage, over RPC to the production \`RegionDurableObject\` (durable-objects/region.ts, SQLite-backed). ` +
+  `Per pair: what src/region/dispatch.ts asks the region's Durable Object per request, \`stub.route(init, request)\` then \`stub.complete(ticket, outcome)\` with the answer's usage, over RPC to the production \`RegionDurableObject\` (durable-objects/region.ts, SQLite-backed). ` +
     `Its \`RegionInit\` is built by the production loader (src/config/load.ts) from a one-region configuration (bench/workerd/scenarios.ts: ${THROUGHPUT_NODES} static nodes, every setting at its default, so the default index cap); prompts are table 2's ${n0(ROUTE_PROMPT_CHARS)}-character pool, so the object validates 20 hashes per call. ` +
     `Production also sends \`firstByte\`, a third, smaller RPC per request; it is not in these pairs. ` +
     `The object is warmed with ${n0(profile.throughputWarmup)} pairs first. ` +

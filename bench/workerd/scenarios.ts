@@ -18,7 +18,7 @@ export { chatPrompt };
 /** Prompt sizes hashed, in characters (ASCII, so also bytes): 1 KB, 10 KB, 100 KB, 1 MB. */
 export const HASH_SIZES = [1_000, 10_000, 100_000, 1_000_000] as const;
 
-/** The cache namespace the worker derives for a tenant's request (src/api/inference.ts: `tenant:<id>`). */
+/** The cache namespace the worker derives for a tenant's request (src/edge/api/inference.ts: `tenant:<id>`). */
 export const HASH_NAMESPACE = { model: "bench-model", namespace: "tenant:bench" };
 
 /**

@@ -114,7 +114,7 @@ function benchRegion(env: BenchEnv): LoadedRegion {
 }
 
 /**
- * One request's bookkeeping with the region object, as src/proxy/dispatch.ts does it: `route`
+ * One request's bookkeeping with the region object, as src/region/dispatch.ts does it: `route`
  * (with the region's init, validated and applied by the object), then `complete` with the answer's
  * usage. The prompt is pool prompt `i`; the answer reports the predicted cached tokens as cached.
  */

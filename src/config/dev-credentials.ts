@@ -2,7 +2,7 @@
  * Development credentials: documented, public, and so never to be trusted outside a developer's
  * machine. The worker accepts them only when the configuration says `mode = "development"` AND the
  * request came over loopback to a loopback host (`wrangler dev`; what that can and cannot prove
- * inside the worker: `isLocalDevelopment` in src/middleware/bearer-guard/credentials.ts), so a
+ * inside the worker: `isLocalDevelopment` in src/edge/middleware/bearer-guard/credentials.ts), so a
  * configuration copied into production, or a development build deployed by mistake, still refuses them.
  */
 

@@ -8,7 +8,7 @@
  * deployment's configuration is picked up and an unchanged one costs nothing per request.
  */
 import { configSchema, describeIssues, type RegionConfig, type TenantConfig, type WarmpathConfig } from "./schema.ts";
-import type { RegionInit } from "../../durable-objects/region-init.ts";
+import type { RegionInit } from "../contracts/region-init.ts";
 import { shardObjectName } from "../core/shard.ts";
 import { DEFAULT_REGION_SETTINGS, type RegionSettings } from "../core/region/index.ts";
 import type { PrefixSettings } from "../core/prefix.ts";
@@ -42,7 +42,18 @@ export interface LoadedConfig {
   models: string[];
 }
 
-let cache: { source: unknown; result: LoadedConfig | ConfigError } | undefined;
+/**
+ * Which worker loads the configuration, and so which secrets it must have: the edge holds the
+ * node and admin tokens, a region's worker the origin token of its own region (`served`), the
+ * local single-process composition (src/index.ts) all of them. A worker is never handed a secret
+ * it does not use, and a missing one is an error only where it is used.
+ */
+export type ConfigRole = { kind: "edge" } | { kind: "region"; served: string | undefined } | { kind: "all" };
+
+const ALL: ConfigRole = { kind: "all" };
+
+/** One entry per role: in the local composition the edge and the region service share an isolate. */
+const cache = new Map<string, { source: unknown; result: LoadedConfig | ConfigError }>();
 
 /**
  * Secrets are bindings the configuration names (`node_token_secret = "NODE_TOKEN_US_EAST"`); the
@@ -53,14 +64,16 @@ function binding(env: Env, name: string): unknown {
 }
 
 /** Returns the loaded configuration, or throws the {@link ConfigError} describing what is wrong. */
-export function loadConfig(env: Env): LoadedConfig {
+export function loadConfig(env: Env, role: ConfigRole = ALL): LoadedConfig {
   const source = env.WARMPATH_CONFIG;
-  if (!cache || cache.source !== source) cache = { source, result: build(env, source) };
-  if (cache.result instanceof ConfigError) throw cache.result;
-  return cache.result;
+  const key = role.kind === "region" ? `region:${role.served ?? "*"}` : role.kind;
+  let entry = cache.get(key);
+  if (!entry || entry.source !== source) cache.set(key, (entry = { source, result: build(env, source, role) }));
+  if (entry.result instanceof ConfigError) throw entry.result;
+  return entry.result;
 }
 
-function build(env: Env, source: unknown): LoadedConfig | ConfigError {
+function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | ConfigError {
   if (source === undefined || source === null || source === "") {
     return new ConfigError("WARMPATH_CONFIG is not set (see README: Configuration)");
   }
@@ -92,13 +105,16 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
   const regions = cfg.regions.map((r, i): LoadedRegion => {
     const tokenSecrets = typeof r.node_token_secret === "string" ? [r.node_token_secret] : r.node_token_secret;
     const nodeTokens = tokenSecrets.map(
-      (name, j) => secret(name, `regions.${i}.node_token_secret${tokenSecrets.length > 1 ? `.${j}` : ""}`, true) ?? "",
+      (name, j) => secret(name, `regions.${i}.node_token_secret${tokenSecrets.length > 1 ? `.${j}` : ""}`, role.kind !== "region") ?? "",
     );
     // A typo in a dedicated node's tenant list would make the node unreachable for everyone, silently.
     for (const [node, ids] of Object.entries(r.node_tenants))
       for (const id of ids)
         if (!cfg.tenants.some((t) => t.id === id)) problems.push(`regions.${i}.node_tenants.${node}: unknown tenant '${id}'`);
-    const originToken = r.origin_token_secret ? secret(r.origin_token_secret, `regions.${i}.origin_token_secret`, true) : undefined;
+    const usesOriginToken = role.kind === "all" || (role.kind === "region" && (role.served === undefined || role.served === r.name));
+    const originToken = r.origin_token_secret
+      ? secret(r.origin_token_secret, `regions.${i}.origin_token_secret`, usesOriginToken)
+      : undefined;
     const settings: RegionSettings = {
       ...DEFAULT_REGION_SETTINGS,
       name: r.name,
@@ -137,7 +153,7 @@ function build(env: Env, source: unknown): LoadedConfig | ConfigError {
       locationHint: r.location_hint ?? locationHintFor(r.location.lat, r.location.lon),
     };
   });
-  const adminToken = secret(cfg.admin_token_secret, "admin_token_secret", false);
+  const adminToken = role.kind === "region" ? undefined : secret(cfg.admin_token_secret, "admin_token_secret", false);
   // A typo in a tenant's region list would silently leave it fewer regions than meant.
   for (const [i, t] of cfg.tenants.entries())
     for (const r of t.regions ?? [])

@@ -52,6 +52,16 @@ export const locationSchema = z.strictObject({
  */
 export const MAX_INDEX_ENTRIES_LIMIT = 2_000_000;
 
+/**
+ * Cloudflare's targeted placement for a region's worker (wrangler's `placement`): a cloud
+ * provider's region, or a host whose latency Cloudflare probes. One of the three.
+ */
+export const placementSchema = z.union([
+  z.strictObject({ region: z.string().regex(/^[a-z0-9]+:[a-z0-9-]+$/, "must be provider:region, e.g. aws:us-east-1") }),
+  z.strictObject({ hostname: z.string().regex(/^[A-Za-z0-9.-]{1,253}$/, "must be a host name") }),
+  z.strictObject({ host: z.string().regex(/^[A-Za-z0-9.:[\]-]{1,261}:\d{1,5}$/, "must be host:port") }),
+]);
+
 export const regionSchema = z.strictObject({
   name: name().describe("Region name, also the Durable Object's name."),
   location: locationSchema.describe("Where the GPUs are, for nearest-region choice."),
@@ -59,6 +69,11 @@ export const regionSchema = z.strictObject({
     .enum(LOCATION_HINTS)
     .optional()
     .describe("Where the region's Durable Object is created (`wnam`, `enam`, `weur`, ...); default: derived from `location`."),
+  placement: placementSchema
+    .optional()
+    .describe(
+      'Where Cloudflare runs the region\'s worker, by its GPUs: `{ region = "aws:us-east-1" }` (a cloud region), `{ hostname = "ingress.us-east.gpus.example.com" }` or `{ host = "10.10.0.1:8000" }` (probed for the lowest latency). Required by `npm run deploy`: without it the region\'s worker runs at the client\'s edge and every request crosses the long haul twice (docs/SCALING.md).',
+    ),
   models: z.array(z.string().min(1)).min(1).describe("Model catalogue of the region (others get 404)."),
   node_token_secret: z
     .union([secretName(), z.array(secretName()).min(1).max(4)])

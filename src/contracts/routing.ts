@@ -20,7 +20,7 @@ import { MAX_SHARDS } from "../core/shard.ts";
  * - `retry`: the first node failed before the first byte; this is another node.
  * - `failover`: the nearest region could not take the request; another region served it.
  * - `stateless`: the region's Durable Object was unreachable or overloaded; the worker placed the
- *   request by rendezvous hashing over the nodes it knew (src/proxy/stateless.ts).
+ *   request by rendezvous hashing over the nodes it knew (src/region/stateless.ts).
  */
 export const decisionSchema = z.enum([
   "prefix-hit",

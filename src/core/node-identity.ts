@@ -18,7 +18,7 @@
  *   them, so their reports are refused until they expire, and their agents register them again.
  *
  * The decisions are pure ({@link authorizeReport}, {@link authorizeRemoval}); the region Durable
- * Object applies them to its node table, the node API (src/api/nodes.ts) turns refusals into
+ * Object applies them to its node table, the node API (src/edge/api/nodes.ts) turns refusals into
  * answers.
  */
 import { z } from "zod";

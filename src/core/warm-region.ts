@@ -25,7 +25,7 @@ export const WARM_MARGIN = 2;
 export const WARM_MIN_GAIN_MS = 50;
 
 /**
- * How long the edge uses a region's digest (src/proxy/region-digests.ts): long prefixes stay in
+ * How long the edge uses a region's digest (src/edge/region-digests.ts): long prefixes stay in
  * a region for minutes (KV capacity evicts them, not time), and 10 s keeps an isolate's digest
  * traffic at one small call per region per 10 s.
  */

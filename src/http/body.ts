@@ -63,8 +63,15 @@ export async function readBodyLimited(request: Request, maxBytes: number): Promi
   const tooLarge = () => ApiError.tooLarge(maxBytes);
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge();
-  if (!request.body) return new Uint8Array(0);
-  const reader = request.body.getReader();
+  const bytes = await readBytesLimited(request.body, maxBytes);
+  if (bytes === undefined) throw tooLarge();
+  return bytes;
+}
+
+/** A body's bytes, or undefined (the rest cancelled) as soon as it runs past `maxBytes`. */
+export async function readBytesLimited(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array | undefined> {
+  if (!body) return new Uint8Array(0);
+  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
@@ -73,7 +80,7 @@ export async function readBodyLimited(request: Request, maxBytes: number): Promi
     total += value.byteLength;
     if (total > maxBytes) {
       await reader.cancel();
-      throw tooLarge();
+      return undefined;
     }
     chunks.push(value);
   }

@@ -94,6 +94,13 @@ export class ApiError extends Error {
     });
   }
 
+  /** 503 with `Retry-After`: a region's worker could not be reached (node and admin API; inference fails over instead). */
+  static regionUnavailable(region: string): ApiError {
+    return new ApiError(503, "server_error", "region_unavailable", `Region '${region}' is unavailable right now; retry shortly`, {
+      headers: { "retry-after": "5" },
+    });
+  }
+
   /** 500: something the operator must fix (`invalid_configuration`) or a bug (`internal_error`). */
   static server(code: string, message: string): ApiError {
     return new ApiError(500, "server_error", code, message);

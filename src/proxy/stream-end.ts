@@ -33,3 +33,8 @@ export const responsesStreamEnd: StreamEnd = (tail) => RESPONSES_FINAL.test(last
 
 const MESSAGES_FINAL = /"type"\s*:\s*"(message_stop|error)"/;
 export const messagesStreamEnd: StreamEnd = (tail) => MESSAGES_FINAL.test(lastEvent(tail));
+
+/** Each API's terminator, by the name the edge -> region contract uses (src/contracts/region-service.ts). */
+export function streamEndOf(api: "openai" | "responses" | "messages"): StreamEnd {
+  return api === "responses" ? responsesStreamEnd : api === "messages" ? messagesStreamEnd : openaiStreamEnd;
+}

@@ -1,7 +1,7 @@
 /** Every bad input gets its status and an OpenAI-shaped error naming what is wrong. */
 import { describe, expect, it } from "vitest";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
-import { MAX_HEADER_BYTES, MAX_HEADER_VALUE_BYTES, MAX_URL_BYTES } from "../../src/middleware/request-bounds.ts";
+import { MAX_HEADER_BYTES, MAX_HEADER_VALUE_BYTES, MAX_URL_BYTES } from "../../src/edge/middleware/request-bounds.ts";
 import { ACME_KEY, TEST_NODE_TOKEN } from "../fixtures/config.ts";
 import { call, chat, registerAll } from "../helpers.ts";
 

@@ -6,10 +6,10 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../../src/app.ts";
+import { createApp } from "../../src/edge/app.ts";
 import type { RegionSnapshot } from "../../src/core/region/index.ts";
 import { TEST_ADMIN_TOKEN, TEST_CONFIG, TEST_NODE_TOKEN } from "../fixtures/config.ts";
-import { call, chat, nodeSecret, registerAll } from "../helpers.ts";
+import { call, chat, nodeSecret, registerAll, withRegionService } from "../helpers.ts";
 
 const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
 
@@ -276,8 +276,10 @@ describe("secrets stay secret", () => {
 function workerWith(config: unknown, secrets: Record<string, string>) {
   const app = createApp();
   const e = { ...env, WARMPATH_CONFIG: config, ...secrets } as unknown as Env;
-  return async (path: string, init: RequestInit = {}): Promise<Response> =>
-    app.fetch(new Request("http://localhost" + path, init), e, createExecutionContext());
+  return async (path: string, init: RequestInit = {}): Promise<Response> => {
+    const ctx = createExecutionContext();
+    return app.fetch(new Request("http://localhost" + path, init), withRegionService(e, ctx), ctx);
+  };
 }
 
 describe("configuration", () => {

@@ -1,6 +1,6 @@
 /** Configuration: validated at the boundary, loud and specific when wrong, never half-read. */
 import { describe, expect, it } from "vitest";
-import { createApp } from "../../src/app.ts";
+import { createApp } from "../../src/edge/app.ts";
 import { ConfigError, loadConfig } from "../../src/config/load.ts";
 import { MAX_INDEX_ENTRIES_LIMIT } from "../../src/config/schema.ts";
 import { indexMemoryBound } from "../../src/core/prefix-index.ts";

@@ -5,7 +5,7 @@
  * 4xx in OpenAI's error shape; a case that happened to be valid would route, and fail the suite.
  */
 import { DEV_ADMIN_TOKEN, DEV_API_KEY, DEV_NODE_TOKEN } from "../../src/config/dev-credentials.ts";
-import { MAX_HEADER_BYTES, MAX_HEADER_VALUE_BYTES, MAX_URL_BYTES } from "../../src/middleware/request-bounds.ts";
+import { MAX_HEADER_BYTES, MAX_HEADER_VALUE_BYTES, MAX_URL_BYTES } from "../../src/edge/middleware/request-bounds.ts";
 import { ACME_KEY, ACME_KEY_2, GLOBEX_KEY, TEST_ADMIN_TOKEN, TEST_NODE_TOKEN } from "../fixtures/config.ts";
 import {
   ABSURD_NUMBER_TEXTS,

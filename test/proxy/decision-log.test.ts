@@ -9,7 +9,7 @@ import { describe, expect, it, vi } from "vitest";
 import worker from "../../src/index.ts";
 import { dataPoint, shouldLog, type DecisionLine } from "../../src/proxy/decision-log.ts";
 import { ACME_KEY } from "../fixtures/config.ts";
-import { BASE, CF_VIRGINIA, registerAll } from "../helpers.ts";
+import { BASE, CF_VIRGINIA, registerAll, withRegionService } from "../helpers.ts";
 
 const line = (over: Partial<DecisionLine> = {}): DecisionLine => ({
   event: "request",
@@ -103,7 +103,7 @@ describe("Analytics Engine data point", () => {
           body: JSON.stringify({ model, messages: [{ role: "user", content: secret }] }),
           cf: CF_VIRGINIA,
         } as RequestInit) as Request<unknown, IncomingRequestCfProperties>,
-        { ...env, ANALYTICS: dataset },
+        withRegionService({ ...env, ANALYTICS: dataset }, ctx),
         ctx,
       );
       await res.arrayBuffer();

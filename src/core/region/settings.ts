@@ -1,6 +1,6 @@
 /**
  * A region router's settings: the contract the worker's configuration produces and the region
- * Durable Object validates (inside its init, durable-objects/region-init.ts), and their defaults.
+ * Durable Object validates (inside its init, src/contracts/region-init.ts), and their defaults.
  */
 import { z } from "zod";
 import { parsePolicySpec, policySpecSchema } from "../policies/index.ts";

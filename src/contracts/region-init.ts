@@ -4,8 +4,8 @@
  * consumes it; the worker's configuration loader produces it.
  */
 import { z } from "zod";
-import { nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "../src/contracts/node.ts";
-import { regionSettingsSchema } from "../src/core/region/index.ts";
+import { nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "./node.ts";
+import { regionSettingsSchema } from "../core/region/index.ts";
 
 /** A node declared in configuration: it needs no reports and never expires by silence. */
 export const staticNodeSchema = z.strictObject({

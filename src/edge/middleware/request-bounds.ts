@@ -12,7 +12,7 @@
  */
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-types.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../../http/errors.ts";
 
 /**
  * Longest request URL (characters, as the worker sees it: scheme, host, path and query).
@@ -62,7 +62,7 @@ const KNOWN_HEADERS = new Set([
   "user-agent",
 ]);
 
-/** The URL and header bounds, as a middleware (mounted first: src/app.ts). */
+/** The URL and header bounds, as a middleware (mounted first: src/edge/app.ts). */
 export const requestBounds = createMiddleware<AppEnv>(async (c, next) => {
   checkRequestBounds(c.req.raw);
   await next();

@@ -35,14 +35,17 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-types.ts";
-import { regionShardStubs, regionStub, type LoadedRegion } from "../config/load.ts";
-import { NODE_ID_PATTERN, nodeReportSchema } from "../contracts/node.ts";
-import { checkNodeUrl } from "../core/origins.ts";
-import { NODE_SECRET_PATTERN, newNodeSecret, secretSha256, type IdentityRefusal, type NodeCredential } from "../core/node-identity.ts";
-import { parseJsonBody, readBodyLimited } from "../http/body.ts";
-import { ApiError } from "../http/errors.ts";
+import type { LoadedRegion } from "../../config/load.ts";
+import type { ReportOutcome } from "../../contracts/region-object.ts";
+import { regionPath } from "../../contracts/region-service.ts";
+import { NODE_ID_PATTERN, nodeReportSchema } from "../../contracts/node.ts";
+import { checkNodeUrl } from "../../core/origins.ts";
+import { NODE_SECRET_PATTERN, newNodeSecret, secretSha256, type IdentityRefusal, type NodeCredential } from "../../core/node-identity.ts";
+import { parseJsonBody, readBodyLimited } from "../../http/body.ts";
+import { ApiError } from "../../http/errors.ts";
 import { bearerGuard } from "../middleware/bearer-guard/index.ts";
 import { bearerToken, timingSafeEqual } from "../middleware/bearer-guard/credentials.ts";
+import { regionJson } from "../region-client.ts";
 import { regionFromPath } from "./admin.ts";
 import { firstIssue } from "./schemas.ts";
 
@@ -67,10 +70,6 @@ const nodeCredentialAuth = bearerGuard({
     return NODE_SECRET_PATTERN.test(token);
   },
 });
-
-/** A shard that missed a report learns the node from the next one; the miss is logged. */
-const logMirrorError = (region: string, e: unknown) =>
-  console.error(JSON.stringify({ event: "shard_report_error", region, message: String(e) }));
 
 export const nodesApi = new Hono<AppEnv>();
 nodesApi.use("/v1/nodes/*", nodeCredentialAuth);
@@ -155,22 +154,13 @@ nodesApi.post("/v1/nodes/report", async (c) => {
       : who === "admin"
         ? { kind: "admin" }
         : { kind: "node", secretSha256: who.secretSha256 };
-  const outcome = await regionStub(c.env, region).report(region.init, { ...report, url: url.url }, credential);
+  const outcome = await regionJson<ReportOutcome>(c.env, region, regionPath.report(name), {
+    report: { ...report, url: url.url },
+    credential,
+  });
   if (!outcome.ok) {
     logRefusal(c, name, report.node_id, outcome.reason);
     return identityError(outcome.reason, name, report.node_id, outcome.retryAfterMs);
-  }
-  // A sharded region: shard 0 decided who the node is; the other shards need its presence, before
-  // the node is told it is registered (its first requests may go to any shard), then when it
-  // changes and every few seconds (durable-objects/region.ts, MIRROR_FRACTION). A shard that fails
-  // one report is logged, not fatal: it has the next.
-  if (outcome.mirror) {
-    const accepted = { ...report, url: outcome.spec.url };
-    await Promise.all(
-      regionShardStubs(c.env, region)
-        .slice(1)
-        .map((shard) => shard.mirrorReport(region.init, accepted).catch((e: unknown) => logMirrorError(region.config.name, e))),
-    );
   }
   const body = {
     ok: true,
@@ -201,17 +191,19 @@ nodesApi.delete("/v1/nodes/:region/:node_id", async (c) => {
   // The region token removes no node: only the node's own secret or an operator does.
   const credential: NodeCredential =
     who === "region" ? { kind: "region" } : who === "admin" ? { kind: "admin" } : { kind: "node", secretSha256: who.secretSha256 };
-  const outcome = await regionStub(c.env, region).removeNode(region.init, nodeId, credential);
+  const outcome = await regionJson<{ ok: true } | { ok: false; reason: IdentityRefusal }>(
+    c.env,
+    region,
+    regionPath.remove(region.config.name),
+    {
+      nodeId,
+      credential,
+    },
+  );
   if (!outcome.ok) {
     if (outcome.reason !== "unknown_node") logRefusal(c, region.config.name, nodeId, outcome.reason);
     return identityError(outcome.reason, region.config.name, nodeId);
   }
-  // Awaited, unlike a report's: a removed node must stop receiving requests from every shard.
-  await Promise.all(
-    regionShardStubs(c.env, region)
-      .slice(1)
-      .map((shard) => shard.forgetNode(region.init, nodeId)),
-  );
   console.log(
     JSON.stringify({
       event: "node_removed",

@@ -7,13 +7,16 @@ import type { AppEnv } from "./app-types.ts";
 import { adminApi } from "./api/admin.ts";
 import { nodesApi } from "./api/nodes.ts";
 import { CLIENT_PATHS, openaiApi } from "./api/openai.ts";
-import { ConfigError, loadConfig } from "./config/load.ts";
-import { JsonBoundsError } from "./core/json-bounds.ts";
-import { ApiError } from "./http/errors.ts";
+import { ConfigError, loadConfig, type ConfigRole } from "../config/load.ts";
+import { JsonBoundsError } from "../core/json-bounds.ts";
+import { ApiError } from "../http/errors.ts";
 import { clientCors } from "./middleware/cors.ts";
 import { requestBounds } from "./middleware/request-bounds.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The edge holds the node and admin tokens, never an origin token (src/config/load.ts). */
+const EDGE: ConfigRole = { kind: "edge" };
 
 /** Methods named in a 404's message; any other method the client invented is not repeated. */
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
@@ -34,7 +37,7 @@ export function createApp(): Hono<AppEnv> {
   app.get("/healthz", (c) => c.json({ ok: true }));
 
   app.use("*", async (c, next) => {
-    c.set("config", loadConfig(c.env));
+    c.set("config", loadConfig(c.env, EDGE));
     await next();
   });
 

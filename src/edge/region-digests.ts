@@ -9,10 +9,12 @@
  * only, never a promise: a promise made by one request and awaited by another is something
  * workerd cancels as hung.
  */
-import type { RequestContext } from "../api/request-context.ts";
-import { regionShardStubs, type LoadedRegion } from "../config/load.ts";
+import type { RequestContext } from "./api/request-context.ts";
+import type { LoadedRegion } from "../config/load.ts";
+import { regionPath } from "../contracts/region-service.ts";
 import type { RegionDigest } from "../core/region/long-prefixes.ts";
 import { DIGEST_TTL_MS } from "../core/warm-region.ts";
+import { regionJson } from "./region-client.ts";
 
 /** A refresh not back after this long (its request's isolate went away) may be started again. */
 const REFRESH_STALE_MS = 30_000;
@@ -58,7 +60,7 @@ export function refreshDigests(rc: RequestContext, regions: readonly LoadedRegio
     if (have?.refreshingSince !== undefined && now - have.refreshingSince < REFRESH_STALE_MS) continue;
     if (have) have.refreshingSince = now;
     else cache.set(name, { hashes: new Map(), prefillTokensPerSecond: 0, fetchedAt: -Infinity, refreshingSince: now });
-    const asked = Promise.all(regionShardStubs(rc.env, region).map((s) => s.digest(region.init)));
+    const asked = regionJson<RegionDigest[]>(rc.env, region, regionPath.digest(name));
     rc.ctx.waitUntil(
       asked.then(
         (digests) => storeDigest(name, digests, Date.now()),

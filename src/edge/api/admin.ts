@@ -11,26 +11,27 @@
  */
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types.ts";
-import { regionShardStubs, type LoadedConfig, type LoadedRegion } from "../config/load.ts";
-import { mergeHistories, mergeSnapshots } from "../core/region/merge.ts";
-import { ApiError } from "../http/errors.ts";
+import type { LoadedConfig, LoadedRegion } from "../../config/load.ts";
+import { regionPath } from "../../contracts/region-service.ts";
+import type { RegionHistoryView, RegionSnapshot } from "../../core/region/index.ts";
+import { ApiError } from "../../http/errors.ts";
 import { adminAuth } from "../middleware/bearer-guard/guards.ts";
 import { renderPrometheus } from "./prometheus.ts";
-import { RESTART_REASON } from "../../durable-objects/region.ts";
+import { regionJson } from "../region-client.ts";
 
 export const adminApi = new Hono<AppEnv>();
 adminApi.use("/admin/*", adminAuth);
 adminApi.use("/metrics", adminAuth);
 
-/** The region's state: its object's snapshot, or its shards' merged (src/core/region/merge.ts). */
+/** The region's state, from its worker: its object's snapshot, or its shards' merged (src/core/region/merge.ts). */
 async function regionState(env: Env, region: LoadedRegion) {
-  const snapshots = await Promise.all(regionShardStubs(env, region).map((s) => s.snapshot(region.init)));
-  return { ...mergeSnapshots(snapshots), location: region.config.location, models: region.config.models };
+  const snapshot = await regionJson<RegionSnapshot & { shards: number }>(env, region, regionPath.state(region.config.name));
+  return { ...snapshot, location: region.config.location, models: region.config.models };
 }
 
-/** The region's history, its shards' merged. */
+/** The region's history, its shards' merged, from its worker. */
 async function regionHistory(env: Env, region: LoadedRegion) {
-  return mergeHistories(await Promise.all(regionShardStubs(env, region).map((s) => s.history(region.init))));
+  return regionJson<RegionHistoryView>(env, region, regionPath.history(region.config.name));
 }
 
 /** The configured region named in the path, or 404 `unknown_region`. */
@@ -46,7 +47,7 @@ adminApi.get("/admin/state", async (c) => {
   return c.json({ at: Date.now(), regions });
 });
 
-/** Every region's state in Prometheus' text format (src/api/prometheus.ts); the admin token, as /admin/state. */
+/** Every region's state in Prometheus' text format (src/edge/api/prometheus.ts); the admin token, as /admin/state. */
 adminApi.get("/metrics", async (c) => {
   const config = c.get("config");
   const regions = await Promise.all(config.regions.map((r) => regionState(c.env, r)));
@@ -70,17 +71,6 @@ adminApi.get("/admin/history", async (c) => {
  */
 adminApi.post("/admin/regions/:region/restart", async (c) => {
   const region = regionFromPath(c.get("config"), c.req.param("region"));
-  const stubs = regionShardStubs(c.env, region);
-  await Promise.all(
-    stubs.map(async (stub) => {
-      try {
-        await stub.restart();
-      } catch (e) {
-        // The abort ends the very call that asked for it (workerd flags it `durableObjectReset`):
-        // that is the restart done. Any other error is not.
-        if (!(e instanceof Error && e.message.includes(RESTART_REASON))) throw e;
-      }
-    }),
-  );
-  return c.json({ region: region.config.name, restarted: true, objects: stubs.length });
+  const { objects } = await regionJson<{ objects: number }>(c.env, region, regionPath.restart(region.config.name), {});
+  return c.json({ region: region.config.name, restarted: true, objects });
 });

@@ -1,14 +1,14 @@
 /**
- * Routing without the region's Durable Object (src/proxy/stateless.ts): the chooser, and the
+ * Routing without the region's Durable Object (src/region/stateless.ts): the chooser, and the
  * worker degrading to it when its object answers `overloaded`, saying so in the decision header.
  */
 import { env } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
 import worker from "../../src/index.ts";
-import { chooseStateless, countStateless, forgetNodes, NODE_MEMORY_MS, rememberNode } from "../../src/proxy/stateless.ts";
+import { chooseStateless, countStateless, forgetNodes, NODE_MEMORY_MS, rememberNode } from "../../src/region/stateless.ts";
 import { ACME_KEY } from "../fixtures/config.ts";
-import { BASE, CF_VIRGINIA, registerAll } from "../helpers.ts";
+import { BASE, CF_VIRGINIA, registerAll, withRegionService } from "../helpers.ts";
 
 beforeEach(() => forgetNodes());
 
@@ -48,7 +48,7 @@ describe("the region's object overloaded", () => {
         body: JSON.stringify({ model: "m-stateless", messages: [{ role: "user", content }] }),
         cf: CF_VIRGINIA,
       } as RequestInit) as Request<unknown, IncomingRequestCfProperties>,
-      environment,
+      withRegionService(environment, ctx),
       ctx,
     );
     await res.arrayBuffer();

@@ -6,8 +6,8 @@
  */
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types.ts";
-import type { LoadedConfig } from "../config/load.ts";
-import { ApiError } from "../http/errors.ts";
+import type { LoadedConfig } from "../../config/load.ts";
+import { ApiError } from "../../http/errors.ts";
 import { tenantAuth } from "../middleware/bearer-guard/guards.ts";
 import { CHAT, COMPLETIONS, MESSAGES, RESPONSES, handleInference } from "./inference.ts";
 import { requestContext } from "./request-context.ts";

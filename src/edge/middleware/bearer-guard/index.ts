@@ -10,7 +10,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../../app-types.ts";
-import { ApiError } from "../../http/errors.ts";
+import { ApiError } from "../../../http/errors.ts";
 import { bearerToken, refusesDevCredential } from "./credentials.ts";
 
 export interface BearerGuardOptions {

@@ -4,8 +4,8 @@
  */
 import type { Context } from "hono";
 import type { AppEnv } from "../app-types.ts";
-import type { LoadedConfig } from "../config/load.ts";
-import type { TenantConfig } from "../config/schema.ts";
+import type { LoadedConfig } from "../../config/load.ts";
+import type { TenantConfig } from "../../config/schema.ts";
 
 /** The part of the execution context the proxy needs: work that outlives the response. */
 export interface WaitUntil {

@@ -1,13 +1,13 @@
 /** The bearer guard: one factory, the same answers for every credential, development credentials fenced. */
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import type { AppEnv } from "../../src/app-types.ts";
-import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
-import type { LoadedConfig } from "../../src/config/load.ts";
-import { ApiError } from "../../src/http/errors.ts";
-import { bearerGuard } from "../../src/middleware/bearer-guard/index.ts";
-import { isLoopbackAddress } from "../../src/config/dev-credentials.ts";
-import { isLocalDevelopment, refusesDevCredential, timingSafeEqual } from "../../src/middleware/bearer-guard/credentials.ts";
+import type { AppEnv } from "../../../src/edge/app-types.ts";
+import { DEV_API_KEY } from "../../../src/config/dev-credentials.ts";
+import type { LoadedConfig } from "../../../src/config/load.ts";
+import { ApiError } from "../../../src/http/errors.ts";
+import { bearerGuard } from "../../../src/edge/middleware/bearer-guard/index.ts";
+import { isLoopbackAddress } from "../../../src/config/dev-credentials.ts";
+import { isLocalDevelopment, refusesDevCredential, timingSafeEqual } from "../../../src/edge/middleware/bearer-guard/credentials.ts";
 
 const config = (mode: "development" | "production") => ({ raw: { mode } }) as unknown as LoadedConfig;
 

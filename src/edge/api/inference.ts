@@ -8,22 +8,21 @@
  * streams carry usage in their last event anyway).
  */
 import type { z } from "zod";
-import type { LoadedConfig, LoadedRegion } from "../config/load.ts";
-import type { TenantConfig } from "../config/schema.ts";
-import type { CanonicalPrompt } from "../core/canonical.ts";
-import { anthropicPrompt, responsesPrompt } from "../core/canonical-apis.ts";
-import { prefixKey } from "../core/prefix.ts";
-import { orderRegions, roundTripMs, type ClientLocation, type RegionLocation } from "../core/region-select.ts";
-import { LONG_PREFIX_TOKENS } from "../core/region/long-prefixes.ts";
-import { warmestRegion } from "../core/warm-region.ts";
-import { cachedDigest, refreshDigests } from "../proxy/region-digests.ts";
-import type { WarmRegion } from "../proxy/dispatch.ts";
-import { engineCacheSalt, withCacheSalt } from "../proxy/cache-salt.ts";
-import { parseJsonBody, readBodyLimited } from "../http/body.ts";
-import { ApiError } from "../http/errors.ts";
-import { dispatch } from "../proxy/dispatch.ts";
-import { messagesStreamEnd, openaiStreamEnd, responsesStreamEnd, type StreamEnd } from "../proxy/stream-end.ts";
-import { requestStreamUsage } from "../proxy/stream-usage.ts";
+import type { LoadedConfig, LoadedRegion } from "../../config/load.ts";
+import type { TenantConfig } from "../../config/schema.ts";
+import type { CanonicalPrompt } from "../../core/canonical.ts";
+import { anthropicPrompt, responsesPrompt } from "../../core/canonical-apis.ts";
+import { prefixKey } from "../../core/prefix.ts";
+import { orderRegions, roundTripMs, type ClientLocation, type RegionLocation } from "../../core/region-select.ts";
+import { LONG_PREFIX_TOKENS } from "../../core/region/long-prefixes.ts";
+import { warmestRegion } from "../../core/warm-region.ts";
+import { cachedDigest, refreshDigests } from "../region-digests.ts";
+import type { InferencePath, StreamApi, WarmRegion } from "../../contracts/region-service.ts";
+import { engineCacheSalt, withCacheSalt } from "../cache-salt.ts";
+import { parseJsonBody, readBodyLimited } from "../../http/body.ts";
+import { ApiError } from "../../http/errors.ts";
+import { forward } from "../forward.ts";
+import { requestStreamUsage } from "../../proxy/stream-usage.ts";
 import type { RequestContext } from "./request-context.ts";
 import { chatCompletionSchema, completionSchema, firstIssue, messagesSchema, responsesSchema } from "./schemas.ts";
 
@@ -39,14 +38,14 @@ interface Parsed {
 }
 
 export interface Endpoint {
-  path: "/v1/chat/completions" | "/v1/completions" | "/v1/responses" | "/v1/messages";
+  path: InferencePath;
   parse(json: Record<string, unknown>): Parsed;
   /** Whether a stream carries usage only when asked (`stream_options.include_usage`). */
   usageOnRequest: boolean;
   /** Whether the node's answer carries a response id a later request may continue from. */
   storesResponses: boolean;
   /** How the API's stream says it finished (src/proxy/stream-end.ts). */
-  streamEnd: StreamEnd;
+  api: StreamApi;
 }
 
 function parseWith<S extends z.ZodType>(schema: S, json: unknown): z.output<S> {
@@ -60,7 +59,7 @@ export const CHAT: Endpoint = {
   path: "/v1/chat/completions",
   usageOnRequest: true,
   storesResponses: false,
-  streamEnd: openaiStreamEnd,
+  api: "openai",
   parse(json) {
     const r = parseWith(chatCompletionSchema, json);
     return {
@@ -76,7 +75,7 @@ export const COMPLETIONS: Endpoint = {
   path: "/v1/completions",
   usageOnRequest: true,
   storesResponses: false,
-  streamEnd: openaiStreamEnd,
+  api: "openai",
   parse(json) {
     const r = parseWith(completionSchema, json);
     return {
@@ -92,7 +91,7 @@ export const RESPONSES: Endpoint = {
   path: "/v1/responses",
   usageOnRequest: false,
   storesResponses: true,
-  streamEnd: responsesStreamEnd,
+  api: "responses",
   parse(json) {
     const r = parseWith(responsesSchema, json);
     return {
@@ -109,7 +108,7 @@ export const MESSAGES: Endpoint = {
   path: "/v1/messages",
   usageOnRequest: false,
   storesResponses: false,
-  streamEnd: messagesStreamEnd,
+  api: "messages",
   parse(json) {
     const r = parseWith(messagesSchema, json);
     return { model: r.model, prompt: anthropicPrompt(r), hints: [r.metadata?.user_id], cacheSalt: undefined };
@@ -152,7 +151,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
   const salted = regions.some((r) => r.config.engine_cache_isolation === "cache_salt")
     ? usage(withCacheSalt(body, object, await engineCacheSalt(namespace, parsed.cacheSalt ?? undefined))).body
     : undefined;
-  const response = await dispatch(rc, {
+  const response = await forward(rc, {
     model: parsed.model,
     path: endpoint.path,
     body: forwarded.body,
@@ -165,7 +164,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
     // Response ids are the node's own (random): scoped by tenant as well, so one tenant cannot steer another's.
     previousResponseId: parsed.previousResponseId ? `${tenant.id}:${parsed.previousResponseId}` : undefined,
     storesResponses: endpoint.storesResponses,
-    streamEnd: endpoint.streamEnd,
+    api: endpoint.api,
     stream: (json as Record<string, unknown>).stream === true,
     regions,
     roundTripMs: roundTrips,
@@ -184,7 +183,7 @@ function consultsDigests(promptTokens: number, regions: readonly LoadedRegion[],
 /**
  * The region order with a warm farther region first, when one holds enough more of this long
  * prompt's prefix to beat the extra round trip (src/core/warm-region.ts), from the regions' digests
- * as this isolate last fetched them (src/proxy/region-digests.ts).
+ * as this isolate last fetched them (src/edge/region-digests.ts).
  */
 function preferWarmRegion(
   rc: RequestContext,

@@ -2,8 +2,8 @@
  * Bearer credentials: extraction, hashing, the one constant-time comparison, and the
  * development-credential check.
  */
-import { isDevCredential, isLoopbackAddress, isLoopbackHost } from "../../config/dev-credentials.ts";
-import type { LoadedConfig } from "../../config/load.ts";
+import { isDevCredential, isLoopbackAddress, isLoopbackHost } from "../../../config/dev-credentials.ts";
+import type { LoadedConfig } from "../../../config/load.ts";
 
 /** The token from `Authorization: Bearer <token>`, or undefined. */
 export function bearerToken(request: Request): string | undefined {

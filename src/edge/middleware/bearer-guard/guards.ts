@@ -6,7 +6,7 @@
  * - operators: the admin token (secret named by `admin_token_secret`); a local development
  *   server needs none, so the dashboard just works.
  */
-import { ApiError } from "../../http/errors.ts";
+import { ApiError } from "../../../http/errors.ts";
 import { bearerGuard } from "./index.ts";
 import { isLocalDevelopment, sha256Hex, timingSafeEqual } from "./credentials.ts";
 

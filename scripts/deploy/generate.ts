@@ -1,0 +1,212 @@
+/**
+ * One wrangler configuration per worker, generated from the one description of a deployment in
+ * wrangler.toml (an environment's WARMPATH_CONFIG and bindings): the edge worker, and one worker
+ * per region placed by that region's GPUs (src/contracts/topology.ts names them all).
+ *
+ *     edge    <name>                 src/edge/index.ts    assets, rate limiter, analytics,
+ *                                                          REGION_WORKER_<REGION> -> each region worker
+ *     region  <name>-region-<region> src/region/index.ts  placement from regions[].placement,
+ *                                                          the REGION Durable Object, analytics,
+ *                                                          WARMPATH_REGION = <region>, no public address
+ *
+ * The warmpath configuration is validated first with the worker's own schema; an invalid one
+ * throws a {@link DeployConfigError} naming the field, before anything is written or uploaded.
+ * Used by `npm run deploy` (scripts/deploy.ts), `npm start` (scripts/system.ts: the top level,
+ * `environment: undefined`, as separate local workers) and bench:wan.
+ */
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { parse } from "smol-toml";
+import { configSchema, describeIssues, type WarmpathConfig } from "../../src/config/schema.ts";
+import { MAX_WORKER_NAME_LENGTH, REGION_VAR, regionBindingName, regionWorkerName } from "../../src/contracts/topology.ts";
+
+export class DeployConfigError extends Error {}
+
+/** What wrangler.toml says of one environment (or the top level), as far as generation reads it. */
+interface TomlEnvironment {
+  name?: string;
+  compatibility_date?: string;
+  compatibility_flags?: string[];
+  observability?: Record<string, unknown>;
+  assets?: { directory?: string };
+  vars?: Record<string, unknown>;
+  analytics_engine_datasets?: Array<{ binding: string; dataset: string }>;
+  ratelimits?: Array<Record<string, unknown>>;
+  migrations?: Array<Record<string, unknown>>;
+  env?: Record<string, TomlEnvironment>;
+}
+
+export interface GeneratedWorker {
+  kind: "edge" | "region";
+  /** The region a region worker serves. */
+  region?: string;
+  /** The Worker's name on Cloudflare. */
+  name: string;
+  /** The generated configuration file (JSON, which wrangler reads as it reads TOML). */
+  file: string;
+  /** Secrets the worker needs (`wrangler secret put NAME --config FILE`). */
+  secrets: string[];
+  config: Record<string, unknown>;
+}
+
+export interface Deployment {
+  /** The environment (undefined: wrangler.toml's top level, the local development configuration). */
+  environment: string | undefined;
+  config: WarmpathConfig;
+  /** Region workers first (they deploy first), the edge last. */
+  workers: GeneratedWorker[];
+  dir: string;
+}
+
+export interface GenerateOptions {
+  root: string;
+  /** An environment of wrangler.toml (`production`, `staging`), or undefined for its top level. */
+  environment: string | undefined;
+  /** Where the files go. Default: `<root>/dist/deploy/<environment or "local">`. */
+  outDir?: string;
+  /** Require every region to name its placement (a deploy does; local runs do not). Default: true for an environment. */
+  requirePlacement?: boolean;
+  /** Replaces the environment's WARMPATH_CONFIG (local runs with another policy or fleet). */
+  warmpathConfig?: unknown;
+}
+
+const EDGE_MAIN = "src/edge/index.ts";
+const REGION_MAIN = "src/region/index.ts";
+
+/** Reads wrangler.toml and the environment's section (named environments do not inherit vars or bindings). */
+function section(root: string, environment: string | undefined): { top: TomlEnvironment; env: TomlEnvironment } {
+  const top = parse(readFileSync(join(root, "wrangler.toml"), "utf8")) as TomlEnvironment;
+  if (environment === undefined) return { top, env: top };
+  const env = top.env?.[environment];
+  if (!env)
+    throw new DeployConfigError(`wrangler.toml has no [env.${environment}] (environments: ${Object.keys(top.env ?? {}).join(", ")})`);
+  return { top, env };
+}
+
+/** Validates the warmpath configuration with the worker's own schema, naming every bad field. */
+export function validateWarmpathConfig(raw: unknown, where: string): WarmpathConfig {
+  if (raw === undefined) throw new DeployConfigError(`${where}: vars.WARMPATH_CONFIG is missing`);
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) throw new DeployConfigError(`${where}: WARMPATH_CONFIG is invalid: ${describeIssues(parsed.error)}`);
+  const cfg = parsed.data;
+  const problems: string[] = [];
+  for (const [i, t] of cfg.tenants.entries())
+    for (const r of t.regions ?? [])
+      if (!cfg.regions.some((region) => region.name === r)) problems.push(`tenants.${i}.regions: unknown region '${r}'`);
+  for (const [i, r] of cfg.regions.entries())
+    for (const [node, ids] of Object.entries(r.node_tenants))
+      for (const id of ids)
+        if (!cfg.tenants.some((t) => t.id === id)) problems.push(`regions.${i}.node_tenants.${node}: unknown tenant '${id}'`);
+  if (problems.length) throw new DeployConfigError(`${where}: WARMPATH_CONFIG is incomplete: ${problems.join("; ")}`);
+  return cfg;
+}
+
+/** Wrangler's targeted placement for a region's configured placement. */
+function placementOf(p: NonNullable<WarmpathConfig["regions"][number]["placement"]>): Record<string, string> {
+  if ("region" in p) return { mode: "targeted", region: p.region };
+  if ("hostname" in p) return { mode: "targeted", hostname: p.hostname };
+  return { mode: "targeted", host: p.host };
+}
+
+/** Generates (and writes) every worker's configuration of one environment. */
+export function generateDeployment(options: GenerateOptions): Deployment {
+  const { root, environment } = options;
+  const label = environment === undefined ? "wrangler.toml (top level)" : `wrangler.toml [env.${environment}]`;
+  const { top, env } = section(root, environment);
+  const config = validateWarmpathConfig(options.warmpathConfig ?? env.vars?.WARMPATH_CONFIG, label);
+  const requirePlacement = options.requirePlacement ?? environment !== undefined;
+  const edgeName = env.name ?? top.name;
+  if (!edgeName) throw new DeployConfigError(`${label}: name is missing`);
+  const problems: string[] = [];
+  config.regions.forEach((r, i) => {
+    if (requirePlacement && !r.placement) {
+      problems.push(
+        `regions.${i}.placement: required to deploy (region '${r.name}'): where its worker runs, by its GPUs, e.g. { region = "aws:us-east-1" }`,
+      );
+    }
+    const name = regionWorkerName(edgeName, r.name);
+    if (name.length > MAX_WORKER_NAME_LENGTH)
+      problems.push(`regions.${i}.name: worker name '${name}' is over ${MAX_WORKER_NAME_LENGTH} characters`);
+  });
+  if (problems.length) throw new DeployConfigError(`${label}: ${problems.join("; ")}`);
+
+  const dir = options.outDir ?? join(root, "dist", "deploy", environment ?? "local");
+  const fromDir = (path: string) => relative(dir, join(root, path)) || ".";
+  const common = {
+    compatibility_date: env.compatibility_date ?? top.compatibility_date,
+    ...((env.compatibility_flags ?? top.compatibility_flags)
+      ? { compatibility_flags: env.compatibility_flags ?? top.compatibility_flags }
+      : {}),
+    ...(env.observability ? { observability: env.observability } : {}),
+  };
+  // Every other var (development credentials locally) goes to the edge; the warmpath configuration to both.
+  const otherVars = Object.fromEntries(Object.entries(env.vars ?? {}).filter(([k]) => k !== "WARMPATH_CONFIG"));
+  const warmpathConfig = options.warmpathConfig ?? env.vars?.WARMPATH_CONFIG;
+
+  const regions: GeneratedWorker[] = config.regions.map((r) => {
+    const name = regionWorkerName(edgeName, r.name);
+    return {
+      kind: "region",
+      region: r.name,
+      name,
+      file: join(dir, `region-${r.name}.json`),
+      secrets: r.origin_token_secret ? [r.origin_token_secret] : [],
+      config: {
+        name,
+        main: fromDir(REGION_MAIN),
+        ...common,
+        // Reached only through the edge's service binding: no workers.dev address, no preview URLs.
+        workers_dev: false,
+        preview_urls: false,
+        ...(r.placement ? { placement: placementOf(r.placement) } : {}),
+        durable_objects: { bindings: [{ name: "REGION", class_name: "RegionDurableObject" }] },
+        migrations: env.migrations ?? top.migrations ?? [{ tag: "v1", new_sqlite_classes: ["RegionDurableObject"] }],
+        ...(env.analytics_engine_datasets ? { analytics_engine_datasets: env.analytics_engine_datasets } : {}),
+        // Of the other vars, only its own origin token (a local development value) if it is one.
+        vars: {
+          ...Object.fromEntries(Object.entries(otherVars).filter(([k]) => k === r.origin_token_secret)),
+          WARMPATH_CONFIG: warmpathConfig,
+          [REGION_VAR]: r.name,
+        },
+      },
+    };
+  });
+  const nodeTokenSecrets = [
+    ...new Set(config.regions.flatMap((r) => (typeof r.node_token_secret === "string" ? [r.node_token_secret] : r.node_token_secret))),
+  ];
+  const edge: GeneratedWorker = {
+    kind: "edge",
+    name: edgeName,
+    file: join(dir, "edge.json"),
+    secrets: [...nodeTokenSecrets, config.admin_token_secret].filter((s) => !(s in otherVars)),
+    config: {
+      name: edgeName,
+      main: fromDir(EDGE_MAIN),
+      ...common,
+      ...(environment === undefined ? {} : { workers_dev: true }),
+      assets: { directory: fromDir((env.assets ?? top.assets)?.directory ?? "public") },
+      ...(env.analytics_engine_datasets ? { analytics_engine_datasets: env.analytics_engine_datasets } : {}),
+      ...(env.ratelimits ? { ratelimits: env.ratelimits } : {}),
+      services: regions.map((r) => ({ binding: regionBindingName(r.region!), service: r.name })),
+      vars: { ...otherVars, WARMPATH_CONFIG: warmpathConfig },
+    },
+  };
+  const workers = [...regions, edge];
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  for (const w of workers) writeFileSync(w.file, JSON.stringify(w.config, null, 2) + "\n");
+  writeFileSync(
+    join(dir, "deployment.json"),
+    JSON.stringify(
+      {
+        generated_from: label,
+        note: "Generated by scripts/deploy/generate.ts; edit wrangler.toml, not these files.",
+        environment: environment ?? null,
+        order: workers.map((w) => ({ kind: w.kind, region: w.region, name: w.name, file: relative(dir, w.file), secrets: w.secrets })),
+      },
+      null,
+      2,
+    ) + "\n",
+  );
+  return { environment, config, workers, dir };
+}

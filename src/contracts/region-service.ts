@@ -1,0 +1,185 @@
+/**
+ * The edge -> region worker boundary: what the edge worker sends a region's worker over its
+ * service binding, and what the region worker answers. One zod contract per message, used by the
+ * edge (src/edge/region-client.ts, which builds them) and the region worker (src/region/app.ts,
+ * which validates them: a binding is still a trust boundary between two separately deployed
+ * scripts).
+ *
+ * HTTP over the binding rather than RPC: the same bytes then cross a service binding, a loopback
+ * socket between two workerd processes (npm start, the faults suite) and the long-haul relay of
+ * bench:wan, and a region worker's death mid-stream is a broken body the edge can see.
+ *
+ * **Version skew.** An edge and its region workers are deployed one after the other (region
+ * workers first, docs/DEPLOY.md), so for a while one runs a newer contract than the other. Every
+ * request carries the edge's {@link REGION_CONTRACT_VERSION} in {@link CONTRACT_HEADER}; a region
+ * worker serves every version from {@link MIN_REGION_CONTRACT_VERSION} to its own, and refuses any
+ * other with the refusal `contract-mismatch` before it touches a node or an object. The edge treats
+ * that as a failed region (the next region, else 503) and logs `region_contract_mismatch`; every
+ * answer carries the region worker's version back, and an answer without it (an older worker, or
+ * the runtime's own error page) is never taken for the region's.
+ */
+import { z } from "zod";
+import { nodeIdSchema, nodeReportSchema } from "./node.ts";
+import { rateLimitStateSchema, responseIdSchema } from "./routing.ts";
+import { nodeCredentialSchema } from "../core/node-identity.ts";
+
+/** The contract this code speaks. Raise it when a message below changes incompatibly. */
+export const REGION_CONTRACT_VERSION = 1;
+/** The oldest edge contract a region worker still serves (a compatible path while an edge catches up). */
+export const MIN_REGION_CONTRACT_VERSION = 1;
+/** Carries the contract version, both ways. */
+export const CONTRACT_HEADER = "x-warmpath-contract";
+/** Set on a region's refusal (a JSON {@link RegionRefusal}), never on a node's answer. */
+export const REFUSAL_HEADER = "x-warmpath-region-refusal";
+
+/** The region worker's paths, under the region they are for. */
+export const regionPath = {
+  dispatch: (region: string) => `/region/v1/${region}/dispatch`,
+  report: (region: string) => `/region/v1/${region}/report`,
+  remove: (region: string) => `/region/v1/${region}/remove`,
+  state: (region: string) => `/region/v1/${region}/state`,
+  history: (region: string) => `/region/v1/${region}/history`,
+  digest: (region: string) => `/region/v1/${region}/digest`,
+  restart: (region: string) => `/region/v1/${region}/restart`,
+} as const;
+
+/** Request headers a node may see; everything else (notably the client's API key) stays at the edge. */
+export const NODE_HEADERS = [
+  "content-type",
+  "accept",
+  "accept-encoding",
+  "user-agent",
+  "openai-beta",
+  "anthropic-version",
+  "anthropic-beta",
+];
+
+/** The inference paths a region worker forwards to its nodes. */
+export const inferencePathSchema = z.enum(["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"]);
+export type InferencePath = z.infer<typeof inferencePathSchema>;
+
+/** Which API's stream terminator ends the answer (src/proxy/stream-end.ts). */
+export const streamApiSchema = z.enum(["openai", "responses", "messages"]);
+export type StreamApi = z.infer<typeof streamApiSchema>;
+
+/** One region or node tried, and how it ended (the decision line's `attempts`). */
+export const attemptSchema = z.object({
+  region: z.string().max(64),
+  node: nodeIdSchema.optional(),
+  outcome: z.string().max(512),
+});
+export type Attempt = z.infer<typeof attemptSchema>;
+
+/** Why a farther region was tried first: it holds more of this long prompt's prefix (src/core/warm-region.ts). */
+export const warmRegionSchema = z.object({
+  region: z.string().max(64),
+  nearest: z.string().max(64),
+  heldTokens: z.number().min(0),
+  nearestHeldTokens: z.number().min(0),
+  savedMs: z.number(),
+  extraRoundTripMs: z.number(),
+});
+export type WarmRegion = z.infer<typeof warmRegionSchema>;
+
+/** The most attempts carried from region to region (regions x nodes, bounded by the limits). */
+const MAX_ATTEMPTS = 64;
+
+/** A request to place and serve in one region: everything the edge learned that the region needs. */
+export const dispatchRequestSchema = z.object({
+  requestId: z.string().min(1).max(128),
+  /** When the edge received the request (ms epoch): deadlines and durations count from it. */
+  startedAt: z.number().int().min(0),
+  tenant: z.object({
+    id: z.string().min(1).max(64),
+    weight: z.number().positive().max(1_000),
+    requestsPerMinute: z.number().int().positive().optional(),
+    promptTokensPerMinute: z.number().int().positive().optional(),
+  }),
+  model: z.string().min(1).max(256),
+  path: inferencePathSchema,
+  api: streamApiSchema,
+  /** The client asked for a stream: the answer is SSE, whatever its Content-Type. */
+  stream: z.boolean(),
+  /** The edge asked the node for usage: its event is taken out of the client's stream. */
+  usageInjected: z.boolean(),
+  /** The answer's id may be continued from (the Responses API): the region remembers its node. */
+  storesResponses: z.boolean(),
+  /** Prefix block hashes (16 hex characters each), first block first. */
+  hashes: z.array(z.string().length(16)).max(4096),
+  promptTokens: z.number().int().min(0),
+  sessionKey: z.string().max(1024).optional(),
+  previousResponseId: responseIdSchema.optional(),
+  /** The nearest region, when this one is its failover. */
+  failoverFrom: z.string().min(1).max(64).optional(),
+  /** A nearer region was saturated: take the request only if this one can start it sooner. */
+  waitToBeatSeconds: z.number().min(0).max(86_400).optional(),
+  warm: warmRegionSchema.optional(),
+  /** Earlier regions' attempts, for the decision line. */
+  attempts: z.array(attemptSchema).max(MAX_ATTEMPTS),
+  /** The client's headers a node may see (content type, accept, user agent, API betas), nothing else. */
+  headers: z.record(z.string().max(64), z.string().max(1024)),
+});
+export type DispatchRequest = z.infer<typeof dispatchRequestSchema>;
+
+/** Why a region did not serve a request (the edge then tries the next region, or answers). */
+export const refusalReasonSchema = z.enum([
+  "no-node",
+  "saturated",
+  "over-share",
+  "rate-limited",
+  /** Every node tried failed before its first byte. */
+  "failed",
+  "contract-mismatch",
+  /** The request named a region this worker does not serve (a binding pointed at the wrong worker). */
+  "wrong-region",
+]);
+export type RefusalReason = z.infer<typeof refusalReasonSchema>;
+
+export const regionRefusalSchema = z.object({
+  reason: refusalReasonSchema,
+  message: z.string().max(4096),
+  retryAfterSeconds: z.number().min(0),
+  /** `saturated`: the shortest modelled wait of the region's nodes (s), for the next region to beat. */
+  waitSeconds: z.number().min(0).optional(),
+  rateLimit: rateLimitStateSchema.optional(),
+  /** This region's attempts (nodes tried), to add to the edge's. */
+  attempts: z.array(attemptSchema).max(MAX_ATTEMPTS),
+});
+export type RegionRefusal = z.infer<typeof regionRefusalSchema>;
+
+/** A node report the edge authenticated, and the credential it presented (its hash, never itself). */
+export const reportRequestSchema = z.object({ report: nodeReportSchema, credential: nodeCredentialSchema });
+export type ReportRequest = z.infer<typeof reportRequestSchema>;
+
+export const removeRequestSchema = z.object({ nodeId: nodeIdSchema, credential: nodeCredentialSchema });
+export type RemoveRequest = z.infer<typeof removeRequestSchema>;
+
+/** The longest meta part of a dispatch message: 4,096 hashes, a session key and attempts fit with room. */
+export const MAX_DISPATCH_META_BYTES = 256 * 1024;
+
+/**
+ * A dispatch message on the wire: a 4-byte big-endian length, the request's meta as JSON, then the
+ * body to forward, byte for byte (the client's bytes, with usage asked for or the cache salt added).
+ * The meta cannot ride in a header: 4,096 hashes are 64 KiB.
+ */
+export function encodeDispatch(meta: DispatchRequest, body: Uint8Array): Uint8Array {
+  const json = new TextEncoder().encode(JSON.stringify(meta));
+  const out = new Uint8Array(4 + json.length + body.length);
+  new DataView(out.buffer).setUint32(0, json.length);
+  out.set(json, 4);
+  out.set(body, 4 + json.length);
+  return out;
+}
+
+/** The meta (unvalidated JSON) and the body of a dispatch message, or why it is malformed. */
+export function decodeDispatch(bytes: Uint8Array): { ok: true; meta: unknown; body: Uint8Array } | { ok: false; message: string } {
+  if (bytes.length < 4) return { ok: false, message: "dispatch message shorter than its length prefix" };
+  const length = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(0);
+  if (length > MAX_DISPATCH_META_BYTES || 4 + length > bytes.length) return { ok: false, message: "dispatch meta length out of bounds" };
+  try {
+    const meta: unknown = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + length)));
+    return { ok: true, meta, body: bytes.subarray(4 + length) };
+  } catch {
+    return { ok: false, message: "dispatch meta is not JSON" };
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * The deployed topology, named once: which workers exist, what they are called and how the edge
+ * reaches each region's worker. Used by the edge (to find a region's service binding), the region
+ * worker (to know which region it serves), the deploy generator (scripts/deploy.ts) and the local
+ * system (scripts/system.ts), so the four cannot drift.
+ *
+ *     client -> edge worker (nearest Cloudflare location)
+ *                 -- service binding REGION_WORKER_<REGION> -->
+ *               region worker `<edge name>-region-<region>` (placed by the region's GPUs)
+ *                 -- RPC (one session per request) --> region Durable Object(s)
+ *                 -- fetch --> GPU node
+ */
+
+/** The edge's binding to a region's worker: `REGION_WORKER_US_EAST` for region `us-east`. */
+export function regionBindingName(region: string): string {
+  return `REGION_WORKER_${region.toUpperCase().replace(/-/g, "_")}`;
+}
+
+/**
+ * The local composition's one binding to a region service serving every region (src/index.ts):
+ * used for a region without a binding of its own, so the test configurations' many regions need
+ * no binding each. A deployed edge has one binding per region and no such binding.
+ */
+export const ALL_REGIONS_BINDING = "REGION_WORKERS";
+
+/** A region worker's script name: `warmpath-region-us-east` for edge `warmpath`, region `us-east`. */
+export function regionWorkerName(edgeName: string, region: string): string {
+  return `${edgeName}-region-${region}`;
+}
+
+/** Cloudflare's longest Worker name. */
+export const MAX_WORKER_NAME_LENGTH = 63;
+
+/**
+ * The variable that makes a worker a region's worker, naming its region. Unset (the local
+ * single-process composition, src/index.ts), the region service serves every configured region.
+ */
+export const REGION_VAR = "WARMPATH_REGION";
+
+/**
+ * The named entrypoint of the local single-process composition (src/index.ts) that the edge's
+ * bindings reach there: the region worker's handler, behind a real service binding.
+ */
+export const REGION_ENTRYPOINT = "RegionWorker";

@@ -1,0 +1,188 @@
+/**
+ * The edge's half of serving a request: send it to the regions in order, each over its service
+ * binding to the region's worker (src/edge/region-client.ts), and pass the first region's answer
+ * back unchanged. The region worker does everything near the GPUs (object, node, retries, relay:
+ * src/region/dispatch.ts); the edge only fails over between regions:
+ *
+ * - a region that refuses (no node, saturated, over share, every node failed) -> the next region,
+ *   told what the nearer one's queue would cost (`waitToBeatSeconds`) and what was tried;
+ * - a region worker that cannot be reached or answers as none of this contract would -> the
+ *   next region (logged);
+ * - a tenant over its rate limit -> 429 at once: another region would only spend another budget.
+ *
+ * Bounded: at most `max_region_attempts` regions; the body is sent whole to each.
+ */
+import type { RequestContext } from "./api/request-context.ts";
+import type { LoadedRegion } from "../config/load.ts";
+import {
+  NODE_HEADERS,
+  encodeDispatch,
+  regionPath,
+  type Attempt,
+  type DispatchRequest,
+  type InferencePath,
+  type StreamApi,
+  type WarmRegion,
+} from "../contracts/region-service.ts";
+import { ApiError } from "../http/errors.ts";
+import { recordDecision, type DecisionSinks } from "../proxy/decision-log.ts";
+import { rateLimitHeaders } from "../proxy/rate-limit-headers.ts";
+import { guardStream } from "./guard-stream.ts";
+import { RegionUnavailable, callRegion } from "./region-client.ts";
+
+/** Headers of the region worker's answer that are between the two workers only. */
+const INTERNAL_HEADERS = ["x-warmpath-contract"];
+
+/** What the edge learned about the request: the rest comes from the {@link RequestContext}. */
+export interface ForwardInput {
+  model: string;
+  path: InferencePath;
+  api: StreamApi;
+  /** The body forwarded: the client's bytes, with usage asked for on a stream that did not (stream-usage.ts). */
+  body: Uint8Array;
+  /** The same with the tenant's `cache_salt` (cache-salt.ts), for regions with `engine_cache_isolation = "cache_salt"`. */
+  saltedBody?: Uint8Array | undefined;
+  usageInjected: boolean;
+  hashes: string[];
+  promptTokens: number;
+  sessionKey: string | undefined;
+  previousResponseId?: string | undefined;
+  storesResponses: boolean;
+  stream: boolean;
+  /** Regions to try, nearest first. */
+  regions: LoadedRegion[];
+  /** The estimated round trip from the client to each region (ms, parallel to `regions`), when its location is known. */
+  roundTripMs?: ReadonlyArray<number | undefined> | undefined;
+  /** Set when `regions` starts with a farther region that holds more of the prompt's prefix. */
+  warm?: WarmRegion | undefined;
+}
+
+export async function forward(rc: RequestContext, input: ForwardInput): Promise<Response> {
+  const { limits } = rc.config.raw;
+  const attempts: Attempt[] = [];
+  let retryAfter = Infinity;
+  let lastMessage = "no region serves this model";
+  /** Regions that refused the tenant as over its fair share (429 if no region could serve it at all). */
+  let overShare = 0;
+  /**
+   * When a saturated region would start the request, in seconds from now as the client sees it
+   * (its shortest queue plus its round trip): a farther region serves only if it can beat that.
+   */
+  let soonest: number | undefined;
+  const nodeHeaders: Record<string, string> = {};
+  for (const name of NODE_HEADERS) {
+    const v = rc.request.headers.get(name);
+    if (v !== null) nodeHeaders[name] = v.slice(0, 1024);
+  }
+  const nearest = input.regions[0]?.config.name;
+  const tenant = rc.tenant;
+
+  for (const [index, region] of input.regions.slice(0, limits.max_region_attempts).entries()) {
+    const name = region.config.name;
+    const roundTripSeconds = (input.roundTripMs?.[index] ?? 0) / 1000;
+    const meta: DispatchRequest = {
+      requestId: rc.requestId,
+      startedAt: rc.startedAt,
+      tenant: {
+        id: tenant.id,
+        weight: tenant.weight,
+        requestsPerMinute: tenant.rate_limits?.requests_per_minute,
+        promptTokensPerMinute: tenant.rate_limits?.prompt_tokens_per_minute,
+      },
+      model: input.model,
+      path: input.path,
+      api: input.api,
+      stream: input.stream,
+      usageInjected: input.usageInjected,
+      storesResponses: input.storesResponses,
+      hashes: input.hashes,
+      promptTokens: input.promptTokens,
+      sessionKey: input.sessionKey,
+      previousResponseId: input.previousResponseId,
+      failoverFrom: index > 0 ? nearest : undefined,
+      waitToBeatSeconds: soonest === undefined ? undefined : Math.max(0, soonest - roundTripSeconds),
+      warm: input.warm,
+      attempts,
+      headers: nodeHeaders,
+    };
+    const body = region.config.engine_cache_isolation === "cache_salt" && input.saltedBody ? input.saltedBody : input.body;
+    let answer: Awaited<ReturnType<typeof callRegion>>;
+    try {
+      answer = await callRegion(rc.env, region, regionPath.dispatch(name), {
+        method: "POST",
+        body: encodeDispatch(meta, body),
+        contentType: "application/octet-stream",
+      });
+    } catch (e) {
+      if (!(e instanceof RegionUnavailable)) throw e;
+      console.error(JSON.stringify({ event: "region_unavailable", request_id: rc.requestId, region: name, message: e.message }));
+      attempts.push({ region: name, outcome: `region worker ${e.why}` });
+      lastMessage = `region ${name} is unavailable`;
+      retryAfter = Math.min(retryAfter, 1);
+      continue;
+    }
+    if (answer.ok) return clientAnswer(rc, answer.response, input.stream);
+    const refusal = answer.refusal;
+    attempts.push(...refusal.attempts);
+    if (refusal.reason === "rate-limited") {
+      recordRefusal(rc, input, attempts, 429);
+      throw ApiError.rateLimited(
+        `${refusal.message}. Retry after ${refusal.retryAfterSeconds} s.`,
+        refusal.retryAfterSeconds,
+        rateLimitHeaders(refusal.rateLimit),
+      );
+    }
+    if (refusal.reason === "over-share") overShare++;
+    if (refusal.waitSeconds !== undefined) soonest = Math.min(soonest ?? Infinity, refusal.waitSeconds + roundTripSeconds);
+    retryAfter = Math.min(retryAfter, refusal.retryAfterSeconds);
+    lastMessage = refusal.message;
+  }
+
+  recordRefusal(rc, input, attempts, overShare > 0 ? 429 : 503);
+  const seconds = Number.isFinite(retryAfter) ? retryAfter : 5;
+  const tried = attempts.map((a) => (a.node ? `${a.region}/${a.node}: ${a.outcome}` : `${a.region}: ${a.outcome}`)).join("; ");
+  // A tenant refused for its share somewhere is told to slow down (429); otherwise the fleet is full (503).
+  if (overShare > 0) {
+    throw ApiError.overShare(
+      `This tenant is over its fair share of the capacity that could serve it (${lastMessage}; tried ${tried}). Retry after ${seconds} s.`,
+      seconds,
+    );
+  }
+  throw ApiError.noCapacity(
+    `No node can take this request now (${lastMessage}; tried ${tried || "nothing"}). Retry after ${seconds} s.`,
+    seconds,
+  );
+}
+
+/** The region's answer as the client gets it: unchanged, less what is between the two workers, its stream guarded. */
+function clientAnswer(rc: RequestContext, response: Response, stream: boolean): Response {
+  const headers = new Headers(response.headers);
+  for (const h of INTERNAL_HEADERS) headers.delete(h);
+  headers.set("x-request-id", rc.requestId);
+  const sse = (headers.get("content-type") ?? "").includes("text/event-stream") || (stream && response.ok);
+  const body = response.body && sse ? guardStream(response.body, true, rc.requestId) : response.body;
+  return new Response(body, { status: response.status, headers });
+}
+
+/** The decision line of a request no region placed. */
+function recordRefusal(rc: RequestContext, input: ForwardInput, attempts: Attempt[], status: number): void {
+  recordDecision(
+    {
+      event: "request",
+      request_id: rc.requestId,
+      tenant: rc.tenant.id,
+      model: input.model,
+      status,
+      prompt_tokens_estimated: input.promptTokens,
+      attempts,
+      duration_ms: Date.now() - rc.startedAt,
+      measured_cached_tokens: null,
+    },
+    edgeSinks(rc),
+  );
+}
+
+/** Where the edge's decision lines go: the log (sampled) and, if bound, the Analytics Engine dataset. */
+export function edgeSinks(rc: RequestContext): DecisionSinks {
+  return { dataset: rc.env.ANALYTICS, sampleRate: rc.config.raw.decision_log_sample_rate, random: Math.random };
+}

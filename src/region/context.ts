@@ -1,0 +1,26 @@
+/**
+ * What the region worker knows of a request it serves: the edge's dispatch message, the region's
+ * configuration, and the worker's bindings. One object handed through the region's steps.
+ */
+import type { LoadedConfig, LoadedRegion } from "../config/load.ts";
+import type { DispatchRequest } from "../contracts/region-service.ts";
+
+/** The part of the execution context the region worker needs: work that outlives the response. */
+export interface WaitUntil {
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+export interface RegionContext {
+  env: Env;
+  ctx: WaitUntil;
+  config: LoadedConfig;
+  region: LoadedRegion;
+  request: DispatchRequest;
+  /** The body to forward to the node, byte for byte. */
+  body: Uint8Array;
+}
+
+/** When the whole request must be over (ms epoch): the edge's arrival plus the configured deadline. */
+export function deadlineOf(rc: RegionContext): number {
+  return rc.request.startedAt + rc.config.raw.limits.request_deadline_ms;
+}

@@ -1,0 +1,232 @@
+/**
+ * Serving a request in one region (the region worker): ask the region's Durable Object for a node,
+ * call the node, retry another node before the first byte, and relay the answer. Each step is its
+ * own function: {@link place} (the object, or the stateless fallback), callNode (call-node.ts),
+ * {@link accept} (first-byte bookkeeping), respond (respond.ts).
+ *
+ * Bounded everywhere: at most `1 + max_retries` nodes, `first_byte_timeout_ms` per node until the
+ * first body byte. The answer is only started once the node has produced its first body byte, so
+ * every failure before that point (connection refused, 5xx, 429, timeout, an empty stream) can
+ * still be retried on another node, here by the GPUs, without another long-haul crossing and
+ * without the client seeing anything. A region that cannot serve the request answers the edge a
+ * {@link RegionRefusal} (the edge then tries the next region).
+ */
+import { regionStub } from "../config/load.ts";
+import type { RouteAnswer } from "../contracts/region-object.ts";
+import type { Attempt, RegionRefusal } from "../contracts/region-service.ts";
+import type { RouteRequest } from "../contracts/routing.ts";
+import { tenantMayUse } from "../core/region/candidates.ts";
+import { shardOf } from "../core/shard.ts";
+import { callNode, type Placed, type Upstream } from "./call-node.ts";
+import type { RegionContext } from "./context.ts";
+import { answersAsSse, logBookkeepingError, respond } from "./respond.ts";
+import { chooseStateless, countStateless, rememberNode } from "./stateless.ts";
+
+export { firstByteTimeoutMs } from "./call-node.ts";
+
+const ignore = () => {};
+
+/** A request placed on a node: by the object (with its session), or statelessly (without). */
+type Placement =
+  { ok: true; placed: Placed; session: Extract<RouteAnswer, { ok: true }>["session"] | undefined } | Extract<RouteAnswer, { ok: false }>;
+
+/** The region's answer to the edge: the node's (relayed), or the region's refusal. */
+export type RegionOutcome = { ok: true; response: Response } | { ok: false; refusal: RegionRefusal };
+
+export async function serveInRegion(rc: RegionContext): Promise<RegionOutcome> {
+  const { request } = rc;
+  const region = rc.region.config.name;
+  const { limits } = rc.config.raw;
+  // A sharded region: the shard owning the prompt's first block decides (src/core/shard.ts); a
+  // follow-up of a stored response asks the shard that remembers the response's node.
+  const shards = rc.region.init.settings.shards;
+  const shard = shards > 1 ? shardOf(request.previousResponseId ?? request.hashes[0], shards) : 0;
+  const attempts: Attempt[] = [...request.attempts];
+  const own: Attempt[] = [];
+  const exclude: string[] = [];
+  let lastMessage = `region ${region} could not place the request`;
+  // Once the region's object has failed for this request, the rest of its attempts are stateless.
+  let stateless = false;
+  for (let attempt = 0; attempt <= limits.max_retries; attempt++) {
+    let placement: Placement | undefined;
+    if (!stateless) {
+      placement = await ask(rc, shard, exclude).catch((e: unknown) => {
+        console.error(JSON.stringify({ event: "region_error", request_id: request.requestId, region, message: String(e) }));
+        stateless = true;
+        return undefined;
+      });
+    }
+    placement ??= placeStateless(rc, exclude);
+    if (!placement.ok) {
+      own.push({ region, outcome: placement.reason });
+      return {
+        ok: false,
+        refusal: {
+          reason: placement.reason,
+          message: placement.message,
+          retryAfterSeconds: placement.retryAfterSeconds,
+          waitSeconds: placement.waitSeconds,
+          rateLimit: placement.rateLimit,
+          attempts: own,
+        },
+      };
+    }
+    const { placed, session } = placement;
+    const upstream = await callNode(rc, placed);
+    if (!upstream.ok) {
+      own.push({ region, node: placed.nodeId, outcome: upstream.detail });
+      lastMessage = `node ${placed.nodeId} in ${region} failed: ${upstream.detail}`;
+      if (session)
+        rc.ctx.waitUntil(
+          Promise.resolve(session.complete({ status: "failed", reason: upstream.reason })).then(ignore, logBookkeepingError),
+        );
+      else countStateless(region, placed.nodeId, -1);
+      exclude.push(placed.nodeId);
+      continue;
+    }
+    own.push({ region, node: placed.nodeId, outcome: "ok" });
+    const { sse, foldFirstByte } = accept(rc, placed, session, upstream, shard);
+    return {
+      ok: true,
+      response: respond(rc, {
+        session,
+        shard: shards > 1 ? shard : undefined,
+        placed,
+        upstream,
+        attempts: [...attempts, ...own],
+        sse,
+        foldFirstByte,
+      }),
+    };
+  }
+  return { ok: false, refusal: { reason: "failed", message: lastMessage, retryAfterSeconds: 1, attempts: own } };
+}
+
+/**
+ * Asks the region's object (its shard) for a node. A `retryable` error (a broken connection to the
+ * object) is tried once more; an `overloaded` one is not: asking again only adds to the overload.
+ */
+async function ask(rc: RegionContext, shard: number, exclude: readonly string[]): Promise<Placement> {
+  const stub = regionStub(rc.env, rc.region, shard);
+  const route = () => stub.route(rc.region.init, routeRequest(rc, shard, exclude)) as Promise<RouteAnswer>;
+  const answer = await route().catch((e: unknown) => {
+    const err = e as { retryable?: boolean; overloaded?: boolean };
+    if (err.retryable === true && err.overloaded !== true) return route();
+    throw e;
+  });
+  if (!answer.ok) return answer;
+  const { session, ...placed } = answer;
+  rememberNode(rc.region.config.name, placed.nodeId, placed.url, rc.request.model, Date.now());
+  return { ok: true, placed, session };
+}
+
+/** What the region's object is asked. */
+function routeRequest(rc: RegionContext, shard: number, exclude: readonly string[]): RouteRequest {
+  const r = rc.request;
+  const shards = rc.region.init.settings.shards;
+  return {
+    requestId: r.requestId,
+    tenant: r.tenant.id,
+    tenantWeight: r.tenant.weight,
+    model: r.model,
+    hashes: r.hashes,
+    promptTokens: r.promptTokens,
+    sessionKey: r.sessionKey,
+    exclude: exclude.length ? [...exclude] : undefined,
+    failoverFrom: r.failoverFrom,
+    previousResponseId: r.previousResponseId,
+    waitToBeatSeconds: r.waitToBeatSeconds,
+    shard: shards > 1 ? shard : undefined,
+    tenantLimits: limitsOf(r.tenant, shards),
+  };
+}
+
+/**
+ * The tenant's configured rate limits, as the region object takes them. A sharded region's
+ * shards each keep their own budget, so each spends 1/shards of the limit: exact when a tenant's
+ * prompts spread over the shards, stricter when they concentrate on one (docs/SCALING.md).
+ */
+function limitsOf(tenant: RegionContext["request"]["tenant"], shards: number): RouteRequest["tenantLimits"] {
+  const part = (limit: number | undefined) => (limit === undefined ? undefined : Math.max(1, Math.ceil(limit / shards)));
+  if (tenant.requestsPerMinute === undefined && tenant.promptTokensPerMinute === undefined) return undefined;
+  return { requestsPerMinute: part(tenant.requestsPerMinute), promptTokensPerMinute: part(tenant.promptTokensPerMinute) };
+}
+
+/**
+ * The node's first byte arrived: the region learns it (and a stored response's node). A
+ * non-streamed answer is whole at its first byte: that byte is reported with its completion, one
+ * call instead of two. A stored response's id is not: its follow-up may come as soon as the client
+ * has the answer, so the object must know its node first.
+ */
+function accept(
+  rc: RegionContext,
+  placed: Placed,
+  session: Extract<Placement, { ok: true }>["session"],
+  upstream: Extract<Upstream, { ok: true }>,
+  shard: number,
+): { sse: boolean; foldFirstByte: boolean } {
+  const responseId = rc.request.storesResponses ? responseIdOf(upstream.first, rc.request.tenant.id) : undefined;
+  // Its follow-ups will ask the shard the response id names, which may not be this one.
+  const shards = rc.region.init.settings.shards;
+  const keeper = responseId !== undefined && shards > 1 ? shardOf(responseId, shards) : shard;
+  const sse = answersAsSse(rc.request.stream, upstream.response);
+  const foldFirstByte = !sse && responseId === undefined;
+  if (session) {
+    if (!foldFirstByte) {
+      rc.ctx.waitUntil(Promise.resolve(session.firstByte(keeper === shard ? responseId : undefined)).then(ignore, logBookkeepingError));
+    }
+    if (keeper !== shard && responseId !== undefined) {
+      const remember = regionStub(rc.env, rc.region, keeper).rememberResponse(rc.region.init, responseId, placed.nodeId);
+      rc.ctx.waitUntil(remember.then(ignore, logBookkeepingError));
+    }
+  }
+  return { sse, foldFirstByte };
+}
+
+/** How far into an answer a response id is looked for: the Responses API puts it first (JSON and SSE alike). */
+const RESPONSE_ID_SCAN_CHARS = 4096;
+
+/**
+ * The response id at the head of a Responses API answer (`{"id":"resp_...` in JSON, or the
+ * `response.created` event's `"response":{"id":"resp_...`), scoped by tenant as requests name it.
+ */
+export function responseIdOf(first: Uint8Array | undefined, tenant: string): string | undefined {
+  if (!first) return undefined;
+  const head = new TextDecoder().decode(first.subarray(0, RESPONSE_ID_SCAN_CHARS));
+  const m = /"id"\s*:\s*"([^"\\]{1,200})"/.exec(head);
+  return m ? `${tenant}:${m[1]}` : undefined;
+}
+
+/**
+ * A placement without the region's object (stateless.ts), shaped as the object's own answer so
+ * the rest of the region's steps are the same; no session, no bookkeeping.
+ */
+function placeStateless(rc: RegionContext, exclude: readonly string[]): Placement {
+  const region = rc.region.config.name;
+  const { request } = rc;
+  // A node dedicated to other tenants stays theirs without the object too.
+  const may = (nodeId: string) => tenantMayUse(rc.region.config.node_tenants, nodeId, request.tenant.id);
+  const choice = chooseStateless(region, request.model, request.hashes[0] ?? "", exclude, Date.now(), may);
+  if (!choice) return { ok: false, reason: "saturated", message: `region ${region} is unavailable`, retryAfterSeconds: 1 };
+  countStateless(region, choice.nodeId, 1);
+  return {
+    ok: true,
+    session: undefined,
+    placed: {
+      ok: true,
+      ticket: "stateless",
+      nodeId: choice.nodeId,
+      url: choice.url,
+      decision: "stateless",
+      policy: "stateless",
+      matchBlocks: 0,
+      totalBlocks: request.hashes.length,
+      predictedCachedTokens: 0,
+      workAheadTokens: 0,
+      estimatedTtftMs: 0,
+      candidates: 0,
+      heldForOthers: 0,
+      considered: [],
+    },
+  };
+}

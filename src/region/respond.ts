@@ -1,0 +1,153 @@
+/**
+ * A node answered: the answer to the edge (the node's status and body, the `x-warmpath-*`
+ * headers that explain the decision), relayed chunk by chunk, and, once it has ended, the
+ * decision line and the completion reported on the request's session with its region object.
+ */
+import { CONTRACT_HEADER, REGION_CONTRACT_VERSION, type Attempt } from "../contracts/region-service.ts";
+import type { RouteSessionApi } from "../contracts/region-object.ts";
+import type { Usage } from "../contracts/routing.ts";
+import { recordDecision, type DecisionLine } from "../proxy/decision-log.ts";
+import { rateLimitHeaders } from "../proxy/rate-limit-headers.ts";
+import { relay, type RelayEnd } from "../proxy/relay.ts";
+import { streamEndOf } from "../proxy/stream-end.ts";
+import { UsageEventFilter } from "../proxy/stream-usage.ts";
+import type { Placed, Upstream } from "./call-node.ts";
+import { deadlineOf, type RegionContext } from "./context.ts";
+import { regionSinks } from "./sinks.ts";
+import { countStateless } from "./stateless.ts";
+
+/** Response headers never copied from the node. */
+const DROPPED_RESPONSE_HEADERS = ["content-length", "connection", "keep-alive", "transfer-encoding", "set-cookie", "server"];
+
+const ignore = () => {};
+/** A lost completion only delays the load model's correction (the ticket expires); log it. */
+export const logBookkeepingError = (e: unknown) => console.error(JSON.stringify({ event: "region_bookkeeping_error", message: String(e) }));
+
+/** A node answered: everything needed to relay its answer and account for it. */
+export interface Answer {
+  /** The request's session with the region object, or undefined when it was placed without it (stateless). */
+  session: RouteSessionApi | undefined;
+  /** The shard that decided, in a sharded region. */
+  shard: number | undefined;
+  placed: Placed;
+  upstream: Extract<Upstream, { ok: true }>;
+  attempts: Attempt[];
+  /** The answer is relayed as SSE ({@link answersAsSse}). */
+  sse: boolean;
+  /** The first byte is reported with the completion (no firstByte call was made). */
+  foldFirstByte: boolean;
+}
+
+/** A streamed request is relayed (and checked for its end) as SSE whatever the node's Content-Type says. */
+export function answersAsSse(stream: boolean, response: Response): boolean {
+  const contentType = response.headers.get("content-type") ?? "";
+  return contentType.includes("text/event-stream") || (stream && response.ok);
+}
+
+/** The `x-warmpath-*` headers that say why this node answered. */
+function explain(rc: RegionContext, a: Answer, headers: Headers): void {
+  const { placed } = a;
+  const name = rc.region.config.name;
+  headers.set("x-request-id", rc.request.requestId);
+  headers.set(CONTRACT_HEADER, String(REGION_CONTRACT_VERSION));
+  headers.set("x-warmpath-region", name);
+  headers.set("x-warmpath-node", placed.nodeId);
+  headers.set("x-warmpath-decision", placed.decision);
+  headers.set("x-warmpath-policy", placed.policy);
+  headers.set("x-warmpath-prefix-match", `${placed.matchBlocks}/${placed.totalBlocks}`);
+  headers.set("x-warmpath-attempts", String(a.attempts.length));
+  if (a.shard !== undefined) headers.set("x-warmpath-shard", String(a.shard));
+  // A long prompt sent past the nearest region to one holding its prefix says so, and what it saved.
+  const warm = rc.request.warm;
+  if (warm?.region === name)
+    headers.set("x-warmpath-region-choice", `warm-prefix; nearest=${warm.nearest}; held-tokens=${warm.heldTokens}`);
+  // A flooding tenant kept off the nodes held for the others says so (fair-share.ts).
+  if (placed.heldForOthers > 0) headers.set("x-warmpath-held-nodes", String(placed.heldForOthers));
+  for (const [k, v] of Object.entries(rateLimitHeaders(placed.rateLimit))) headers.set(k, v);
+}
+
+/** The decision line of an answered request. */
+function decisionLine(rc: RegionContext, a: Answer, end: RelayEnd, usage: Usage | undefined, bytes: number): DecisionLine {
+  const { placed, upstream } = a;
+  const req = rc.request;
+  const warm = req.warm?.region === rc.region.config.name ? req.warm : undefined;
+  return {
+    event: "request",
+    request_id: req.requestId,
+    tenant: req.tenant.id,
+    model: req.model,
+    status: upstream.response.status,
+    region: rc.region.config.name,
+    region_choice: warm && {
+      reason: "warm-prefix",
+      nearest: warm.nearest,
+      held_tokens: warm.heldTokens,
+      nearest_held_tokens: warm.nearestHeldTokens,
+      saved_ms: Math.round(warm.savedMs),
+      extra_round_trip_ms: Math.round(warm.extraRoundTripMs),
+    },
+    shard: a.shard,
+    node: placed.nodeId,
+    decision: placed.decision,
+    policy: placed.policy,
+    prefix_match_blocks: placed.matchBlocks,
+    prefix_total_blocks: placed.totalBlocks,
+    prompt_tokens_estimated: req.promptTokens,
+    predicted_cached_tokens: placed.predictedCachedTokens,
+    work_ahead_tokens: placed.workAheadTokens,
+    estimated_ttft_ms: placed.estimatedTtftMs,
+    candidates: placed.candidates,
+    held_for_others: placed.heldForOthers,
+    considered: placed.considered,
+    attempts: a.attempts,
+    first_byte_ms: upstream.firstByteMs,
+    duration_ms: Date.now() - req.startedAt,
+    end,
+    bytes,
+    usage,
+    measured_cached_tokens: usage?.cachedTokens ?? null,
+  };
+}
+
+/** The answer to the edge: the node's status and body, relayed, with the decision explained. */
+export function respond(rc: RegionContext, a: Answer): Response {
+  const { upstream, placed, session } = a;
+  const headers = new Headers(upstream.response.headers);
+  for (const h of DROPPED_RESPONSE_HEADERS) headers.delete(h);
+  explain(rc, a, headers);
+
+  let finish!: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
+  const finished = new Promise<void>((resolve) => {
+    finish = (end, usage, bytes) => {
+      recordDecision(decisionLine(rc, a, end, usage, bytes), regionSinks(rc));
+      // A node's own client error (a context-length error, a bad parameter) computed nothing: the
+      // region takes the prediction back and forgets the prompt it recorded for that node.
+      const status = upstream.response.status >= 400 ? "refused" : end;
+      const firstByteMsAgo = a.foldFirstByte ? Math.max(0, Date.now() - upstream.firstByteAt) : undefined;
+      if (session) resolve(Promise.resolve(session.complete({ status, usage, firstByteMsAgo })).then(ignore, logBookkeepingError));
+      else {
+        countStateless(rc.region.config.name, placed.nodeId, -1);
+        resolve();
+      }
+    };
+  });
+  rc.ctx.waitUntil(finished);
+
+  if (!upstream.reader) {
+    finish("ok", undefined, 0);
+    return new Response(null, { status: upstream.response.status, headers });
+  }
+  const { limits } = rc.config.raw;
+  const body = relay({
+    first: upstream.first,
+    reader: upstream.reader,
+    sse: a.sse,
+    requestId: rc.request.requestId,
+    filter: a.sse && rc.request.usageInjected ? new UsageEventFilter() : undefined,
+    onEnd: finish,
+    streamEnd: streamEndOf(rc.request.api),
+    idleTimeoutMs: limits.stream_idle_timeout_ms,
+    deadlineAt: deadlineOf(rc),
+  });
+  return new Response(body, { status: upstream.response.status, headers });
+}
