@@ -1,14 +1,20 @@
 /**
- * Boots the whole system locally: the router under `wrangler dev` (local workerd, local Durable
- * Objects) and a simulated fleet reporting to it. Used by `npm start`, `npm run demo` and the
- * end-to-end tests, so all three run exactly the same system.
+ * Boots the whole system locally in the production topology: the edge worker and one worker per
+ * region, generated from wrangler.toml's top level as `npm run deploy` generates a deployment's
+ * (scripts/deploy/generate.ts), joined by service bindings; and a simulated fleet reporting to
+ * it. Used by `npm start`, `npm run demo`, the faults suite, the benchmarks and the end-to-end
+ * tests, so all of them run exactly the same system.
+ *
+ * Two runtimes: `wrangler dev` with every worker's configuration in one process (the default), or
+ * `workerd`: each worker in a workerd process of its own with no development machinery, the
+ * bindings over loopback HTTP (scripts/workerd-host.ts), so a region's worker can be killed alone.
  *
  * Each boot gets a fresh Durable Object store (`--persist-to` a temporary folder): a node table
  * left over from an earlier run would name nodes on ports that no longer exist. A configuration
- * override (e.g. another routing policy) is passed to wrangler as WARMPATH_CONFIG in a temporary
- * env file, the same way `.dev.vars` would carry it: the worker reads it as configuration, there is
- * no separate code path. For fault injection, the router process can be killed and started again
- * on the same store (`restartRouter`).
+ * override (e.g. another routing policy) goes into the generated configurations' WARMPATH_CONFIG,
+ * as a deploy would carry it; secrets go in a temporary env file, as `.dev.vars` would. For fault
+ * injection, the workers can be killed and started again on the same stores (`restartRouter`,
+ * `killRegionWorker`).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -18,6 +24,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadFleet, type FleetConfig } from "../fleet/config.ts";
 import { startFleet, type Fleet } from "../fleet/fleet.ts";
+import { regionBindingName } from "../src/contracts/topology.ts";
+import { generateDeployment } from "./deploy/generate.ts";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
@@ -41,8 +49,13 @@ export interface SystemOptions {
    * bundle in workerd with no development machinery in the request path (scripts/workerd-host.ts).
    */
   runtime?: "wrangler-dev" | "workerd";
-  /** A full configuration document replacing wrangler.toml's WARMPATH_CONFIG. */
+  /** A full configuration document replacing wrangler.toml's WARMPATH_CONFIG (for the edge and every region's worker). */
   config?: unknown;
+  /**
+   * `runtime: "workerd"`: the address the edge's binding to a region's worker reaches, given the
+   * port that worker listens on (default the port itself; bench:wan puts a long-haul relay there).
+   */
+  regionAddress?: (region: string, port: number) => string | Promise<string>;
   /** More variables for the worker (as `.dev.vars` would carry secrets), by name. */
   secrets?: Record<string, string>;
   /** Where wrangler's output goes. Default: discarded unless it fails to start. */
@@ -54,12 +67,18 @@ export interface System {
   url: string;
   /** The simulated fleet (undefined with `fleetFile: null`). */
   fleet: Fleet | undefined;
-  /** The wrangler dev process running now (a new one after restartRouter). */
+  /** The process answering on `url` (wrangler dev, or the edge's workerd), a new one after restartRouter. */
   readonly router: ChildProcess;
+  /** Every worker process running now: one (wrangler dev), or the edge and one per region (workerd). */
+  processes(): Array<{ name: string; pid: number }>;
+  /** `runtime: "workerd"`: kills a region's worker (SIGKILL, as a crash), resolving with when. */
+  killRegionWorker(region: string): Promise<number>;
+  /** Starts a killed region's worker again on its port and store; resolves when it answers. */
+  startRegionWorker(region: string): Promise<number>;
   /**
-   * Kills wrangler dev and its process tree (workerd) with SIGKILL, as a crash would, and starts
-   * it again with the same arguments: same port, same configuration, same --persist-to store, so
-   * the Durable Objects' storage survives and their memory does not. Resolves when /healthz
+   * Kills every worker process and its tree (workerd) with SIGKILL, as a crash would, and starts
+   * them again with the same arguments: same ports, same configuration, same --persist-to stores,
+   * so the Durable Objects' storage survives and their memory does not. Resolves when /healthz
    * answers again, with when the kill was sent and when it answered (ms epoch).
    */
   restartRouter(): Promise<{ killedAt: number; upAt: number }>;
@@ -116,11 +135,6 @@ async function killTree(child: ChildProcess, signal: "SIGTERM" | "SIGKILL" = "SI
 
 const WORKERD_HOST = join(ROOT, "scripts", "workerd-host.ts");
 
-/** The router's command line (wrangler dev, or the workerd host with the same flags). */
-function routerCommand(runtime: SystemOptions["runtime"], args: string[]): [string, string[]] {
-  return runtime === "workerd" ? [process.execPath, [WORKERD_HOST, ...args]] : [WRANGLER, ["dev", ...args]];
-}
-
 /** The router process with these arguments, its output kept in `output` (the last 500 lines) and passed on. */
 function launchRouter(command: [string, string[]], output: string[], onOutput: ((line: string) => void) | undefined): ChildProcess {
   const router = spawn(command[0], command[1], {
@@ -154,52 +168,119 @@ async function routerReady(router: ChildProcess, url: string, output: string[]):
   ]);
 }
 
+/** One worker process of the local system: how to start it, and the one running now. */
+interface WorkerProcess {
+  /** `edge`, a region's worker name, or `router` (wrangler dev running every worker). */
+  name: string;
+  command: [string, string[]];
+  /** Where it answers /healthz. */
+  url: string;
+  child: ChildProcess;
+}
+
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
   const port = options.port === 0 ? await freePort() : (options.port ?? 8787);
   const url = `http://127.0.0.1:${port}`;
   const state = mkdtempSync(join(tmpdir(), "warmpath-"));
-  const args = ["--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(await freePort()), "--persist-to", state];
-  if (options.runtime !== "workerd") args.push("--show-interactive-dev-session=false", "--log-level", "log");
-  const vars = { ...options.secrets, ...(options.config !== undefined ? { WARMPATH_CONFIG: JSON.stringify(options.config) } : {}) };
-  if (Object.keys(vars).length > 0) {
-    const envFile = join(state, "config.env");
+  // The production topology: the edge and one worker per region, generated from wrangler.toml's
+  // top level (or the configuration given) as a deploy generates them (scripts/deploy/generate.ts).
+  const deployment = generateDeployment({
+    root: ROOT,
+    environment: undefined,
+    outDir: join(state, "workers"),
+    warmpathConfig: options.config,
+  });
+  const edge = deployment.workers.find((w) => w.kind === "edge")!;
+  const regions = deployment.workers.filter((w) => w.kind === "region");
+  const common: string[] = [];
+  if (options.secrets && Object.keys(options.secrets).length > 0) {
+    const envFile = join(state, "secrets.env");
     // Single quotes: dotenv takes the value literally.
     writeFileSync(
       envFile,
-      Object.entries(vars)
+      Object.entries(options.secrets)
         .map(([name, value]) => `${name}='${value}'\n`)
         .join(""),
     );
-    args.push("--env-file", envFile);
+    common.push("--env-file", envFile);
   }
   const output: string[] = [];
-  const command = routerCommand(options.runtime, args);
-  let router = launchRouter(command, output, options.onRouterOutput);
+  const processes: WorkerProcess[] = [];
+  const launch = (name: string, command: [string, string[]], health: string): WorkerProcess => {
+    const p: WorkerProcess = { name, command, url: health, child: launchRouter(command, output, options.onRouterOutput) };
+    processes.push(p);
+    return p;
+  };
+  const relaunch = (p: WorkerProcess) => {
+    p.child = launchRouter(p.command, output, options.onRouterOutput);
+  };
+
+  if (options.runtime === "workerd") {
+    // One workerd process per worker, joined over loopback HTTP as the bindings are over the network.
+    const binds: string[] = [];
+    for (const r of regions) {
+      const regionPort = await freePort();
+      const address = (await options.regionAddress?.(r.region!, regionPort)) ?? `127.0.0.1:${regionPort}`;
+      binds.push("--bind", `${regionBindingName(r.region!)}=${address}`);
+      const args = ["--config", r.file, "--port", String(regionPort), "--persist-to", join(state, r.name), ...common];
+      launch(r.name, [process.execPath, [WORKERD_HOST, ...args]], `http://127.0.0.1:${regionPort}`);
+    }
+    const args = ["--config", edge.file, "--port", String(port), "--persist-to", join(state, edge.name), ...binds, ...common];
+    launch("edge", [process.execPath, [WORKERD_HOST, ...args, "--inspector-port", String(await freePort())]], url);
+  } else {
+    // wrangler dev with every worker's configuration: one process, the edge first (it takes the port).
+    const configs = [edge, ...regions].flatMap((w) => ["-c", w.file]);
+    const args = [...configs, "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(await freePort())];
+    args.push("--persist-to", state, "--show-interactive-dev-session=false", "--log-level", "log", ...common);
+    launch("router", [WRANGLER, ["dev", ...args]], url);
+  }
+
   let fleet: Fleet | undefined;
+  const ready = (p: WorkerProcess) => routerReady(p.child, p.url, output);
   const stop = async () => {
     await fleet?.stop();
-    await killTree(router);
+    await Promise.all(processes.map((p) => killTree(p.child)));
     rmSync(state, { recursive: true, force: true });
   };
   const restartRouter = async () => {
     const killedAt = Date.now();
-    await killTree(router, "SIGKILL");
-    // The same arguments: the same port, configuration and --persist-to store.
-    router = launchRouter(command, output, options.onRouterOutput);
-    await routerReady(router, url, output);
+    await Promise.all(processes.map((p) => killTree(p.child, "SIGKILL")));
+    // The same arguments: the same ports, configuration and --persist-to stores.
+    for (const p of processes) relaunch(p);
+    await Promise.all(processes.map(ready));
     return { killedAt, upAt: Date.now() };
+  };
+  const regionProcess = (region: string) => {
+    const name = regions.find((r) => r.region === region)?.name;
+    const p = processes.find((q) => q.name === name);
+    if (!p) throw new Error(`no process of its own for region ${region} (runtime "workerd" runs one per region)`);
+    return p;
   };
   const system = (): System => ({
     url,
     fleet,
     get router() {
-      return router;
+      return processes[processes.length - 1]!.child;
     },
+    processes: () => processes.map((p) => ({ name: p.name, pid: p.child.pid! })),
     restartRouter,
+    async killRegionWorker(region) {
+      const killedAt = Date.now();
+      await killTree(regionProcess(region).child, "SIGKILL");
+      return killedAt;
+    },
+    async startRegionWorker(region) {
+      const p = regionProcess(region);
+      relaunch(p);
+      await ready(p);
+      return Date.now();
+    },
     stop,
   });
   try {
-    await routerReady(router, url, output);
+    // Region workers first: the edge's bindings reach them.
+    await Promise.all(processes.slice(0, -1).map(ready));
+    await ready(processes[processes.length - 1]!);
     if (options.fleetFile === null) return system();
     const fleetConfig = options.fleetConfig ?? loadFleet(options.fleetFile ?? join(ROOT, "fleet", "fleet.default.json"));
     fleet = await startFleet(fleetConfig, { routerUrl: url, timeFactorScale: options.timeFactorScale, log: options.log });

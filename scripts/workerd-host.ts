@@ -1,11 +1,18 @@
 /**
- * Runs the router in workerd the way Cloudflare runs it, without `wrangler dev`'s development
- * machinery: the bundle `wrangler deploy` would upload, the bindings wrangler.toml declares, and a
- * socket straight to the router worker. Used by the end-to-end benchmark (bench/e2e) to tell the
- * router's own cost apart from the development stack's, and by scripts/system.ts
- * (`runtime: "workerd"`).
+ * Runs one worker in workerd the way Cloudflare runs it, without `wrangler dev`'s development
+ * machinery: the bundle `wrangler deploy` would upload, the bindings its configuration declares,
+ * and a socket straight to the worker. Used by the end-to-end benchmarks (bench/e2e, bench/wan) to
+ * tell the router's own cost apart from the development stack's, and by scripts/system.ts
+ * (`runtime: "workerd"`: the edge and each region's worker in a process of its own, as deployed).
  *
- *   node scripts/workerd-host.ts --port 8788 [--persist-to DIR] [--env-file FILE] [--inspector-port N]
+ *   node scripts/workerd-host.ts --port 8788 [--config FILE] [--bind NAME=HOST:PORT ...]
+ *        [--persist-to DIR] [--env-file FILE] [--inspector-port N]
+ *
+ * `--config`: a wrangler configuration (default wrangler.toml, the local single-process
+ * composition; scripts/deploy/generate.ts writes one per worker). `--bind NAME=HOST:PORT`: the
+ * service binding NAME reaches the worker listening there over HTTP (the edge's binding to a
+ * region worker in another process, or through bench:wan's long-haul relay), instead of a worker
+ * in this process.
  *
  * What `wrangler dev` adds and this leaves out, each measured in bench/e2e/RESULTS.md: the
  * ProxyWorker (a second workerd process that takes every request on the public port and forwards
@@ -29,8 +36,6 @@ import { parseArgs, parseEnv } from "node:util";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
-/** The worker's name in wrangler.toml; Miniflare addresses the direct socket by it. */
-const WORKER_NAME = "warmpath";
 
 const { values: flags } = parseArgs({
   options: {
@@ -40,6 +45,8 @@ const { values: flags } = parseArgs({
     "env-file": { type: "string" },
     /** workerd's V8 inspector (Chrome DevTools, or bench/e2e/profile.ts); none by default. */
     "inspector-port": { type: "string" },
+    config: { type: "string", default: join(ROOT, "wrangler.toml") },
+    bind: { type: "string", multiple: true, default: [] },
   },
 });
 
@@ -57,7 +64,7 @@ const state = flags["persist-to"] ?? mkdtempSync(join(tmpdir(), "warmpath-worker
 const outdir = join(state, "bundle");
 mkdirSync(outdir, { recursive: true });
 // The exact bundle a deploy uploads (wrangler's esbuild settings, its shims and defines).
-execFileSync(WRANGLER, ["deploy", "--dry-run", "--outdir", outdir], {
+execFileSync(WRANGLER, ["deploy", "--dry-run", "--config", flags.config, "--outdir", outdir], {
   cwd: ROOT,
   stdio: ["ignore", "ignore", "inherit"],
   env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
@@ -66,7 +73,19 @@ execFileSync(WRANGLER, ["deploy", "--dry-run", "--outdir", outdir], {
 const fromWrangler = createRequire(createRequire(import.meta.url).resolve("wrangler"));
 const { unstable_getMiniflareWorkerOptions } = (await import("wrangler")) as typeof import("wrangler");
 const { Miniflare, convertV4MiniflareOptions } = (await import(fromWrangler.resolve("miniflare"))) as typeof import("miniflare");
-const { workerOptions } = unstable_getMiniflareWorkerOptions(join(ROOT, "wrangler.toml"));
+const { workerOptions, main } = unstable_getMiniflareWorkerOptions(flags.config);
+/** The worker's name in its configuration; Miniflare addresses the direct socket by it. */
+const workerName = (workerOptions as { name?: string }).name ?? "warmpath";
+/** The bundle's entry: named after the configuration's `main` (index.js for src/index.ts). */
+const entry = main ? main.replace(/^.*[\\/]/, "").replace(/\.[mc]?[jt]s$/, ".js") : "index.js";
+/** Service bindings to workers in other processes, over HTTP. */
+const external = Object.fromEntries(
+  (flags.bind ?? []).map((spec) => {
+    const [name, address] = spec.split("=");
+    if (!name || !address) throw new Error(`--bind takes NAME=HOST:PORT, not ${spec}`);
+    return [name, { external: { address, http: {} } }];
+  }),
+);
 // Read as wrangler dev reads --env-file (dotenv's rules, which Node's parseEnv follows).
 const overrides: NodeJS.Dict<string> = flags["env-file"] ? parseEnv(readFileSync(flags["env-file"], "utf8")) : {};
 
@@ -75,15 +94,17 @@ type HostOptions = Parameters<typeof convertV4MiniflareOptions>[0];
 
 const mf = new Miniflare(
   convertV4MiniflareOptions({
-    name: WORKER_NAME,
+    name: workerName,
     modules: true,
-    scriptPath: join(outdir, "index.js"),
+    scriptPath: join(outdir, entry),
     // workerd refuses module paths that climb out of the modules root ("can't use '..'").
     modulesRoot: outdir,
     compatibilityDate: workerOptions.compatibilityDate,
     compatibilityFlags: workerOptions.compatibilityFlags,
     durableObjects: workerOptions.durableObjects,
     ratelimits: workerOptions.ratelimits,
+    ...((workerOptions as { assets?: unknown }).assets ? { assets: (workerOptions as { assets?: unknown }).assets } : {}),
+    serviceBindings: { ...(workerOptions.serviceBindings as Record<string, unknown>), ...external },
     analyticsEngineDatasets: workerOptions.analyticsEngineDatasets,
     bindings: {
       ...(workerOptions.bindings as Record<string, unknown>),
@@ -97,8 +118,8 @@ const mf = new Miniflare(
   } as HostOptions),
 );
 await mf.ready;
-const url = await mf.unsafeGetDirectURL(WORKER_NAME);
-console.log(`warmpath in workerd at ${url.href} (bundle ${outdir})`);
+const url = await mf.unsafeGetDirectURL(workerName);
+console.log(`${workerName} in workerd at ${url.href} (bundle ${outdir})`);
 
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

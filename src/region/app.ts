@@ -64,6 +64,8 @@ function malformed(message: string): Response {
 export function createRegionApp(): Hono<RegionEnv> {
   const app = new Hono<RegionEnv>();
 
+  app.get("/healthz", (c) => c.json({ ok: true }, 200, versioned));
+
   // Contract and region first: nothing else runs for a version or a region this worker does not serve.
   app.use("/region/v1/:region/*", async (c, next) => {
     const version = Number(c.req.header(CONTRACT_HEADER));
