@@ -23,11 +23,15 @@ import { DurableObject, RpcTarget } from "cloudflare:workers";
 import { nodeIdSchema, nodeReportSchema, type NodeReport } from "../src/contracts/node.ts";
 import {
   completionOutcomeSchema,
+  exchangeRequestSchema,
+  nodeFeedSchema,
   responseIdSchema,
   routeRequestSchema,
-  shardIndexSchema,
   shardLoadsSchema,
   ticketSchema,
+  type ExchangeAnswer,
+  type ExchangeRequest,
+  type NodeFeed,
   type ShardLoads,
 } from "../src/contracts/routing.ts";
 import { loadExchangeName } from "../src/core/shard.ts";
@@ -97,13 +101,20 @@ export class RouteSession extends RpcTarget implements RouteSessionApi {
 }
 
 /**
- * Shard 0 of a sharded region passes a node's report on to the other shards when it registers or
- * changes the node, and otherwise at most once per this fraction of the silence timeout (5 s by
- * default): the other shards need the node's presence and identity, and learn each other's load
- * through the load exchange every 20 ms, not from reports. At one report a second per node, every
- * report to every shard was the largest object traffic of a sharded region (docs/SCALING.md).
+ * The exchange's calls a second it spends on the shards' exchanges: the exchange interval grows
+ * with the shards so that they never ask it more often (20 ms up to 12 shards, 52 ms at 31), which
+ * leaves room in its ~1,000 requests a second (docs/SCALING.md) for the region's node reports
+ * (one a second per node: 400 at 400 nodes), which it ingests once for every shard.
  */
-const MIRROR_FRACTION = 1 / 3;
+const EXCHANGE_CALLS_PER_SECOND = 600;
+
+/** The interval between a shard's exchanges with the region's other shards. */
+export function exchangeIntervalMs(shards: number): number {
+  return Math.max(SHARD_LOAD_SYNC_MS, (shards * 1000) / EXCHANGE_CALLS_PER_SECOND);
+}
+
+/** The most node reports (or removals) one exchange answer carries; a longer feed comes in parts. */
+const MAX_FEED_REPORTS = 4096;
 
 interface NodeRow extends Record<string, SqlStorageValue> {
   id: string;
@@ -128,8 +139,14 @@ export class RegionDurableObject extends DurableObject<Env> {
   private loadSyncing = false;
   /** The load exchange (the object named by loadExchangeName): each shard's last load, and when it came. */
   private readonly shardLoads = new Map<number, { load: ShardLoads; at: number }>();
-  /** Shard 0 of a sharded region: when each node's report was last passed on to the other shards. */
-  private readonly mirroredAt = new Map<string, number>();
+  /** A shard of a sharded region: which shard it is (from its route calls), and where it is in the exchange's node feed. */
+  private shardIndex: number | undefined;
+  private feedSeen: { epoch: string; version: number } | undefined;
+  /** The region's ingest (the exchange of a sharded region): every node's latest accepted report, and removals, by feed version. */
+  private readonly feedEpoch = crypto.randomUUID().slice(0, 8);
+  private feedVersion = 0;
+  private readonly feedReports = new Map<string, { version: number; report: NodeReport }>();
+  private readonly feedRemoved = new Map<string, number>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -228,7 +245,6 @@ export class RegionDurableObject extends DurableObject<Env> {
 
   /** Drops a node's durable rows and its secret (removal, expiry, or gone from the configuration). */
   private forget(id: string): void {
-    this.mirroredAt.delete(id);
     this.sql.exec(`DELETE FROM nodes WHERE id = ?`, id);
     this.sql.exec(`DELETE FROM node_secrets WHERE id = ?`, id);
     this.persistedSeen.delete(id);
@@ -258,7 +274,10 @@ export class RegionDurableObject extends DurableObject<Env> {
     const req = routeRequestSchema.parse(request);
     const now = Date.now();
     const result = router.route(req, now);
-    if (req.shard !== undefined) this.syncLoad(router, req.shard, now);
+    if (req.shard !== undefined) {
+      this.shardIndex = req.shard;
+      this.syncLoad(router, req.shard, now);
+    }
     if (!result.ok) return result;
     await this.scheduleAlarm(Date.now() + router.settings.requestTimeoutMs);
     return { ...result, session: new RouteSession(this, result.ticket) };
@@ -271,40 +290,48 @@ export class RegionDurableObject extends DurableObject<Env> {
    * in the model), which is the reports-only behaviour.
    */
   private syncLoad(router: RegionRouter, shard: number, now: number): void {
-    if (router.settings.shards <= 1 || this.loadSyncing || now - this.lastLoadSync < SHARD_LOAD_SYNC_MS) return;
+    if (router.settings.shards <= 1 || this.loadSyncing || now - this.lastLoadSync < exchangeIntervalMs(router.settings.shards)) return;
+    this.ctx.waitUntil(this.exchangeWithRegion(router, shard, now));
+  }
+
+  /** One exchange: this shard's load out; the others' load and the node reports it has not seen back. */
+  private async exchangeWithRegion(router: RegionRouter, shard: number, now: number): Promise<void> {
     this.loadSyncing = true;
     this.lastLoadSync = now;
-    const exchange = this.env.REGION.getByName(loadExchangeName(router.settings.name));
-    this.ctx.waitUntil(
-      exchange
-        .exchangeLoad(shard, router.ownLoad(now))
-        .then((foreign) => {
-          if (this.router === router) router.shareForeignLoad(shardLoadsSchema.parse(foreign), Date.now());
-        })
-        .catch((e: unknown) =>
-          console.error(JSON.stringify({ event: "shard_load_exchange_error", region: router.settings.name, message: String(e) })),
-        )
-        .finally(() => (this.loadSyncing = false)),
-    );
+    try {
+      const exchange = this.env.REGION.getByName(loadExchangeName(router.settings.name));
+      const answer = await exchange.exchange({ shard, load: router.ownLoad(now), feed: this.feedSeen });
+      if (this.router !== router) return;
+      router.shareForeignLoad(shardLoadsSchema.parse(answer.loads), Date.now());
+      const feed = nodeFeedSchema.parse(answer.feed);
+      for (const r of feed.reports) await this.applyReport(router, r, Date.now());
+      for (const id of feed.removed) if (router.removeNode(id)) this.forget(id);
+      this.feedSeen = { epoch: feed.epoch, version: feed.version };
+    } catch (e) {
+      console.error(JSON.stringify({ event: "shard_load_exchange_error", region: router.settings.name, message: String(e) }));
+    } finally {
+      this.loadSyncing = false;
+    }
   }
 
   /**
-   * The load exchange of a sharded region (an object of its own, named by loadExchangeName, with
-   * no router): keeps each shard's latest load and answers a shard with the sum of the others'.
+   * The exchange of a sharded region (an object of its own, named by loadExchangeName): keeps each
+   * shard's latest load and answers a shard with the sum of the others', and with the node reports
+   * the region's ingest (this object's {@link report}) accepted since the shard last asked.
    */
-  exchangeLoad(shard: unknown, load: unknown): ShardLoads {
-    const from = shardIndexSchema.safeParse(shard);
-    const parsed = shardLoadsSchema.safeParse(load);
+  exchange(request: ExchangeRequest): ExchangeAnswer {
+    const parsed = exchangeRequestSchema.safeParse(request);
     // Only the worker's own shards call this; a malformed load is dropped (and logged), never summed.
-    if (!from.success || !parsed.success) {
-      console.error(JSON.stringify({ event: "shard_load_refused", message: (from.error ?? parsed.error)!.message.slice(0, 200) }));
-      return {};
+    if (!parsed.success) {
+      console.error(JSON.stringify({ event: "shard_load_refused", message: parsed.error.message.slice(0, 200) }));
+      return { loads: {}, feed: { epoch: this.feedEpoch, version: this.feedVersion, reports: [], removed: [] } };
     }
+    const { shard, load, feed } = parsed.data;
     const now = Date.now();
-    this.shardLoads.set(from.data, { load: parsed.data, at: now });
+    this.shardLoads.set(shard, { load, at: now });
     const others: ShardLoads = {};
     for (const [k, entry] of this.shardLoads) {
-      if (k === from.data) continue;
+      if (k === shard) continue;
       if (now - entry.at > SHARD_LOAD_STALE_MS) {
         this.shardLoads.delete(k);
         continue;
@@ -315,7 +342,32 @@ export class RegionDurableObject extends DurableObject<Env> {
         sum.recent += l.recent;
       }
     }
-    return others;
+    return { loads: others, feed: this.feedSince(feed?.epoch === this.feedEpoch ? feed.version : -1) };
+  }
+
+  /** The feed after `since` (-1: every node's latest report, for a shard new to this instance), at most MAX_FEED_REPORTS. */
+  private feedSince(since: number): NodeFeed {
+    const fresh = [...this.feedReports.values()].filter((e) => e.version > since).sort((a, b) => a.version - b.version);
+    const reports = fresh.slice(0, MAX_FEED_REPORTS);
+    // A longer feed is sent in parts: the shard asks again from the last report it got.
+    const version = fresh.length > reports.length ? reports[reports.length - 1]!.version : this.feedVersion;
+    const removed = since < 0 ? [] : [...this.feedRemoved].filter(([, v]) => v > since && v <= version).map(([id]) => id);
+    return { epoch: this.feedEpoch, version, reports: reports.map((e) => e.report), removed: removed.slice(0, MAX_FEED_REPORTS) };
+  }
+
+  /** Records an accepted report (or a removal) in the region's node feed, for the other shards. */
+  private publish(router: RegionRouter, id: string, report: NodeReport | undefined): void {
+    if (router.settings.shards <= 1) return;
+    const version = ++this.feedVersion;
+    if (report) {
+      this.feedReports.set(id, { version, report });
+      this.feedRemoved.delete(id);
+    } else {
+      this.feedReports.delete(id);
+      this.feedRemoved.set(id, version);
+      // Removals older than a node's silence timeout are of no use: a shard that missed them expires the node itself.
+      for (const [k, v] of this.feedRemoved) if (this.feedRemoved.size > MAX_FEED_REPORTS && v < version) this.feedRemoved.delete(k);
+    }
   }
 
   /**
@@ -365,11 +417,10 @@ export class RegionDurableObject extends DurableObject<Env> {
       }
     }
     const { spec, changed } = await this.applyReport(router, r, now);
-    const mirrored = this.mirroredAt.get(spec.id);
-    const mirror =
-      router.settings.shards > 1 &&
-      (decision.register || changed || mirrored === undefined || now - mirrored >= router.settings.nodeSilenceMs * MIRROR_FRACTION);
-    if (mirror) this.mirroredAt.set(spec.id, now);
+    this.publish(router, spec.id, { ...r, url: spec.url });
+    // A new or changed node reaches every shard before the node is told (its first requests may go
+    // to any shard); its later reports reach them through the exchange's feed.
+    const mirror = router.settings.shards > 1 && (decision.register || changed);
     return { ok: true, spec, registered: decision.register, mirror };
   }
 
@@ -410,6 +461,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     if (!decision.ok) return decision;
     this.router!.removeNode(id);
     this.forget(id);
+    this.publish(this.router!, id, undefined);
     return decision;
   }
 
@@ -448,9 +500,12 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.alarmAt = undefined;
     const router = this.router;
     if (!router) return;
+    // A shard that has routed nothing lately has not heard the feed: hear it before expiring anyone.
+    if (this.shardIndex !== undefined && !this.loadSyncing) await this.exchangeWithRegion(router, this.shardIndex, Date.now());
     const { expired, nextAt } = router.expire(Date.now());
     for (const id of expired) {
       this.forget(id);
+      if (this.feedReports.has(id)) this.publish(router, id, undefined);
       console.log(JSON.stringify({ event: "node_expired", region: router.settings.name, node: id }));
     }
     await this.scheduleAlarm(nextAt);

@@ -9,7 +9,7 @@
  */
 import { configSchema, describeIssues, type RegionConfig, type TenantConfig, type WarmpathConfig } from "./schema.ts";
 import type { RegionInit } from "../contracts/region-init.ts";
-import { shardObjectName } from "../core/shard.ts";
+import { loadExchangeName, shardObjectName } from "../core/shard.ts";
 import { DEFAULT_REGION_SETTINGS, type RegionSettings } from "../core/region/index.ts";
 import type { PrefixSettings } from "../core/prefix.ts";
 import { locationHintFor, type LocationHint } from "./location-hint.ts";
@@ -178,6 +178,19 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
 /** The region's object, or one of its shards' (src/core/shard.ts; shard 0 is the region's own object). */
 export function regionStub(env: Env, region: LoadedRegion, shard = 0) {
   return env.REGION.getByName(shardObjectName(region.config.name, shard), { locationHint: region.locationHint });
+}
+
+/**
+ * The object that ingests the region's node reports and holds its node identities: the region's
+ * own object, or for a sharded region its exchange, which hands every report to the shards in its
+ * answers to their exchanges (durable-objects/region.ts): one object request per report, whatever
+ * the number of shards.
+ */
+export function regionIngestStub(env: Env, region: LoadedRegion) {
+  const shards = region.init.settings.shards;
+  return shards > 1
+    ? env.REGION.getByName(loadExchangeName(region.config.name), { locationHint: region.locationHint })
+    : regionStub(env, region, 0);
 }
 
 /** Every shard object of the region, shard 0 first (one for an unsharded region). */

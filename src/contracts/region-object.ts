@@ -30,7 +30,7 @@ export type ReportOutcome =
       ok: true;
       spec: NodeSpec;
       registered: boolean;
-      /** A sharded region: whether the other shards need this report (durable-objects/region.ts, MIRROR_FRACTION). */
+      /** A sharded region: the report registered or changed the node, so every shard needs it now (later reports reach them through the exchange's feed). */
       mirror: boolean;
     }
   | { ok: false; reason: IdentityRefusal; retryAfterMs?: number | undefined };

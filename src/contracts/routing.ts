@@ -6,7 +6,7 @@
  * cheap (no per-hash regex) because `route` runs on every request.
  */
 import { z } from "zod";
-import { nodeIdSchema } from "./node.ts";
+import { nodeIdSchema, nodeReportSchema } from "./node.ts";
 import { MAX_SHARDS } from "../core/shard.ts";
 
 /**
@@ -72,6 +72,36 @@ export const shardLoadsSchema = z.record(
 );
 
 export type ShardLoads = z.infer<typeof shardLoadsSchema>;
+
+/**
+ * The node reports a sharded region's exchange accepted since a shard last asked: the exchange
+ * ingests every report of the region once, and each shard takes the nodes' state from here rather
+ * than from a report of its own (durable-objects/region.ts). `epoch` names the exchange's
+ * instance: a shard whose `since` is from another instance takes the whole feed again.
+ */
+export const nodeFeedSchema = z.object({
+  epoch: z.string().min(1).max(64),
+  version: z.number().int().min(0),
+  reports: z.array(nodeReportSchema).max(4096),
+  removed: z.array(nodeIdSchema).max(4096),
+});
+
+export type NodeFeed = z.infer<typeof nodeFeedSchema>;
+
+/** What a shard sends the exchange: its load, and where it is in the node feed. */
+export const exchangeRequestSchema = z.object({
+  shard: shardIndexSchema,
+  load: shardLoadsSchema,
+  feed: z.object({ epoch: z.string().max(64), version: z.number().int().min(0) }).optional(),
+});
+
+export type ExchangeRequest = z.infer<typeof exchangeRequestSchema>;
+
+/** The exchange's answer: the other shards' summed load, and the node reports the shard has not seen. */
+export interface ExchangeAnswer {
+  loads: ShardLoads;
+  feed: NodeFeed;
+}
 
 export const routeRequestSchema = z.object({
   requestId: z.string().min(1).max(128),

@@ -9,7 +9,7 @@
  * does not speak or a region it does not serve before it touches anything.
  */
 import { Hono, type Context } from "hono";
-import { loadConfig, regionShardStubs, regionStub, type LoadedConfig, type LoadedRegion } from "../config/load.ts";
+import { loadConfig, regionIngestStub, regionShardStubs, type LoadedConfig, type LoadedRegion } from "../config/load.ts";
 import { RESTART_REASON } from "../contracts/region-object.ts";
 import {
   CONTRACT_HEADER,
@@ -111,23 +111,21 @@ export function createRegionApp(): Hono<RegionEnv> {
     const parsed = reportRequestSchema.safeParse(await c.req.json().catch(() => undefined));
     if (!parsed.success) return malformed(`report: ${parsed.error.issues[0]?.message ?? "invalid"}`);
     const region = c.get("region");
-    const outcome = await regionStub(c.env, region).report(region.init, parsed.data.report, parsed.data.credential);
-    // A sharded region: shard 0 decided who the node is; the other shards need its presence, before
-    // the node is told it is registered (its first requests may go to any shard), then when it
-    // changes and every few seconds (durable-objects/region.ts, MIRROR_FRACTION). A shard that fails
-    // one report is logged, not fatal: it has the next.
+    const outcome = await regionIngestStub(c.env, region).report(region.init, parsed.data.report, parsed.data.credential);
+    // A sharded region: its exchange decided who the node is and passes its reports to the shards
+    // in their exchanges; a new or changed node reaches every shard now, before the node is told it
+    // is registered (its first requests may go to any shard). A shard that misses it is logged,
+    // not fatal: the feed brings it.
     if (outcome.ok && outcome.mirror) {
       const accepted = { ...parsed.data.report, url: outcome.spec.url };
       await Promise.all(
-        regionShardStubs(c.env, region)
-          .slice(1)
-          .map((shard) =>
-            shard
-              .mirrorReport(region.init, accepted)
-              .catch((e: unknown) =>
-                console.error(JSON.stringify({ event: "shard_report_error", region: region.config.name, message: String(e) })),
-              ),
-          ),
+        regionShardStubs(c.env, region).map((shard) =>
+          shard
+            .mirrorReport(region.init, accepted)
+            .catch((e: unknown) =>
+              console.error(JSON.stringify({ event: "shard_report_error", region: region.config.name, message: String(e) })),
+            ),
+        ),
       );
     }
     return c.json(outcome, 200, versioned);
@@ -137,14 +135,10 @@ export function createRegionApp(): Hono<RegionEnv> {
     const parsed = removeRequestSchema.safeParse(await c.req.json().catch(() => undefined));
     if (!parsed.success) return malformed(`remove: ${parsed.error.issues[0]?.message ?? "invalid"}`);
     const region = c.get("region");
-    const outcome = await regionStub(c.env, region).removeNode(region.init, parsed.data.nodeId, parsed.data.credential);
+    const outcome = await regionIngestStub(c.env, region).removeNode(region.init, parsed.data.nodeId, parsed.data.credential);
     // Awaited, unlike a report's: a removed node must stop receiving requests from every shard.
-    if (outcome.ok) {
-      await Promise.all(
-        regionShardStubs(c.env, region)
-          .slice(1)
-          .map((shard) => shard.forgetNode(region.init, parsed.data.nodeId)),
-      );
+    if (outcome.ok && region.init.settings.shards > 1) {
+      await Promise.all(regionShardStubs(c.env, region).map((shard) => shard.forgetNode(region.init, parsed.data.nodeId)));
     }
     return c.json(outcome, 200, versioned);
   });

@@ -9,7 +9,8 @@ import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { CF_VIRGINIA, call, chat, deregister, registerAll } from "../helpers.ts";
 import type { RegionSnapshot } from "../../src/core/region/index.ts";
 import { loadConfig } from "../../src/config/load.ts";
-import { shardObjectName } from "../../src/core/shard.ts";
+import { loadExchangeName, shardObjectName } from "../../src/core/shard.ts";
+import { exchangeIntervalMs, type RegionDurableObject } from "../../durable-objects/region.ts";
 
 const NODES = ["shd-a", "shd-b", "shd-c", "shd-d"];
 const headers = { "x-warmpath-region": "shd" };
@@ -102,37 +103,48 @@ describe("a sharded region", () => {
 });
 
 describe("reports in a sharded region", () => {
-  it("reach the other shards when they register or change a node, not every time", async () => {
+  it("are ingested once, by the region's exchange: a new or changed node reaches every shard at once, later load through the exchange's feed", async () => {
     const region = loadConfig(env).regionByName.get("shd")!;
-    const seenBy = async (shard: number) => {
-      const snap = await env.REGION.getByName(shardObjectName("shd", shard)).snapshot(region.init);
-      return snap.nodes.find((n) => n.id === "shd-mirror");
-    };
+    const object = (name: string) => env.REGION.getByName(name);
+    const seenBy = async (name: string) => (await object(name).snapshot(region.init)).nodes.find((n) => n.id === "shd-mirror");
+    const shard2 = shardObjectName("shd", 2);
     await registerAll([{ id: "shd-mirror", region: "shd", models: ["m-shard"], waiting: 1 }]);
-    expect((await seenBy(2))?.load.report?.waiting).toBe(1);
-    // The same node, a moment later, with a new load: shard 0 takes it, the others keep the last
-    // report they were passed (they learn load from each other every 20 ms, not from reports).
+    for (const k of [0, 1, 2]) expect((await seenBy(shardObjectName("shd", k)))?.load.report?.waiting, `shard ${k}`).toBe(1);
+    // The same node, a moment later, with a new load: only the exchange takes it (one object
+    // request per report, whatever the number of shards)...
     await registerAll([{ id: "shd-mirror", region: "shd", models: ["m-shard"], waiting: 7 }]);
-    expect((await seenBy(0))?.load.report?.waiting).toBe(7);
-    expect((await seenBy(2))?.load.report?.waiting).toBe(1);
+    expect((await seenBy(loadExchangeName("shd")))?.load.report?.waiting).toBe(7);
+    expect((await seenBy(shard2))?.load.report?.waiting).toBe(1);
+    // ...and a shard learns it with its next exchange (it exchanges as it routes).
+    const route = () =>
+      object(shard2).route(region.init, { requestId: crypto.randomUUID(), model: "m-shard", hashes: [], promptTokens: 10, shard: 2 });
+    await route();
+    await new Promise((r) => setTimeout(r, exchangeIntervalMs(3) + 30));
+    await route();
+    await expect.poll(async () => (await seenBy(shard2))?.load.report?.waiting, { timeout: 2_000 }).toBe(7);
     // A change of the node itself (its boot id: a restart) reaches every shard at once.
     await registerAll([{ id: "shd-mirror", region: "shd", models: ["m-shard"], waiting: 9, bootId: "second-boot" }]);
-    expect((await seenBy(2))?.load.report?.waiting).toBe(9);
+    for (const k of [0, 1, 2]) expect((await seenBy(shardObjectName("shd", k)))?.load.report?.waiting, `shard ${k}`).toBe(9);
     expect((await deregister("shd", "shd-mirror")).status).toBe(200);
-    expect(await seenBy(2)).toBeUndefined();
+    for (const k of [0, 1, 2]) expect(await seenBy(shardObjectName("shd", k)), `shard ${k}`).toBeUndefined();
   });
 });
+
+/** The others' summed load, as the exchange answers a shard. */
+async function loads(exchange: DurableObjectStub<RegionDurableObject>, shard: number, load: unknown) {
+  return (await exchange.exchange({ shard, load } as never)).loads;
+}
 
 describe("the load exchange", () => {
   it("answers each shard with the sum of the others' latest loads", async () => {
     const exchange = env.REGION.getByName("exchange-test#load");
-    expect(await exchange.exchangeLoad(0, { a: { queued: 100, recent: 1_000 } })).toEqual({});
-    expect(await exchange.exchangeLoad(1, { a: { queued: 50, recent: 10 }, b: { queued: 7, recent: 7 } })).toEqual({
+    expect(await loads(exchange, 0, { a: { queued: 100, recent: 1_000 } })).toEqual({});
+    expect(await loads(exchange, 1, { a: { queued: 50, recent: 10 }, b: { queued: 7, recent: 7 } })).toEqual({
       a: { queued: 100, recent: 1_000 },
     });
-    expect(await exchange.exchangeLoad(2, {})).toEqual({ a: { queued: 150, recent: 1_010 }, b: { queued: 7, recent: 7 } });
+    expect(await loads(exchange, 2, {})).toEqual({ a: { queued: 150, recent: 1_010 }, b: { queued: 7, recent: 7 } });
     // Shard 0's own load is replaced, never added to itself.
-    expect(await exchange.exchangeLoad(0, { a: { queued: 1, recent: 1 } })).toEqual({
+    expect(await loads(exchange, 0, { a: { queued: 1, recent: 1 } })).toEqual({
       a: { queued: 50, recent: 10 },
       b: { queued: 7, recent: 7 },
     });
@@ -140,8 +152,8 @@ describe("the load exchange", () => {
 
   it("drops a malformed load without summing it", async () => {
     const exchange = env.REGION.getByName("exchange-test-2#load");
-    expect(await exchange.exchangeLoad(0, { a: { queued: -1, recent: 0 } })).toEqual({});
-    expect(await exchange.exchangeLoad(99, { a: { queued: 5, recent: 5 } })).toEqual({});
-    expect(await exchange.exchangeLoad(1, { a: { queued: 2, recent: 2 } })).toEqual({});
+    expect(await loads(exchange, 0, { a: { queued: -1, recent: 0 } })).toEqual({});
+    expect(await loads(exchange, 99, { a: { queued: 5, recent: 5 } })).toEqual({});
+    expect(await loads(exchange, 1, { a: { queued: 2, recent: 2 } })).toEqual({});
   });
 });

@@ -4,8 +4,9 @@
  *
  * Counters (requests, tokens, failures, per-tenant and per-node figures) add up: each request is
  * counted by the one shard that decided it. A node's identity, breaker and last report are shard
- * 0's (the shard that registers nodes); its requests in flight add up; its modelled work ahead is
- * the largest shard's estimate (each already includes the others' shared load).
+ * 0's (every shard has every node: the region's exchange hands each report to all of them); its
+ * requests in flight add up; its modelled work ahead is the largest shard's estimate (each already
+ * includes the others' shared load).
  */
 import type { RegionHistoryView } from "./ledger.ts";
 import type { HistoryBucket } from "./history.ts";

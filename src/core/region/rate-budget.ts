@@ -104,3 +104,8 @@ export class RateBudgets {
     for (const [id, b] of this.buckets) if (now - Math.max(b.requests.at, b.tokens.at) >= MINUTE_MS) this.buckets.delete(id);
   }
 }
+
+/** A budget's limits as a route result reports them (the `x-ratelimit-*` headers), or undefined for a tenant without limits. */
+export function rateLimitOf(budget: BudgetResult): Pick<BudgetResult, "requests" | "tokens"> | undefined {
+  return budget.requests || budget.tokens ? { requests: budget.requests, tokens: budget.tokens } : undefined;
+}

@@ -11,18 +11,11 @@
  * (released; usage, if the answer carried it, is recorded as the measured cache hit).
  */
 import type { NodeReport } from "../../contracts/node.ts";
-import {
-  MAX_CONSIDERED,
-  nodeComputed,
-  type CompletionOutcome,
-  type Considered,
-  type RouteRequest,
-  type RouteResult,
-} from "../../contracts/routing.ts";
+import { nodeComputed, type CompletionOutcome, type Considered, type RouteRequest, type RouteResult } from "../../contracts/routing.ts";
 import type { Candidate, PolicyChoice } from "../policies/types.ts";
 import { BoundedLru } from "../lru.ts";
 import { createPolicy, type Decision, type RoutingPolicy } from "../policies/index.ts";
-import { ttftSeconds, type ShardLoad } from "../node-load.ts";
+import type { ShardLoad } from "../node-load.ts";
 
 /** A node no other shard has dispatched to lately. */
 const NO_LOAD: ShardLoad = { queued: 0, recent: 0 };
@@ -32,11 +25,21 @@ import { baseBlocksBefore } from "../block-layout.ts";
 import { ActiveBlocks } from "./active-blocks.ts";
 import { ENGINE_BLOCK_ALLOWANCE_TOKENS, compareShares } from "./agreement.ts";
 import { buildCandidates, eligibleNodes, shortestWaitSeconds } from "./candidates.ts";
+import { considered, estimateMs } from "./considered.ts";
 import { countAgreement, countDuration, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
 import { NodeTable, type NodeEntry, type NodeSpec } from "./node-table.ts";
 import type { RegionSettings } from "./settings.ts";
-import { RateBudgets } from "./rate-budget.ts";
-import { FairShare, HELD_CACHE_SHARE } from "./fair-share.ts";
+import { RateBudgets, rateLimitOf, type BudgetResult } from "./rate-budget.ts";
+import { FairShare, type Admission } from "./fair-share.ts";
+import { holdForOthers, shareNodes, type CandidateField } from "./hold-for-others.ts";
+import {
+  noNodeRefusal,
+  overShareRefusal,
+  rateLimitedRefusal,
+  saturatedRefusal,
+  unavailableRefusal,
+  type RouteRefusal,
+} from "./refusals.ts";
 import { LongPrefixes, type RegionDigest } from "./long-prefixes.ts";
 import { RegionLedger, type LedgerEntry, type RegionHistoryView } from "./ledger.ts";
 import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
@@ -82,6 +85,20 @@ interface Ticket {
   ledger: LedgerEntry;
   /** The trial request of the node's half-open breaker. */
   trial: boolean;
+}
+
+/** The chosen candidate (its index among the candidates) and what dispatching the request there decided and predicted. */
+interface Dispatched {
+  index: number;
+  decision: Decision;
+  estimatedTtftMs: number;
+  predicted: Ticket["predicted"];
+  touched: Ticket["touched"];
+}
+
+/** The decision a placement is logged as: a failover is one whatever else happens in this region; a retry is another node after a failure. */
+function decisionOf(req: RouteRequest, choice: PolicyChoice): Decision {
+  return req.failoverFrom !== undefined ? "failover" : req.exclude?.length ? "retry" : choice.decision;
 }
 
 /**
@@ -269,158 +286,149 @@ export class RegionRouter {
     return { expired, nextAt };
   }
 
-  /** Chooses a node for a request and credits it. */
+  /**
+   * Chooses a node for a request and credits it. Each step either narrows where the request may go
+   * or refuses it, in this order: the nodes that may take it at all, the tenant's fair share of the
+   * region, the nodes held for the other tenants, saturation, the tenant's rate budget (last, as it
+   * is spent only where the request is placed), the policy's choice, and the placement.
+   */
   route(req: RouteRequest, now: number): RouteResult {
-    const { name, blockTokens, maxQueueSeconds } = this.settings;
     const found = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode, this.settings.nodeTenants);
-    const servesModel = found.servesModel;
-    let eligible = found.nodes;
-    if (eligible.length === 0) {
-      if (servesModel === 0) {
-        this.ledger.rejected(req, "no-node", [], now);
-        return { ok: false, reason: "no-node", message: `region ${name} has no node serving model ${req.model}`, retryAfterSeconds: 5 };
-      }
-      this.ledger.rejected(req, "saturated", [], now);
-      return {
-        ok: false,
-        reason: "saturated",
-        message: `every node in region ${name} serving ${req.model} is busy or unavailable`,
-        retryAfterSeconds: this.nodes.retryAfterSeconds(now),
-      };
-    }
-    let candidates = buildCandidates(eligible, this.index, req, blockTokens, now, this.active);
-
-    // Fair share (fair-share.ts): a tenant building a queue keeps off the nodes held for the
-    // others, and past a short wait on its own nodes, one over its share goes elsewhere.
+    if (found.nodes.length === 0) return this.refuseUnservable(req, found.servesModel, now);
+    const all: CandidateField = {
+      candidates: buildCandidates(found.nodes, this.index, req, this.settings.blockTokens, now, this.active),
+      eligible: found.nodes,
+    };
     const tenant = req.tenant ?? "";
-    // A heavy tenant may still use a held node that holds most of its prompt: what it adds to the
-    // queue there is small, and sending it elsewhere costs its cache (fair-share.ts, HELD_CACHE_SHARE).
-    const holdsPrompt = (c: Candidate) => c.matchTokens >= HELD_CACHE_SHARE * req.promptTokens;
-    const shareNodes = candidates.map((c) => ({
-      id: c.id,
-      waitSeconds: c.workAheadTokens / c.prefillRate,
-      prefillRate: c.prefillRate,
-      holdsPrompt: holdsPrompt(c),
-    }));
-    const admission = this.fair.admit(tenant, req.tenantWeight ?? 1, now, shareNodes, this.settings.fairShareWaitSeconds);
-    if (!admission.ok) {
-      this.ledger.rejected(req, "over-share", considered(candidates, eligible, -1, now), now);
-      const held = admission.reserved > 0 ? ` (${admission.reserved} of its nodes held for the other tenants)` : "";
-      return {
-        ok: false,
-        reason: "over-share",
-        message: `tenant ${tenant} sent ${(100 * admission.shareOfQueue).toFixed(0)}% of region ${name}'s recent prefill, over its fair share, and its queue is full${held}`,
-        retryAfterSeconds: admission.retryAfterSeconds,
-      };
-    }
-    // A follow-up of a stored response goes to the node that stores it, if it can take it; elsewhere
-    // it would fail, so the fair share never narrows it away. (Gone or unavailable, the policy
-    // places it and the node answers for itself.)
-    const pinnedNode = req.previousResponseId !== undefined ? this.responses.get(req.previousResponseId) : undefined;
-    const narrowed =
-      pinnedNode !== undefined && candidates.some((c) => c.id === pinnedNode) ? undefined : (admission.reserved ?? admission.preferred);
-    if (narrowed?.size) {
-      const keep = candidates.map((c) => (admission.reserved ? !narrowed.has(c.id) || holdsPrompt(c) : narrowed.has(c.id)));
-      candidates = candidates.filter((_, i) => keep[i]);
-      eligible = eligible.filter((_, i) => keep[i]);
-    }
+    const admission = this.admitFairShare(req, tenant, all.candidates, now);
+    if (!admission.ok) return this.refuseOverShare(req, tenant, admission, all, now);
+    const pinnedNode = this.storedResponseNode(req);
+    const field = holdForOthers(all, admission, pinnedNode, req.promptTokens);
+    const saturated = this.refuseIfSaturated(req, field, now);
+    if (saturated) return saturated;
+    const budget = this.budgets.take(tenant, req.tenantLimits, req.promptTokens, now);
+    const rateLimit = rateLimitOf(budget);
+    if (!budget.ok) return this.refuseRateLimited(req, tenant, budget, rateLimit, now);
+    const choice = this.choose(req, field.candidates, pinnedNode);
+    return this.place(req, tenant, field, choice, admission, rateLimit, now);
+  }
 
-    // Saturation: if even the best node's queue is past the bound, another region should serve; as
-    // a failover from a saturated region, this one serves only if it can start the request sooner.
-    const minWait = shortestWaitSeconds(candidates);
+  /**
+   * No node may take the request. Told apart for the edge: no node serving the model (to this
+   * tenant) means the region cannot serve it at all; nodes that serve it but are all excluded,
+   * broken or at their in-flight limit mean it is saturated until the soonest cool-down ends.
+   */
+  private refuseUnservable(req: RouteRequest, servesModel: number, now: number): RouteRefusal {
+    if (servesModel === 0) {
+      this.ledger.rejected(req, "no-node", [], now);
+      return noNodeRefusal(this.settings.name, req.model);
+    }
+    this.ledger.rejected(req, "saturated", [], now);
+    return unavailableRefusal(this.settings.name, req.model, this.nodes.retryAfterSeconds(now));
+  }
+
+  /**
+   * Fair share (fair-share.ts): whether the tenant may queue more work here, and which nodes are
+   * held for the others. Asked before anything narrows the candidates, since the tenant's share is
+   * of the region's whole capacity; it also records the tenant as active.
+   */
+  private admitFairShare(req: RouteRequest, tenant: string, candidates: readonly Candidate[], now: number): Admission {
+    return this.fair.admit(
+      tenant,
+      req.tenantWeight ?? 1,
+      now,
+      shareNodes(candidates, req.promptTokens),
+      this.settings.fairShareWaitSeconds,
+    );
+  }
+
+  /** A tenant over its fair share whose own nodes are all past the short wait: another region may take it, else 429. */
+  private refuseOverShare(
+    req: RouteRequest,
+    tenant: string,
+    admission: Extract<Admission, { ok: false }>,
+    all: CandidateField,
+    now: number,
+  ): RouteRefusal {
+    this.ledger.rejected(req, "over-share", considered(all.candidates, all.eligible, -1, now), now);
+    return overShareRefusal(this.settings.name, tenant, admission);
+  }
+
+  /**
+   * The node storing the response a follow-up continues (Responses API), if known: it must go there
+   * if that node can take it, so neither the fair share nor the policy may move it. (Gone or
+   * unavailable, the policy places it and the node answers for itself.)
+   */
+  private storedResponseNode(req: RouteRequest): string | undefined {
+    return req.previousResponseId !== undefined ? this.responses.get(req.previousResponseId) : undefined;
+  }
+
+  /**
+   * Saturation: if even the best node's queue is past the bound, another region should serve; as a
+   * failover from a saturated region, this one serves only if it can start the request sooner.
+   * Undefined when the region can take it.
+   */
+  private refuseIfSaturated(req: RouteRequest, field: CandidateField, now: number): RouteRefusal | undefined {
+    const { maxQueueSeconds } = this.settings;
+    const minWait = shortestWaitSeconds(field.candidates);
     const toBeat = req.waitToBeatSeconds;
     if (minWait > maxQueueSeconds || (toBeat !== undefined && minWait > toBeat)) {
-      this.ledger.rejected(req, "saturated", considered(candidates, eligible, -1, now), now);
-      const bound = minWait > maxQueueSeconds ? maxQueueSeconds : toBeat!;
-      return {
-        ok: false,
-        reason: "saturated",
-        message:
-          minWait > maxQueueSeconds
-            ? `region ${name} is saturated: the shortest prefill queue is ${minWait.toFixed(1)} s`
-            : `region ${name} cannot start it sooner than ${req.failoverFrom ?? "the nearer region"}: its shortest prefill queue is ${minWait.toFixed(1)} s`,
-        retryAfterSeconds: Math.min(60, Math.max(1, Math.ceil(minWait - bound))),
-        waitSeconds: minWait,
-      };
+      this.ledger.rejected(req, "saturated", considered(field.candidates, field.eligible, -1, now), now);
+      return saturatedRefusal(this.settings.name, req, minWait, maxQueueSeconds);
     }
+    return undefined;
+  }
 
-    // Rate limits (rate-budget.ts): spent only where the request is placed.
-    const budget = this.budgets.take(tenant, req.tenantLimits, req.promptTokens, now);
-    const rateLimit = budget.requests || budget.tokens ? { requests: budget.requests, tokens: budget.tokens } : undefined;
-    if (!budget.ok) {
-      this.ledger.rejected(req, "rate-limited", [], now);
-      return {
-        ok: false,
-        reason: "rate-limited",
-        message: `tenant ${tenant} is over its ${budget.limit === "requests" ? "requests" : "prompt tokens"} per minute in region ${name}`,
-        retryAfterSeconds: budget.retryAfterSeconds,
-        rateLimit,
-      };
-    }
+  /** The tenant spent its rate budget (rate-budget.ts): refused here and in every region, at once. */
+  private refuseRateLimited(
+    req: RouteRequest,
+    tenant: string,
+    budget: Extract<BudgetResult, { ok: false }>,
+    rateLimit: RouteRefusal["rateLimit"],
+    now: number,
+  ): RouteRefusal {
+    this.ledger.rejected(req, "rate-limited", [], now);
+    return rateLimitedRefusal(this.settings.name, tenant, budget, rateLimit);
+  }
 
+  /**
+   * The policy's choice among the candidates, unless the request follows up a stored response on
+   * one of them (`pinnedNode`): that one, whatever the policy would say. The policy sees the
+   * session's last node only if it is still a candidate.
+   */
+  private choose(req: RouteRequest, candidates: Candidate[], pinnedNode: string | undefined): PolicyChoice {
     const sessionNode = req.sessionKey !== undefined ? this.sessions.get(req.sessionKey) : undefined;
     const pinned = pinnedNode !== undefined ? candidates.findIndex((c) => c.id === pinnedNode) : -1;
-    const choice: PolicyChoice =
-      pinned >= 0
-        ? { index: pinned, decision: "pinned" }
-        : this.policy.choose({
-            candidates,
-            request: {
-              hashes: req.hashes,
-              promptTokens: req.promptTokens,
-              blockTokens,
-              sessionKey: req.sessionKey,
-              sessionNode: sessionNode !== undefined && candidates.some((c) => c.id === sessionNode) ? sessionNode : undefined,
-            },
-            random: this.random,
-          });
-    const chosen = candidates[choice.index]!;
-    const entry = eligible[choice.index]!;
-    // A failover is one whatever else happens in this region; a retry is another node after a failure.
-    const decision: Decision = req.failoverFrom !== undefined ? "failover" : req.exclude?.length ? "retry" : choice.decision;
-
-    const estimatedTtftMs = Math.round(estimateMs(chosen));
-    const predicted = entry.load.dispatch(now, chosen.uncachedTokens, req.promptTokens);
-    this.fair.queued(tenant, chosen.id, chosen.uncachedTokens, now);
-    const touched = this.touchedSamples(chosen.id, req.hashes, chosen.matchBlocks);
-    // Speculative insert: the node will hold this prompt once it has prefilled it (rolled back
-    // if it refuses the request or fails before computing it).
-    this.index.insert(chosen.id, req.hashes);
-    this.longPrefixes.record(req.hashes, req.promptTokens);
-    if (req.sessionKey !== undefined) this.sessions.set(req.sessionKey, chosen.id);
-    this.active?.add(chosen.id, req.hashes);
-
-    const ticket = this.ticketPrefix + (++this.ticketSeq).toString(36);
-    const shown = considered(candidates, eligible, choice.index, now);
-    const ledger = this.ledger.placed(
-      req,
-      {
-        nodeId: chosen.id,
-        decision,
-        matchBlocks: chosen.matchBlocks,
-        predictedCachedTokens: chosen.matchTokens,
-        estimatedTtftMs,
-        considered: shown,
+    if (pinned >= 0) return { index: pinned, decision: "pinned" };
+    return this.policy.choose({
+      candidates,
+      request: {
+        hashes: req.hashes,
+        promptTokens: req.promptTokens,
+        blockTokens: this.settings.blockTokens,
+        sessionKey: req.sessionKey,
+        sessionNode: sessionNode !== undefined && candidates.some((c) => c.id === sessionNode) ? sessionNode : undefined,
       },
-      now,
-    );
-    this.tickets.set(ticket, {
-      nodeId: chosen.id,
-      dispatchedAt: now,
-      predicted,
-      uncachedTokens: chosen.uncachedTokens,
-      promptTokens: req.promptTokens,
-      firstByteAt: undefined,
-      chain: req.hashes.join(""),
-      active: this.active !== undefined,
-      matchBlocks: chosen.matchBlocks,
-      predictedCachedTokens: chosen.matchTokens,
-      touched,
-      ledger,
-      trial: this.nodes.dispatched(entry, now),
+      random: this.random,
     });
-    countRouted(entry.metrics, decision, req.promptTokens, chosen.matchTokens, chosen.matchBlocks);
+  }
 
+  /** Places the request on the chosen candidate: credits the node, issues its ticket and answers with the placement. */
+  private place(
+    req: RouteRequest,
+    tenant: string,
+    field: CandidateField,
+    choice: PolicyChoice,
+    admission: Extract<Admission, { ok: true }>,
+    rateLimit: RouteRefusal["rateLimit"],
+    now: number,
+  ): RouteResult {
+    const chosen = field.candidates[choice.index]!;
+    const entry = field.eligible[choice.index]!;
+    const decision = decisionOf(req, choice);
+    const estimatedTtftMs = Math.round(estimateMs(chosen));
+    const { predicted, touched } = this.dispatch(req, tenant, chosen, entry, now);
+    const { ticket, shown } = this.issueTicket(req, field, { index: choice.index, decision, estimatedTtftMs, predicted, touched }, now);
     return {
       ok: true,
       ticket,
@@ -433,11 +441,75 @@ export class RegionRouter {
       predictedCachedTokens: chosen.matchTokens,
       workAheadTokens: Math.round(chosen.workAheadTokens),
       estimatedTtftMs,
-      candidates: candidates.length,
+      candidates: field.candidates.length,
       heldForOthers: admission.reserved?.size ?? 0,
       rateLimit,
       considered: shown,
     };
+  }
+
+  /**
+   * Credits the chosen node with the request at once, before any answer, so the next request sees
+   * it: the load model's queue, the tenant's queued prefill, and (speculatively) the prompt as held
+   * there, rolled back if the node refuses it or fails before computing it. Returns the load
+   * model's prediction and the touch times the node's answer is later judged by (learnFromUsage).
+   */
+  private dispatch(
+    req: RouteRequest,
+    tenant: string,
+    chosen: Candidate,
+    entry: NodeEntry,
+    now: number,
+  ): { predicted: Ticket["predicted"]; touched: Ticket["touched"] } {
+    const predicted = entry.load.dispatch(now, chosen.uncachedTokens, req.promptTokens);
+    this.fair.queued(tenant, chosen.id, chosen.uncachedTokens, now);
+    const touched = this.touchedSamples(chosen.id, req.hashes, chosen.matchBlocks);
+    this.index.insert(chosen.id, req.hashes);
+    this.longPrefixes.record(req.hashes, req.promptTokens);
+    if (req.sessionKey !== undefined) this.sessions.set(req.sessionKey, chosen.id);
+    this.active?.add(chosen.id, req.hashes);
+    return { predicted, touched };
+  }
+
+  /**
+   * Issues the request's ticket and records the decision (ledger, node metrics): the ticket holds
+   * what `firstByte`, `complete` and expiry need to correct the load model and the index and to
+   * release the node. Returns the ticket id and the considered candidates shown in the answer.
+   */
+  private issueTicket(req: RouteRequest, field: CandidateField, d: Dispatched, now: number): { ticket: string; shown: Considered[] } {
+    const chosen = field.candidates[d.index]!;
+    const entry = field.eligible[d.index]!;
+    const ticket = this.ticketPrefix + (++this.ticketSeq).toString(36);
+    const shown = considered(field.candidates, field.eligible, d.index, now);
+    const ledger = this.ledger.placed(
+      req,
+      {
+        nodeId: chosen.id,
+        decision: d.decision,
+        matchBlocks: chosen.matchBlocks,
+        predictedCachedTokens: chosen.matchTokens,
+        estimatedTtftMs: d.estimatedTtftMs,
+        considered: shown,
+      },
+      now,
+    );
+    this.tickets.set(ticket, {
+      nodeId: chosen.id,
+      dispatchedAt: now,
+      predicted: d.predicted,
+      uncachedTokens: chosen.uncachedTokens,
+      promptTokens: req.promptTokens,
+      firstByteAt: undefined,
+      chain: req.hashes.join(""),
+      active: this.active !== undefined,
+      matchBlocks: chosen.matchBlocks,
+      predictedCachedTokens: chosen.matchTokens,
+      touched: d.touched,
+      ledger,
+      trial: this.nodes.dispatched(entry, now),
+    });
+    countRouted(entry.metrics, d.decision, req.promptTokens, chosen.matchTokens, chosen.matchBlocks);
+    return { ticket, shown };
   }
 
   /** When the index last touched the node's blocks of `hashes` at depths 0, 1, 2, 4, ... and `depth - 1`. */
@@ -592,33 +664,4 @@ export class RegionRouter {
   historyView(now: number): RegionHistoryView {
     return this.ledger.view(this.settings.name, now);
   }
-}
-
-/** The load model's time to first token on a candidate, ms, from the candidate's own figures. */
-function estimateMs(c: Candidate): number {
-  return ttftSeconds(c.workAheadTokens, c.uncachedTokens, c.prefillRate) * 1000;
-}
-
-/**
- * The candidates with the soonest estimated first token by the load model (work ahead plus this
- * request's uncached tokens, at the node's rate), at most MAX_CONSIDERED, and the chosen one (none
- * for a rejection: -1): what the decision log and the recent decisions show of the choice.
- */
-function considered(candidates: readonly Candidate[], eligible: readonly NodeEntry[], chosen: number, now: number): Considered[] {
-  const all = candidates.map((c, i) => ({ i, ms: estimateMs(c) }));
-  all.sort((a, b) => a.ms - b.ms || a.i - b.i);
-  const shown = all.slice(0, MAX_CONSIDERED);
-  if (chosen >= 0 && !shown.some((x) => x.i === chosen)) shown.push(all.find((x) => x.i === chosen)!);
-  return shown.map(({ i, ms }) => {
-    const c = candidates[i]!;
-    const report = eligible[i]!.load.lastReport;
-    return {
-      node: c.id,
-      matchBlocks: c.matchBlocks,
-      workAheadTokens: Math.round(c.workAheadTokens),
-      estimatedTtftMs: Math.round(ms),
-      inflight: c.inflight,
-      reportAgeMs: report ? Math.max(0, now - report.at) : null,
-    };
-  });
 }

@@ -1,0 +1,76 @@
+/**
+ * The answers of a region that cannot take a request: why (for the operator and the client), and
+ * when to try again. Each is a pure answer built after `RegionRouter.route` has recorded the
+ * refusal in its ledger; the reason tells the edge what to do next (`no-node`, `saturated` and
+ * `over-share`: another region may take it; `rate-limited`: 429 at once, routing.ts).
+ */
+import type { RouteRequest, RouteResult } from "../../contracts/routing.ts";
+import type { Admission } from "./fair-share.ts";
+import type { BudgetResult } from "./rate-budget.ts";
+
+/** A refusal: the `ok: false` half of a route result. */
+export type RouteRefusal = Extract<RouteResult, { ok: false }>;
+
+/** No node of the region serves the model to this tenant: another region must serve it (or a node register here). */
+export function noNodeRefusal(region: string, model: string): RouteRefusal {
+  return { ok: false, reason: "no-node", message: `region ${region} has no node serving model ${model}`, retryAfterSeconds: 5 };
+}
+
+/**
+ * Nodes serve the model, but none may take a request now (excluded, breaker open or at the
+ * in-flight limit): saturated, to retry once the soonest cool-down ends (`retryAfterSeconds`).
+ */
+export function unavailableRefusal(region: string, model: string, retryAfterSeconds: number): RouteRefusal {
+  return {
+    ok: false,
+    reason: "saturated",
+    message: `every node in region ${region} serving ${model} is busy or unavailable`,
+    retryAfterSeconds,
+  };
+}
+
+/** The tenant is over its fair share of a contended region and its queue is full (fair-share.ts): retry once it drains. */
+export function overShareRefusal(region: string, tenant: string, admission: Extract<Admission, { ok: false }>): RouteRefusal {
+  const held = admission.reserved > 0 ? ` (${admission.reserved} of its nodes held for the other tenants)` : "";
+  return {
+    ok: false,
+    reason: "over-share",
+    message: `tenant ${tenant} sent ${(100 * admission.shareOfQueue).toFixed(0)}% of region ${region}'s recent prefill, over its fair share, and its queue is full${held}`,
+    retryAfterSeconds: admission.retryAfterSeconds,
+  };
+}
+
+/**
+ * Even the shortest queue (`minWait`, s) is past the region's bound (`maxQueueSeconds`), or, for a
+ * failover, past the wait of the region it would replace (`req.waitToBeatSeconds`): another region
+ * should serve. `waitSeconds` tells the next region what to beat.
+ */
+export function saturatedRefusal(region: string, req: RouteRequest, minWait: number, maxQueueSeconds: number): RouteRefusal {
+  const bound = minWait > maxQueueSeconds ? maxQueueSeconds : req.waitToBeatSeconds!;
+  return {
+    ok: false,
+    reason: "saturated",
+    message:
+      minWait > maxQueueSeconds
+        ? `region ${region} is saturated: the shortest prefill queue is ${minWait.toFixed(1)} s`
+        : `region ${region} cannot start it sooner than ${req.failoverFrom ?? "the nearer region"}: its shortest prefill queue is ${minWait.toFixed(1)} s`,
+    retryAfterSeconds: Math.min(60, Math.max(1, Math.ceil(minWait - bound))),
+    waitSeconds: minWait,
+  };
+}
+
+/** The tenant spent its requests or prompt tokens per minute (rate-budget.ts), with its limits' state for the 429's headers. */
+export function rateLimitedRefusal(
+  region: string,
+  tenant: string,
+  budget: Extract<BudgetResult, { ok: false }>,
+  rateLimit: RouteRefusal["rateLimit"],
+): RouteRefusal {
+  return {
+    ok: false,
+    reason: "rate-limited",
+    message: `tenant ${tenant} is over its ${budget.limit === "requests" ? "requests" : "prompt tokens"} per minute in region ${region}`,
+    retryAfterSeconds: budget.retryAfterSeconds,
+    rateLimit,
+  };
+}
