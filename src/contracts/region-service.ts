@@ -100,8 +100,19 @@ export const dispatchRequestSchema = z.object({
   api: streamApiSchema,
   /** The client asked for a stream: the answer is SSE, whatever its Content-Type. */
   stream: z.boolean(),
-  /** The edge asked the node for usage: its event is taken out of the client's stream. */
-  usageInjected: z.boolean(),
+  /**
+   * A stream that did not ask for usage: the region worker asks the node for it, and takes its
+   * event back out of the client's stream (src/proxy/stream-usage.ts).
+   */
+  askUsage: z.boolean(),
+  /**
+   * The request's cache namespace (`tenant:acme`, `shared:commons`) and the client's own
+   * `cache_salt`, from which a region with `engine_cache_isolation = "cache_salt"` salts the body
+   * (src/region/cache-salt.ts). `bodyHasCacheSalt`: the body carries a `cache_salt` key to replace.
+   */
+  cacheNamespace: z.string().min(1).max(128),
+  clientCacheSalt: z.string().max(1024).optional(),
+  bodyHasCacheSalt: z.boolean(),
   /** The answer's id may be continued from (the Responses API): the region remembers its node. */
   storesResponses: z.boolean(),
   /** Prefix block hashes (16 hex characters each), first block first. */

@@ -38,11 +38,12 @@ export interface ForwardInput {
   model: string;
   path: InferencePath;
   api: StreamApi;
-  /** The body forwarded: the client's bytes, with usage asked for on a stream that did not (stream-usage.ts). */
+  /** The client's bytes: the region worker asks for usage and adds the cache salt where its region wants it. */
   body: Uint8Array;
-  /** The same with the tenant's `cache_salt` (cache-salt.ts), for regions with `engine_cache_isolation = "cache_salt"`. */
-  saltedBody?: Uint8Array | undefined;
-  usageInjected: boolean;
+  askUsage: boolean;
+  cacheNamespace: string;
+  clientCacheSalt: string | undefined;
+  bodyHasCacheSalt: boolean;
   hashes: string[];
   promptTokens: number;
   sessionKey: string | undefined;
@@ -93,7 +94,10 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
       path: input.path,
       api: input.api,
       stream: input.stream,
-      usageInjected: input.usageInjected,
+      askUsage: input.askUsage,
+      cacheNamespace: input.cacheNamespace,
+      clientCacheSalt: input.clientCacheSalt,
+      bodyHasCacheSalt: input.bodyHasCacheSalt,
       storesResponses: input.storesResponses,
       hashes: input.hashes,
       promptTokens: input.promptTokens,
@@ -105,12 +109,11 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
       attempts,
       headers: nodeHeaders,
     };
-    const body = region.config.engine_cache_isolation === "cache_salt" && input.saltedBody ? input.saltedBody : input.body;
     let answer: Awaited<ReturnType<typeof callRegion>>;
     try {
       answer = await callRegion(rc.env, region, regionPath.dispatch(name), {
         method: "POST",
-        body: encodeDispatch(meta, body),
+        body: encodeDispatch(meta, input.body),
         contentType: "application/octet-stream",
       });
     } catch (e) {

@@ -22,12 +22,17 @@ const INJECTED = new TextEncoder().encode('"stream_options":{"include_usage":tru
 const OPEN_BRACE = 0x7b;
 const NEWLINE = 0x0a;
 
+/** A stream whose request says nothing of usage: the router asks for it. */
+export function asksNoUsage(parsed: Record<string, unknown>): boolean {
+  return parsed.stream === true && parsed.stream_options === undefined;
+}
+
 /**
  * The body to forward: the client's bytes, with usage asked for when it is a stream that did not
  * say. `parsed` is the same body, already parsed (top-level keys only are read).
  */
 export function requestStreamUsage(raw: Uint8Array, parsed: Record<string, unknown>): { body: Uint8Array; injected: boolean } {
-  if (parsed.stream !== true || parsed.stream_options !== undefined) return { body: raw, injected: false };
+  if (!asksNoUsage(parsed)) return { body: raw, injected: false };
   let at = 0;
   while (at < raw.length && raw[at] !== OPEN_BRACE) at++;
   if (at >= raw.length) return { body: raw, injected: false };

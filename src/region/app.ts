@@ -27,6 +27,7 @@ import { REGION_VAR } from "../contracts/topology.ts";
 import { mergeHistories, mergeSnapshots } from "../core/region/merge.ts";
 import { readBytesLimited } from "../http/body.ts";
 import { serveInRegion } from "./dispatch.ts";
+import { nodeBody } from "./node-body.ts";
 
 interface RegionEnv {
   Bindings: Env;
@@ -96,13 +97,14 @@ export function createRegionApp(): Hono<RegionEnv> {
     if (!decoded.ok) return malformed(decoded.message);
     const meta = dispatchRequestSchema.safeParse(decoded.meta);
     if (!meta.success) return malformed(`dispatch meta: ${meta.error.issues[0]?.message ?? "invalid"}`);
+    const region = c.get("region");
     const outcome = await serveInRegion({
       env: c.env,
       ctx: c.executionCtx,
       config,
-      region: c.get("region"),
+      region,
       request: meta.data,
-      body: decoded.body,
+      ...(await nodeBody(region, meta.data, decoded.body)),
     });
     return outcome.ok ? outcome.response : refusalResponse(outcome.refusal);
   });

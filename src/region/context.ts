@@ -16,8 +16,10 @@ export interface RegionContext {
   config: LoadedConfig;
   region: LoadedRegion;
   request: DispatchRequest;
-  /** The body to forward to the node, byte for byte. */
+  /** The body to forward to the node, byte for byte (node-body.ts). */
   body: Uint8Array;
+  /** The node was asked for usage the client did not ask for: its event is taken out of the answer. */
+  usageInjected: boolean;
 }
 
 /** When the whole request must be over (ms epoch): the edge's arrival plus the configured deadline. */

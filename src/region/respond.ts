@@ -143,7 +143,7 @@ export function respond(rc: RegionContext, a: Answer): Response {
     reader: upstream.reader,
     sse: a.sse,
     requestId: rc.request.requestId,
-    filter: a.sse && rc.request.usageInjected ? new UsageEventFilter() : undefined,
+    filter: a.sse && rc.usageInjected ? new UsageEventFilter() : undefined,
     onEnd: finish,
     streamEnd: streamEndOf(rc.request.api),
     idleTimeoutMs: limits.stream_idle_timeout_ms,

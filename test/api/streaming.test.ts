@@ -8,7 +8,7 @@ import { FAKE_CHUNK_DELAY_MS, handleFakeNode } from "../fixtures/fake-node.ts";
 import { ACME_KEY, TEST_ADMIN_TOKEN, TEST_ORIGIN_TOKEN } from "../fixtures/config.ts";
 import { call, chat, readChunks, registerAll } from "../helpers.ts";
 import type { RegionSnapshot } from "../../src/core/region/index.ts";
-import { engineCacheSalt } from "../../src/edge/cache-salt.ts";
+import { engineCacheSalt } from "../../src/region/cache-salt.ts";
 
 /** The body as a region with `engine_cache_isolation = "cache_salt"` forwards it for tenant acme. */
 const salted = async (raw: string) => raw.replace("{", `{"cache_salt":"${await engineCacheSalt("tenant:acme", undefined)}",`);

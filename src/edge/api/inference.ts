@@ -18,11 +18,10 @@ import { LONG_PREFIX_TOKENS } from "../../core/region/long-prefixes.ts";
 import { warmestRegion } from "../../core/warm-region.ts";
 import { cachedDigest, refreshDigests } from "../region-digests.ts";
 import type { InferencePath, StreamApi, WarmRegion } from "../../contracts/region-service.ts";
-import { engineCacheSalt, withCacheSalt } from "../cache-salt.ts";
 import { parseJsonBody, readBodyLimited } from "../../http/body.ts";
 import { ApiError } from "../../http/errors.ts";
 import { forward } from "../forward.ts";
-import { requestStreamUsage } from "../../proxy/stream-usage.ts";
+import { asksNoUsage } from "../../proxy/stream-usage.ts";
 import type { RequestContext } from "./request-context.ts";
 import { chatCompletionSchema, completionSchema, firstIssue, messagesSchema, responsesSchema } from "./schemas.ts";
 
@@ -143,20 +142,17 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
   const { regions, roundTrips, warm } = preferWarmRegion(rc, chosen.regions, chosen.roundTrips, key.hashes, key.promptTokens);
   const hint = [request.headers.get("x-session-id"), ...parsed.hints].find((h) => typeof h === "string" && h !== "");
 
-  // Ask the node for usage on a stream that did not, so every answer is measured; the salted
-  // variant carries the tenant's cache namespace to engines that partition their cache by it.
+  // The region worker asks the node for usage on a stream that did not, so every answer is
+  // measured, and carries the cache namespace to engines that partition their cache by it.
   const object = json as Record<string, unknown>;
-  const usage = (bytes: Uint8Array) => (endpoint.usageOnRequest ? requestStreamUsage(bytes, object) : { body: bytes, injected: false });
-  const forwarded = usage(body);
-  const salted = regions.some((r) => r.config.engine_cache_isolation === "cache_salt")
-    ? usage(withCacheSalt(body, object, await engineCacheSalt(namespace, parsed.cacheSalt ?? undefined))).body
-    : undefined;
   const response = await forward(rc, {
     model: parsed.model,
     path: endpoint.path,
-    body: forwarded.body,
-    saltedBody: salted,
-    usageInjected: forwarded.injected,
+    body,
+    askUsage: endpoint.usageOnRequest && asksNoUsage(object),
+    cacheNamespace: namespace,
+    clientCacheSalt: parsed.cacheSalt ?? undefined,
+    bodyHasCacheSalt: Object.hasOwn(object, "cache_salt"),
     hashes: key.hashes,
     promptTokens: key.promptTokens,
     // Namespaced by tenant: two tenants' session ids never collide.
@@ -165,7 +161,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
     previousResponseId: parsed.previousResponseId ? `${tenant.id}:${parsed.previousResponseId}` : undefined,
     storesResponses: endpoint.storesResponses,
     api: endpoint.api,
-    stream: (json as Record<string, unknown>).stream === true,
+    stream: object.stream === true,
     regions,
     roundTripMs: roundTrips,
     warm,

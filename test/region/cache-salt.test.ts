@@ -1,6 +1,6 @@
-/** Engine-level cache isolation (src/edge/cache-salt.ts): the salt, and the one change to the client's bytes. */
+/** Engine-level cache isolation (src/region/cache-salt.ts): the salt, and the one change to the client's bytes. */
 import { describe, expect, it } from "vitest";
-import { engineCacheSalt, withCacheSalt } from "../../src/edge/cache-salt.ts";
+import { engineCacheSalt, withCacheSalt } from "../../src/region/cache-salt.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
