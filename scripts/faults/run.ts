@@ -1,14 +1,20 @@
 /**
- * Fault injection against the running system (wrangler dev + the simulated fleet) under a steady
- * client load from two tenants: each scenario injects one fault one second into the load (into a
- * node, a region's Durable Object, or the router process) while requests keep flowing, and every
- * request is accounted for:
+ * Fault injection against the running system in the production topology (scripts/system.ts,
+ * `runtime: "workerd"`: the edge worker and each region's worker in a workerd process of its own,
+ * joined over loopback HTTP as service bindings are over the network; the simulated fleet
+ * reporting to it) under a steady client load from two tenants: each scenario injects one fault
+ * one second into the load (into a node, a region's nodes, a region's Durable Object, a region's
+ * worker process, or every worker process) while requests keep flowing until the fault is over,
+ * and every request is accounted for:
  * - `ok`: a 200 whose stream ended with `data: [DONE]`;
  * - `failed cleanly`: an error status in OpenAI's shape, or a stream ended by an SSE error event;
  * - `lost`: no answer within the client's timeout, or a stream that stopped without either.
- * When the router process itself is killed, two more: `in flight at the kill` (a request under way
- * when it died) and `refused while down` (a connection refused before it answered /healthz again).
- * Lost must be 0 in every scenario. Recovery: seconds from the fault's end to the next `ok`.
+ * When the router's processes are all killed (the edge's with them), two more: `in flight at the
+ * kill` (a request under way when they died) and `refused while down` (a connection refused before
+ * the edge answered /healthz again). A region worker's kill has no such excuse: the edge stays up,
+ * so a stream it was relaying must end with the SSE error event (`region_stream_lost`) and a new
+ * request must fail over to the next region. Lost must be 0 in every scenario. Recovery: seconds
+ * from the fault's end to the next `ok`.
  *
  * Every request carries a unique tag in its user message, and the fleet records the tags it sent a
  * first byte for (fleet/first-bytes.ts): `duplicated` counts requests whose generation a node
@@ -19,9 +25,14 @@
  *
  * Scenarios: a node answering 503; a node hanging before its first byte (longer than every
  * timeout); a node going silent after its first bytes; a node answering 307 to an internal URL; a
- * node whose prefill is 10x slower; a node killed mid-stream and back with a new boot id; a whole
- * region down and back; the region's Durable Object restarted; the router process killed and
- * started again. Then one tenant's flood against two light ones.
+ * node whose prefill is 10x slower; a node killed mid-stream and back with a new boot id; a
+ * region's GPUs down (every node of it killed) and back; the region's Durable Object restarted; the
+ * region's worker process killed mid-request and started again; every worker process (the edge
+ * and each region's) killed and started again. Then one tenant's flood against two light ones.
+ *
+ * No source watcher runs (workerd, not `wrangler dev`): an edit elsewhere in the tree cannot
+ * reload a worker and cut its streams mid-scenario. A worker process started again (the last two
+ * scenarios) is bundled again from the working tree as it is then.
  */
 import { createServer } from "node:http";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -56,7 +67,7 @@ export interface ScenarioResult {
   ok: number;
   failedCleanly: number;
   lost: number;
-  /** Router restart only (0 elsewhere): requests under way at the kill, and refused while it was down. */
+  /** Router restart only (0 elsewhere): requests under way at the kill, and refused while the edge was down. */
   inFlightAtKill: number;
   refusedWhileDown: number;
   /** Requests a first byte was sent for more than once (on two nodes, or twice on one). */
@@ -75,11 +86,26 @@ export interface ScenarioResult {
   recoverySeconds: number | null;
   /** What the scenario measured beyond the counts (first-byte times, the outage, the redirect target). */
   notes: string;
-  /**
-   * wrangler dev reloaded the worker during the scenario because a source file changed: the
-   * streams the reload cut count as lost through no fault of the router's.
-   */
-  reloaded: boolean;
+  /** Region worker kill only: what became of the requests around it. */
+  regionWorker?: RegionWorkerOutage;
+}
+
+/** The requests around the kill of REGION's worker, by what became of them. */
+export interface RegionWorkerOutage {
+  /** Seconds from the kill to the restarted worker answering /healthz (its bundling and boot included). */
+  downSeconds: number;
+  /** Requests under way at the kill whose answer REGION had started: how each ended (`ok`, or the failure's detail). */
+  cut: Record<string, number>;
+  /** Requests under way at the kill that REGION had not answered yet: by the region that answered (or `none`). */
+  unanswered: Record<string, number>;
+  /** Requests sent while the worker was down: by the region that answered (or `none`). */
+  whileDown: Record<string, number>;
+  /** Requests sent after it was back: by the region that answered (or `none`). */
+  after: Record<string, number>;
+  /** `ok` answers from REGION among the requests sent after it was back. */
+  regionOkAfter: number;
+  /** Seconds from the worker answering again to the sending of the first request REGION answered `ok`. */
+  regionBackSeconds: number | null;
 }
 
 /** What a scenario's fault did, for its heal and its notes. */
@@ -91,8 +117,13 @@ interface Fault {
   injectedAt: number;
   /** When the fault ended: healed, or, for a restart, back up. */
   endedAt: number;
-  /** Router restart: when it was killed and when it answered /healthz again. */
+  /** Router restart: when every worker process was killed, and when all of them answered /healthz again. */
   outage?: { killedAt: number; upAt: number };
+  /**
+   * Region worker kill: when the kill was sent to REGION's worker, when its process had exited, and
+   * when the one started again answered /healthz.
+   */
+  regionOutage?: { killedAt: number; deadAt: number; upAt: number };
   /** 307 scenario: the internal service the redirect points at. */
   target?: InternalTarget;
 }
@@ -107,8 +138,15 @@ interface Scenario {
 }
 
 const node = (s: System, region: string, id: string) => s.fleet!.node(region, id)!;
-/** The region the clients' requests reach first (wrangler dev's nearest region); eu-west is the failover. */
+/**
+ * The region the clients' requests reach first: a request to workerd-host's socket carries no
+ * client location (no `cf` blob), so the edge takes the regions in configuration order, us-east
+ * first; eu-west is the failover. The "answered by region" column shows it: under a fault that
+ * spares the region, every answer is us-east's.
+ */
 const REGION = "us-east";
+/** The region clients fail over to when REGION cannot serve. */
+const FAILOVER_REGION = "eu-west";
 
 /** Requests routed to each node of REGION so far, by the router's count. */
 async function routedByNode(s: System): Promise<Map<string, number>> {
@@ -202,7 +240,7 @@ export const SCENARIOS: Scenario[] = [
     heal: async (s, f) => node(s, REGION, f.victim).restart(0),
   },
   {
-    name: "region us-east down and back (clients fail over to eu-west)",
+    name: "region us-east's GPUs down (its three nodes killed) and back (clients fail over to eu-west)",
     inject: async (s) => {
       for (const id of ["use1-a", "use1-b", "use1-c"]) await node(s, REGION, id).crash();
     },
@@ -220,13 +258,33 @@ export const SCENARIOS: Scenario[] = [
       `placed without the object (x-warmpath-decision: stateless): ${sent.filter((r) => r.decision === "stateless").length}`,
   },
   {
-    name: "router process killed (SIGKILL) and started again",
+    name: "region worker us-east killed (SIGKILL) mid-request and started again",
+    inject: async (s, f) => {
+      const killedAt = await s.killRegionWorker(REGION);
+      f.regionOutage = { killedAt, deadAt: Date.now(), upAt: NaN };
+    },
+    heal: async (s, f) => {
+      f.regionOutage!.upAt = await s.startRegionWorker(REGION);
+    },
+    notes: (f, sent) => {
+      const o = regionWorkerOutage(f, sent)!;
+      const back = o.regionBackSeconds === null ? "no ok answer from it after" : `${o.regionBackSeconds.toFixed(1)} s later`;
+      return (
+        `in flight at the kill: ${counted(sum(o.cut), o.cut)} answered by ${REGION}, ${counted(sum(o.unanswered), o.unanswered)} not yet answered (by the region that then answered); ` +
+        `sent while it was down: ${counted(sum(o.whileDown), o.whileDown)}; ` +
+        `${REGION}'s worker answered again ${o.downSeconds.toFixed(1)} s after the kill (bundled and booted), its first ok answer to a request sent ${back}; ` +
+        `sent after it was back: ${counted(sum(o.after), o.after)}`
+      );
+    },
+  },
+  {
+    name: "router killed (SIGKILL: the edge's and every region's worker process) and started again",
     inject: async (s, f) => void (f.outage = await s.restartRouter()),
     notes: (f, sent) => {
       const { killedAt, upAt } = f.outage!;
       const firstOk = Math.min(...sent.filter((r) => r.outcome === "ok" && r.at >= killedAt).map((r) => r.at + r.ttftMs!));
       const outage = Number.isFinite(firstOk) ? `${((firstOk - killedAt) / 1000).toFixed(1)} s` : "no ok answer after it";
-      return `outage ${outage} from the kill to the first byte of an ok answer (/healthz back after ${((upAt - killedAt) / 1000).toFixed(1)} s)`;
+      return `outage ${outage} from the kill to the first byte of an ok answer (every worker process answering /healthz again after ${((upAt - killedAt) / 1000).toFixed(1)} s)`;
     },
   },
 ];
@@ -327,11 +385,20 @@ function send(system: System, key: string, i: number, tag: string): Promise<Sent
   return post(system, key, messages, ANSWER_TOKENS, CLIENT_TIMEOUT_MS);
 }
 
-/** Steady load for `ms`, two tenants, requests tagged `<prefix>-<i>`; resolves when every request has been sent. */
-async function load(system: System, ms: number, tagPrefix: string, onSent: (tag: string, p: Promise<Sent>) => void) {
+/**
+ * Steady load, two tenants, requests tagged `<prefix>-<i>`, for `ms` and then for as long as `more`
+ * says; resolves when every request has been sent.
+ */
+async function load(
+  system: System,
+  ms: number,
+  tagPrefix: string,
+  onSent: (tag: string, p: Promise<Sent>) => void,
+  more: () => boolean = () => false,
+) {
   const end = Date.now() + ms;
   let i = 0;
-  while (Date.now() < end) {
+  while (Date.now() < end || more()) {
     for (const key of [DEV_API_KEY, DEV_API_KEY_2]) {
       const tag = `${tagPrefix}-${i}`;
       onSent(tag, send(system, key, i++, tag));
@@ -361,23 +428,26 @@ function firstBytesByTag(system: System): Map<string, number> {
 }
 
 export async function runScenario(system: System, scenario: Scenario, faultMs = 3_000): Promise<ScenarioResult> {
-  const startedAt = Date.now();
   const pending: Array<Promise<Sent>> = [];
   const tags: string[] = [];
   const prefix = `${RUN}-${++scenarioSeq}`;
   const onSent = (tag: string, p: Promise<Sent>) => (tags.push(tag), pending.push(p));
   const fault: Fault = { routedAtStart: await routedByNode(system), victim: "", injectedAt: 0, endedAt: 0 };
-  // The fault strikes one second into a steady load, so requests are in flight when it does.
-  const before = load(system, 1_000 + faultMs, `${prefix}-a`, onSent);
+  // The fault strikes one second into a steady load, so requests are in flight when it does; the
+  // load goes on until the fault is over (healed, or a restart back up), however long that takes.
+  let over = false;
+  const faultLasts = sleep(1_000 + faultMs);
+  const before = load(system, 1_000 + faultMs, `${prefix}-a`, onSent, () => !over);
   await sleep(1_000);
   fault.injectedAt = Date.now();
   await scenario.inject(system, fault);
-  if (!scenario.heal) fault.endedAt = Date.now();
-  await before;
   if (scenario.heal) {
+    await faultLasts;
     await scenario.heal(system, fault);
-    fault.endedAt = Date.now();
   }
+  fault.endedAt = Date.now();
+  over = true;
+  await before;
   await load(system, 2_000, `${prefix}-b`, onSent);
   const sent = await Promise.all(pending);
   const results = sent.map((r) => ({ ...r, outcome: aroundOutage(r, fault.outage) }));
@@ -407,7 +477,48 @@ export async function runScenario(system: System, scenario: Scenario, faultMs = 
     regions,
     recoverySeconds: firstOkAfter.length ? (Math.min(...firstOkAfter) - fault.endedAt) / 1000 : null,
     notes: scenario.notes?.(fault, results) ?? "",
-    reloaded: reloads.some((t) => t >= startedAt),
+    ...(fault.regionOutage ? { regionWorker: regionWorkerOutage(fault, results) } : {}),
+  };
+}
+
+const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+
+/** Counts of `rs` by `key`. */
+function countBy(rs: readonly Sent[], key: (r: Sent) => string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of rs) out[key(r)] = (out[key(r)] ?? 0) + 1;
+  return out;
+}
+
+/** What became of the requests around the kill of REGION's worker (undefined for another fault). */
+function regionWorkerOutage(f: Fault, sent: readonly Sent[]): RegionWorkerOutage | undefined {
+  if (!f.regionOutage) return undefined;
+  const { killedAt, deadAt, upAt } = f.regionOutage;
+  // Sent before the process had died (the kill takes a moment) and not over when the kill was sent.
+  const inFlight = sent.filter((r) => r.at < deadAt && r.endedAt >= killedAt);
+  // The region that answered, or (none did) how the request failed.
+  const answeredBy = (r: Sent) => r.region ?? `none (${r.detail})`;
+  const regionOk = sent.filter((r) => r.at >= upAt && r.region === REGION && r.outcome === "ok").map((r) => r.at);
+  return {
+    downSeconds: (upAt - killedAt) / 1000,
+    cut: countBy(
+      inFlight.filter((r) => r.region === REGION),
+      (r) => (r.outcome === "ok" ? "ok" : r.detail),
+    ),
+    unanswered: countBy(
+      inFlight.filter((r) => r.region !== REGION),
+      answeredBy,
+    ),
+    whileDown: countBy(
+      sent.filter((r) => r.at >= deadAt && r.at < upAt),
+      answeredBy,
+    ),
+    after: countBy(
+      sent.filter((r) => r.at >= upAt),
+      answeredBy,
+    ),
+    regionOkAfter: regionOk.length,
+    regionBackSeconds: regionOk.length ? (Math.min(...regionOk) - upAt) / 1000 : null,
   };
 }
 
@@ -590,17 +701,17 @@ export function floodSummary(flood: FloodResult): string {
 /** The light tenants' time to first byte during the flood against their own, alone (issue 11: within 2x). */
 const FLOOD_TARGET_RATIO = 2;
 
-/** When wrangler dev reloaded the worker: it does on any edit under src/, cutting every stream in flight. */
-const reloads: number[] = [];
-
-/** The system the scenarios run against: wrangler dev with faultConfig, the fault fleet at x20. */
+/**
+ * The system the scenarios run against: the edge and each region's worker in a workerd process of
+ * its own (so one region's worker can be killed alone) with faultConfig, the fault fleet at x20.
+ */
 export function startFaultSystem(fairShareWaitSeconds?: number): Promise<System> {
   return startSystem({
     port: 0,
+    runtime: "workerd",
     timeFactorScale: 20,
     config: faultConfig(fairShareWaitSeconds),
     fleetConfig: faultFleet(),
-    onRouterOutput: (line) => void (line.includes("Reloading local server") && reloads.push(Date.now())),
   });
 }
 
@@ -615,7 +726,7 @@ const counted = (n: number, what: Record<string, number>) =>
 
 export function formatResults(results: readonly ScenarioResult[]): string {
   const rows = results.map((r) => {
-    // Only the router restart has these outcomes; elsewhere they cannot occur.
+    // Only the router restart has these outcomes (the edge itself was down); elsewhere they cannot occur.
     const restart = r.name.startsWith("router") ? [r.inFlightAtKill, r.refusedWhileDown] : ["–", "–"];
     return `| ${[
       r.name,
@@ -631,7 +742,7 @@ export function formatResults(results: readonly ScenarioResult[]): string {
         .map(([k, v]) => `${k} ${v}`)
         .join(", "),
       r.recoverySeconds === null ? "–" : r.recoverySeconds.toFixed(1) + " s",
-      [r.reloaded ? "**the worker was reloaded by a source edit during this scenario**" : "", r.notes].filter(Boolean).join("; ") || "–",
+      r.notes || "–",
     ].join(" | ")} |`;
   });
   return [
@@ -654,9 +765,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     const md = [
       "# Fault injection (fast version)",
       "",
-      `Generated by \`npm run faults\` (scripts/faults/run.ts; do not edit by hand): wrangler dev and the simulated fleet (time factor x20), two tenants sending ${RATE_PER_TENANT} streamed requests a second each (a cached system prompt, ~1,000 tokens of the request's own, ${ANSWER_TOKENS} tokens streamed over 1.5 s); each fault strikes one second into the load and lasts three seconds (a restart: until it is back), then two more seconds of load. The faults: a node answering 503; hung before its first byte, or after its first ${TOKENS_BEFORE_SILENCE} tokens (past every timeout; the router's stream idle timeout is 3 s); answering 307 to an internal URL; prefilling ${PREFILL_SLOWDOWN}x slower; killed mid-stream; a whole region down; the region's Durable Object restarted (\`POST /admin/regions/us-east/restart\`); the router process killed with SIGKILL and started again on the same store.`,
+      `Generated by \`npm run faults\` (scripts/faults/run.ts; do not edit by hand): the production topology in workerd (the edge worker and each region's worker in a workerd process of its own, joined over loopback HTTP as their service bindings are over the network) and the simulated fleet (time factor x20), two tenants sending ${RATE_PER_TENANT} streamed requests a second each (a cached system prompt, ~1,000 tokens of the request's own, ${ANSWER_TOKENS} tokens streamed over 1.5 s); each fault strikes one second into the load and lasts three seconds (a restart: until it is back; the load goes on until then), then two more seconds of load. The faults: a node answering 503; hung before its first byte, or after its first ${TOKENS_BEFORE_SILENCE} tokens (past every timeout; the region worker's stream idle timeout is 3 s); answering 307 to an internal URL; prefilling ${PREFILL_SLOWDOWN}x slower; killed mid-stream; every node of ${REGION} killed (its GPUs down, its worker up); the region's Durable Object restarted (\`POST /admin/regions/${REGION}/restart\`); ${REGION}'s region worker process killed with SIGKILL and started again (bundled and booted anew, on the same store), the edge staying up; every worker process (the edge's and each region's) killed with SIGKILL and started again on the same stores.`,
       "",
-      `Lost means no answer within ${CLIENT_TIMEOUT_MS / 1000} s, or a stream cut without an error event; it must be 0. When the router process is killed, a request under way is counted \`in flight at the kill\` and one refused while it is down \`refused while down\`, not lost. Duplicated: requests whose generation a node started (sent a first byte for) more than once, on any node, found by a tag in each request's prompt that the fleet records at its first byte; it must be 0. Leaked internal URL: answers whose body or headers show the URL the redirecting node points at; it must be 0. Recovery: from the fault's end to the first ok answer sent after it.`,
+      `Lost means no answer within ${CLIENT_TIMEOUT_MS / 1000} s, or a stream cut without an error event; it must be 0. When every worker process is killed (the edge's too), a request under way is counted \`in flight at the kill\` and one refused while the edge is down \`refused while down\`, not lost. When only ${REGION}'s region worker is killed the edge stays up, so there is no such excuse: a stream it was relaying from ${REGION} must end with an SSE error event (\`region_stream_lost\`), and a request it had not answered yet, or sent while it is down, must be answered by ${FAILOVER_REGION} (the edge fails over). Duplicated: requests whose generation a node started (sent a first byte for) more than once, on any node, found by a tag in each request's prompt that the fleet records at its first byte; it must be 0. Leaked internal URL: answers whose body or headers show the URL the redirecting node points at; it must be 0. Recovery: from the fault's end to the first ok answer sent after it (for the region worker, its own recovery is in the last column: when ${REGION} itself answered ok again).`,
       "",
       formatResults(results),
       "",
