@@ -2,7 +2,8 @@
  * `npm test`: everything CI runs, in order, with one summary line at the end.
  *
  *  1. format (Prettier), generated files up to date (README configuration table, `wrangler types`),
- *     `wrangler deploy --dry-run` for staging and production, and strict typecheck of every part
+ *     `npm run deploy -- --dry-run` for staging and production (every worker's generated
+ *     configuration bundled by `wrangler deploy --dry-run`), and strict typecheck of every part
  *     (worker, fleet, bench, scripts);
  *  2. the worker's tests in workerd (vitest + the Cloudflare plugin);
  *  3. the Node-side tests: fleet, bench, scripts (node agent, `npm start`, the demo end to end,
@@ -66,15 +67,14 @@ check("worker-configuration.d.ts up to date (wrangler types --check)", bin("wran
   "--strict-vars=false",
   "--check",
 ]);
-// Deployable: the bundle builds and the configuration binds for each deployed environment (no account needed).
+// Deployable: each deployed environment's configuration is valid, and every worker generated from it
+// (region workers, then the edge) bundles and binds: `wrangler deploy --dry-run`, no account needed.
 for (const environment of ["staging", "production"]) {
-  check(`deployable: wrangler deploy --dry-run --env ${environment}`, bin("wrangler"), [
-    "deploy",
+  check(`deployable: node scripts/deploy.ts --dry-run --env ${environment}`, process.execPath, [
+    "scripts/deploy.ts",
     "--dry-run",
     "--env",
     environment,
-    "--outdir",
-    join(TMP, `dry-run-${environment}`),
   ]);
 }
 for (const project of [

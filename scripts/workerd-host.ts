@@ -27,7 +27,7 @@
  * Analytics Engine bindings are Miniflare's local simulations, as under wrangler dev).
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -62,13 +62,17 @@ function parseVar(value: string): unknown {
 
 const state = flags["persist-to"] ?? mkdtempSync(join(tmpdir(), "warmpath-workerd-"));
 const outdir = join(state, "bundle");
-mkdirSync(outdir, { recursive: true });
-// The exact bundle a deploy uploads (wrangler's esbuild settings, its shims and defines).
-execFileSync(WRANGLER, ["deploy", "--dry-run", "--config", flags.config, "--outdir", outdir], {
-  cwd: ROOT,
-  stdio: ["ignore", "ignore", "inherit"],
-  env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
-});
+// The exact bundle a deploy uploads (wrangler's esbuild settings, its shims and defines). A worker
+// started again on its store (a crash and restart: scripts/system.ts) runs the bundle it ran, as a
+// restarted worker on Cloudflare does, and is back in a second or two instead of 7-14 s.
+if (!existsSync(join(outdir, "index.js"))) {
+  mkdirSync(outdir, { recursive: true });
+  execFileSync(WRANGLER, ["deploy", "--dry-run", "--config", flags.config, "--outdir", outdir], {
+    cwd: ROOT,
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+  });
+}
 
 const fromWrangler = createRequire(createRequire(import.meta.url).resolve("wrangler"));
 const { unstable_getMiniflareWorkerOptions } = (await import("wrangler")) as typeof import("wrangler");

@@ -192,6 +192,9 @@ export function generateDeployment(options: GenerateOptions): Deployment {
     },
   };
   const workers = [...regions, edge];
+  // Deployed: wrangler knows each worker's secrets (its `secrets.required`), so a name that is
+  // declared and never set shows before the worker answers 500 for it. Locally they are vars.
+  if (environment !== undefined) for (const w of workers) if (w.secrets.length) w.config.secrets = { required: w.secrets };
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   for (const w of workers) writeFileSync(w.file, JSON.stringify(w.config, null, 2) + "\n");

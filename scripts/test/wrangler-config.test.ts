@@ -2,7 +2,9 @@
  * wrangler.toml's configurations are valid before anyone deploys them: each environment's
  * WARMPATH_CONFIG (development, staging, production) passes the worker's own schema, and each
  * environment declares the bindings the worker needs (Durable Objects are not inherited by named
- * environments). `npm test` also runs `wrangler deploy --dry-run` for staging and production.
+ * environments), and each deployed region says where its worker runs. `npm test` also runs
+ * `node scripts/deploy.ts --dry-run` for staging and production (scripts/test/deploy.test.ts: what
+ * it generates from them).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -76,6 +78,14 @@ test("every deployed region says where its nodes may be (without allowed_origins
   for (const [name, env] of environments.slice(1)) {
     for (const r of configSchema.parse(env.vars?.WARMPATH_CONFIG).regions) {
       assert.ok((r.allowed_origins?.length ?? 0) > 0 || r.nodes.length > 0, `${name}: region ${r.name}`);
+    }
+  }
+});
+
+test("every deployed region names its worker's placement, by its GPUs (npm run deploy refuses a region without one)", () => {
+  for (const [name, env] of environments.slice(1)) {
+    for (const r of configSchema.parse(env.vars?.WARMPATH_CONFIG).regions) {
+      assert.ok(r.placement, `${name}: region ${r.name} has no placement`);
     }
   }
 });

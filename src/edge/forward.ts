@@ -65,6 +65,9 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   let lastMessage = "no region serves this model";
   /** Regions that refused the tenant as over its fair share (429 if no region could serve it at all). */
   let overShare = 0;
+  /** Regions tried, and those whose worker could not be reached: when it is every one, the answer says so. */
+  let asked = 0;
+  let unavailable = 0;
   /**
    * When a saturated region would start the request, in seconds from now as the client sees it
    * (its shortest queue plus its round trip): a farther region serves only if it can beat that.
@@ -80,6 +83,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
 
   for (const [index, region] of input.regions.slice(0, limits.max_region_attempts).entries()) {
     const name = region.config.name;
+    asked++;
     const roundTripSeconds = (input.roundTripMs?.[index] ?? 0) / 1000;
     const meta: DispatchRequest = {
       requestId: rc.requestId,
@@ -121,6 +125,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
       console.error(JSON.stringify({ event: "region_unavailable", request_id: rc.requestId, region: name, message: e.message }));
       attempts.push({ region: name, outcome: `region worker ${e.why}` });
       lastMessage = `region ${name} is unavailable`;
+      unavailable++;
       retryAfter = Math.min(retryAfter, 1);
       continue;
     }
@@ -150,6 +155,9 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
       `This tenant is over its fair share of the capacity that could serve it (${lastMessage}; tried ${tried}). Retry after ${seconds} s.`,
       seconds,
     );
+  }
+  if (asked > 0 && unavailable === asked) {
+    throw ApiError.regionUnavailable(`No region can be reached now (tried ${asked}). Retry after ${seconds} s.`, seconds);
   }
   throw ApiError.noCapacity(
     `No node can take this request now (${lastMessage}; tried ${tried || "nothing"}). Retry after ${seconds} s.`,

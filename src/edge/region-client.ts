@@ -102,6 +102,6 @@ export async function regionJson<T>(env: Env, region: LoadedRegion, path: string
   } catch (e) {
     if (!(e instanceof RegionUnavailable)) throw e;
     console.error(JSON.stringify({ event: "region_unavailable", region: name, path, message: e.message }));
-    throw ApiError.regionUnavailable(name);
+    throw ApiError.regionUnavailable(`Region '${name}' is unavailable right now; retry shortly`);
   }
 }

@@ -94,11 +94,9 @@ export class ApiError extends Error {
     });
   }
 
-  /** 503 with `Retry-After`: a region's worker could not be reached (node and admin API; inference fails over instead). */
-  static regionUnavailable(region: string): ApiError {
-    return new ApiError(503, "server_error", "region_unavailable", `Region '${region}' is unavailable right now; retry shortly`, {
-      headers: { "retry-after": "5" },
-    });
+  /** 503 with `Retry-After`: a region's worker (or every region's, for inference) could not be reached. */
+  static regionUnavailable(message: string, retryAfterSeconds = 5): ApiError {
+    return new ApiError(503, "server_error", "region_unavailable", message, { headers: { "retry-after": String(retryAfterSeconds) } });
   }
 
   /** 500: something the operator must fix (`invalid_configuration`) or a bug (`internal_error`). */

@@ -82,7 +82,7 @@ describe("a region whose worker fails", () => {
     expect(text).not.toContain("Worker threw exception");
   });
 
-  it("answers 503 in OpenAI's shape, naming what was tried, when no region worker can be reached", async () => {
+  it("answers 503 region_unavailable in OpenAI's shape when no region worker can be reached", async () => {
     const down = { fetch: () => Promise.reject(new Error("connection refused")) };
     const ctx = createExecutionContext();
     const bound = { ...env, REGION_WORKERS: down } as unknown as Env;
@@ -99,9 +99,10 @@ describe("a region whose worker fails", () => {
     await waitOnExecutionContext(ctx);
     expect(res.status).toBe(503);
     const { error } = (await res.json()) as { error: { code: string; message: string; type: string } };
-    expect(error.code).toBe("no_capacity");
-    expect(error.message).toMatch(/eu: region worker unreachable; us: region worker unreachable/);
+    expect(error.code).toBe("region_unavailable");
+    expect(error.message).toMatch(/No region can be reached now \(tried 2\)/);
     expect(error.message).not.toMatch(/connection refused/); // the detail is logged, not shown
+    expect(res.headers.get("retry-after")).toBe("1");
   });
 
   it("ends a streamed answer with an SSE error event when the region worker is lost mid-stream", async () => {

@@ -1,0 +1,256 @@
+/**
+ * `npm run deploy` (scripts/deploy.ts, scripts/deploy/generate.ts): the configurations it generates
+ * from wrangler.toml's environments, what it refuses (before writing or uploading anything), and the
+ * order it deploys in (region workers, then the edge), with the report of a partial failure. One
+ * real `wrangler deploy --dry-run` (staging, a few seconds); no test uploads anything.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parse, stringify } from "smol-toml";
+import { generateDeployment } from "../deploy/generate.ts";
+import {
+  deploy,
+  failureReport,
+  parseDeployArgs,
+  planDeploy,
+  ROOT,
+  runPlan,
+  secretsReport,
+  spawnWrangler,
+  UsageError,
+  type Runner,
+  type Step,
+} from "../deploy.ts";
+import { CONTRACT_HEADER } from "../../src/contracts/region-service.ts";
+
+// Generated JSON, read as wrangler reads it.
+type Json = Record<string, any>;
+
+const tmp = (prefix: string) => mkdtempSync(join(tmpdir(), `warmpath-deploy-${prefix}-`));
+const readJson = (file: string): Json => JSON.parse(readFileSync(file, "utf8")) as Json;
+
+/** A runner that deploys nothing and records the order (and fails the worker named `failOn`). */
+function recorder(failOn?: string): { run: Runner; ran: string[] } {
+  const ran: string[] = [];
+  return {
+    ran,
+    run: (step: Step) => {
+      ran.push(step.worker.name);
+      return step.worker.name === failOn ? { ok: false, detail: "exit 1" } : { ok: true };
+    },
+  };
+}
+
+/** A copy of the project's wrangler.toml with `edit` applied to [env.production]'s WARMPATH_CONFIG, in a root of its own. */
+function rootWith(edit: (config: Json) => void): string {
+  const root = tmp("root");
+  const toml = parse(readFileSync(join(ROOT, "wrangler.toml"), "utf8")) as Json;
+  edit(toml.env.production.vars.WARMPATH_CONFIG);
+  writeFileSync(join(root, "wrangler.toml"), stringify(toml));
+  return root;
+}
+
+test("arguments: --env is required, --dry-run optional, nothing else accepted", () => {
+  assert.deepEqual(parseDeployArgs(["--env", "production"]), { environment: "production", dryRun: false });
+  assert.deepEqual(parseDeployArgs(["--dry-run", "--env", "staging"]), { environment: "staging", dryRun: true });
+  assert.throws(() => parseDeployArgs([]), UsageError);
+  assert.throws(() => parseDeployArgs(["--env", "production", "--force"]), UsageError);
+  assert.throws(() => parseDeployArgs(["--env", "production", "extra"]), UsageError);
+});
+
+test("production generates the edge and one placed worker per region, as wrangler will read them", () => {
+  const dir = tmp("production");
+  try {
+    const deployment = generateDeployment({ root: ROOT, environment: "production", outDir: dir });
+    assert.deepEqual(readdirSync(dir).sort(), ["deployment.json", "edge.json", "region-eu-west.json", "region-us-east.json"]);
+    const edge = readJson(join(dir, "edge.json"));
+    const regions = { "us-east": readJson(join(dir, "region-us-east.json")), "eu-west": readJson(join(dir, "region-eu-west.json")) };
+
+    assert.equal(edge.name, "warmpath");
+    assert.equal(resolve(dir, edge.main), join(ROOT, "src/edge/index.ts"));
+    assert.equal(edge.durable_objects, undefined, "the edge owns no Durable Object");
+    assert.equal(edge.migrations, undefined);
+    assert.equal(edge.placement, undefined, "the edge runs where the client is");
+    assert.deepEqual(edge.services, [
+      { binding: "REGION_WORKER_US_EAST", service: "warmpath-region-us-east" },
+      { binding: "REGION_WORKER_EU_WEST", service: "warmpath-region-eu-west" },
+    ]);
+    assert.equal(edge.vars.WARMPATH_REGION, undefined);
+    assert.equal(edge.ratelimits?.[0]?.name, "RATE_LIMITER");
+    assert.equal(resolve(dir, edge.assets.directory), join(ROOT, "public"));
+
+    const placement = { "us-east": "aws:us-east-1", "eu-west": "aws:eu-west-1" };
+    for (const [region, config] of Object.entries(regions)) {
+      assert.equal(config.name, `warmpath-region-${region}`);
+      assert.equal(resolve(dir, config.main), join(ROOT, "src/region/index.ts"));
+      assert.deepEqual(config.placement, { mode: "targeted", region: placement[region as keyof typeof placement] });
+      assert.deepEqual(config.durable_objects, { bindings: [{ name: "REGION", class_name: "RegionDurableObject" }] });
+      assert.deepEqual(config.migrations, [{ tag: "v1", new_sqlite_classes: ["RegionDurableObject"] }]);
+      assert.equal(config.workers_dev, false, "reached only through the edge's service binding");
+      assert.equal(config.services, undefined);
+      assert.equal(config.vars.WARMPATH_REGION, region);
+      assert.equal(config.vars.WARMPATH_CONFIG.mode, "production");
+    }
+
+    const secrets = Object.fromEntries(deployment.workers.map((w) => [w.name, w.secrets]));
+    assert.deepEqual(secrets, {
+      "warmpath-region-us-east": ["ORIGIN_TOKEN"],
+      "warmpath-region-eu-west": ["ORIGIN_TOKEN"],
+      warmpath: ["NODE_TOKEN_US_EAST", "NODE_TOKEN_EU_WEST", "ADMIN_TOKEN"],
+    });
+    const manifest = readJson(join(dir, "deployment.json"));
+    assert.deepEqual(
+      manifest.order.map((w: Json) => [w.name, w.file]),
+      [
+        ["warmpath-region-us-east", "region-us-east.json"],
+        ["warmpath-region-eu-west", "region-eu-west.json"],
+        ["warmpath", "edge.json"],
+      ],
+    );
+    const report = secretsReport(planDeploy(deployment, false));
+    assert.match(report, /npx wrangler secret put ORIGIN_TOKEN --config \S+region-eu-west\.json/);
+    assert.match(report, /npx wrangler secret put ADMIN_TOKEN --config \S+edge\.json/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("staging generates its region worker, placed, then its edge", () => {
+  const dir = tmp("staging");
+  try {
+    const deployment = generateDeployment({ root: ROOT, environment: "staging", outDir: dir });
+    assert.deepEqual(
+      deployment.workers.map((w) => [w.kind, w.name]),
+      [
+        ["region", "warmpath-staging-region-us-east"],
+        ["edge", "warmpath-staging"],
+      ],
+    );
+    for (const w of deployment.workers.filter((w) => w.kind === "region")) assert.equal((w.config.placement as Json).mode, "targeted");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+for (const [what, edit, field] of [
+  ["a region without placement", (c: Json) => delete c.regions[0].placement, /regions\.0\.placement: required to deploy/],
+  ["an unknown key", (c: Json) => (c.regions[1].placment = c.regions[1].placement), /regions\.1: Unrecognized key: "placment"/],
+  [
+    "a bad placement",
+    (c: Json) => (c.regions[1].placement = { region: "us-east-1" }),
+    /regions\.1\.placement\.region: must be provider:region/,
+  ],
+  ["a bad field", (c: Json) => (c.regions[0].models = []), /regions\.0\.models/],
+] as const) {
+  test(`${what} is refused, naming the field, and nothing is written or deployed`, () => {
+    const root = rootWith(edit);
+    try {
+      const { run, ran } = recorder();
+      const errors: string[] = [];
+      const code = deploy({ environment: "production", dryRun: false }, { root, run, log: () => {}, error: (l) => errors.push(l) });
+      assert.equal(code, 1);
+      assert.match(errors.join("\n"), field);
+      assert.match(errors.join("\n"), /wrangler\.toml \[env\.production\]/);
+      assert.deepEqual(ran, [], "no wrangler run");
+      assert.equal(existsSync(join(root, "dist")), false, "nothing generated");
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+}
+
+test("the plan runs every region worker before the edge, with --dry-run into bundles/<worker>", () => {
+  const dir = tmp("plan");
+  try {
+    const deployment = generateDeployment({ root: ROOT, environment: "production", outDir: dir });
+    // Whatever order the workers come in, the edge goes last.
+    const steps = planDeploy({ ...deployment, workers: [...deployment.workers].reverse() }, true);
+    assert.deepEqual(
+      steps.map((s) => s.worker.kind),
+      ["region", "region", "edge"],
+    );
+    for (const s of steps) {
+      assert.deepEqual(s.args.slice(0, 3), ["deploy", "--config", s.args[2]]);
+      assert.equal(resolve(ROOT, s.args[2]!), s.worker.file);
+      assert.deepEqual(s.args.slice(3), ["--dry-run", "--outdir", join(dir, "bundles", s.worker.name)]);
+    }
+    assert.deepEqual(
+      planDeploy(deployment, false).map((s) => s.args.length),
+      [3, 3, 3],
+      "a real deploy: `deploy --config <file>` only",
+    );
+
+    const { run, ran } = recorder();
+    const log: string[] = [];
+    assert.equal(deploy({ environment: "production", dryRun: true }, { outDir: dir, run, log: (l) => log.push(l) }), 0);
+    assert.deepEqual(ran, ["warmpath-region-us-east", "warmpath-region-eu-west", "warmpath"]);
+    assert.match(log.join("\n"), /wrangler secret put NODE_TOKEN_US_EAST --config/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a failed region worker stops the deploy before the edge, saying what is deployed and what to do", () => {
+  const dir = tmp("failure");
+  try {
+    const { run, ran } = recorder("warmpath-region-eu-west");
+    const errors: string[] = [];
+    const args = { environment: "production", dryRun: false };
+    assert.equal(deploy(args, { outDir: dir, run, log: () => {}, error: (l) => errors.push(l) }), 1);
+    assert.deepEqual(ran, ["warmpath-region-us-east", "warmpath-region-eu-west"], "the edge is never deployed");
+    const report = errors.join("\n");
+    assert.match(report, /deployed: +warmpath-region-us-east \(region us-east\)\n/);
+    assert.match(report, /failed: +warmpath-region-eu-west \(region eu-west\)/);
+    assert.match(report, /not deployed: +warmpath \(edge\)\n/);
+    assert.match(report, /old edge keeps serving/);
+    assert.ok(report.includes(CONTRACT_HEADER), "names the contract version header");
+    assert.match(report, /run the same command again: npm run deploy -- --env production\n/);
+    assert.match(report, /idempotent/);
+
+    // The edge itself failing: every region worker is deployed.
+    const deployment = generateDeployment({ root: ROOT, environment: "production", outDir: dir });
+    const outcome = runPlan(planDeploy(deployment, false), recorder("warmpath").run);
+    assert.deepEqual(
+      outcome.done.map((w) => w.name),
+      ["warmpath-region-us-east", "warmpath-region-eu-west"],
+    );
+    assert.deepEqual(outcome.notAttempted, []);
+    assert.match(failureReport(args, outcome), /Every region worker is deployed; the old edge keeps serving/);
+    assert.match(failureReport({ ...args, dryRun: true }, outcome), /Nothing was uploaded/);
+    // The first region worker failing: nothing changed.
+    const first = runPlan(planDeploy(deployment, false), recorder("warmpath-region-us-east").run);
+    assert.match(
+      failureReport(args, first),
+      /deployed: +none\n[^]*not deployed: +warmpath-region-eu-west \(region eu-west\), warmpath \(edge\)\n/,
+    );
+    assert.match(failureReport(args, first), /Nothing was deployed: the old workers keep serving/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test(
+  "staging's dry run bundles every worker with wrangler, region worker first (no account, nothing uploaded)",
+  { timeout: 60_000 },
+  () => {
+    const dir = tmp("dry-run");
+    mkdirSync(dir, { recursive: true });
+    try {
+      const ran: string[] = [];
+      const run: Runner = (step) => {
+        ran.push(step.worker.name);
+        return spawnWrangler(step, { quiet: true });
+      };
+      const errors: string[] = [];
+      const code = deploy({ environment: "staging", dryRun: true }, { outDir: dir, run, log: () => {}, error: (l) => errors.push(l) });
+      assert.equal(code, 0, errors.join("\n"));
+      assert.deepEqual(ran, ["warmpath-staging-region-us-east", "warmpath-staging"]);
+      for (const name of ran) assert.ok(existsSync(join(dir, "bundles", name, "index.js")), `${name} bundled`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
