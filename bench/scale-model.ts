@@ -5,30 +5,41 @@
  * prints its own banner first), then `npx prettier --write docs/SCALING.md` (it aligns the tables).
  *
  * Why a model and not a measurement: the two questions are about places this repository cannot
- * run in (Cloudflare's network between a client's edge, a region's Durable Object and its GPUs) and
- * a load it cannot generate (100,000 requests/s). So this file computes them from three kinds of
- * input, each a named constant below with its source beside it:
+ * run in (Cloudflare's network between a client's edge, a region's worker and Durable Objects and
+ * its GPUs) and a load it cannot generate (100,000 requests/s). So this file computes them from
+ * three kinds of input, each a named constant below with its source beside it:
  *
  * - **measured** here: the CPU of hashing and routing in workerd (bench/workerd/RESULTS.md), the
- *   worker's CPU per request in workerd (bench/e2e/RESULTS.md), the index's memory bound
- *   (src/core/prefix-index.ts, bench/ROUTE_COST.md), the busiest shard's share and the cost of
- *   sharing load between shards (bench/SHARDS.md), the protocol itself (how many calls a request and
- *   a node report make to the region's objects, and what they write: src/region/dispatch.ts,
- *   src/edge/api/nodes.ts, durable-objects/region.ts, scripts/agent/agent.ts);
+ *   workers' CPU per request in workerd (read from bench/e2e/RESULTS.md when this runs), the
+ *   index's memory bound (src/core/prefix-index.ts, bench/ROUTE_COST.md), the busiest shard's share
+ *   and the cost of sharing load between shards (bench/SHARDS.md), the protocol itself (how many
+ *   calls a request and a node report make to the region's objects, and what they write:
+ *   src/region/dispatch.ts, src/region/app.ts, src/edge/forward.ts, src/edge/api/nodes.ts,
+ *   durable-objects/region.ts, the agent);
  * - **published** by Cloudflare: prices and limits, with the page each comes from;
  * - **assumed**, marked `ASSUMPTION`, where neither exists (e.g. the share of requests that stream,
  *   bytes per log line); the doc lists them, and the tables show how much they matter.
  *
+ * The protocol modelled is the one built (issue 22): an edge worker (src/edge/) forwards each
+ * request once over a service binding to its region's worker, placed by the region's GPUs
+ * (src/region/); the region object's `route` returns a RouteSession on which the first byte and the
+ * completion are calls in the same RPC session (one billed object request); a sharded region's
+ * exchange ingests every node report and hands them to the shards; the exchange interval grows with
+ * the shards (exchangeIntervalMs). The protocol before it (one worker, three billed calls, reports
+ * into shard 0 mirrored to the others) is kept for comparison.
+ *
  * Part A: the round trips of each way to place the decision (client, edge, object, origin), the
  * latency each adds over calling the origin directly, its load on the region object and its
- * consistency. Part B: what 100,000 requests/s over 5 regions and 2,000 nodes costs in Durable
- * Object requests, CPU, memory and money, where the per-object limits bind, and how many shards a
- * region needs, with a sampled Zipf distribution of prompts' first blocks through the production
- * shard function (src/core/shard.ts) showing why that number depends on prefix skew.
+ * consistency: option 5 is the one built, the others the alternatives considered. Part B: what
+ * 100,000 requests/s over 5 regions and 2,000 nodes costs in Durable Object requests, CPU, memory
+ * and money, where the per-object limits bind, and how many shards a region needs, with a sampled
+ * Zipf distribution of prompts' first blocks through the production shard function
+ * (src/core/shard.ts) showing why that number depends on prefix skew.
  *
  * Everything is a pure function of the constants (tested in bench/test/scale-model.test.ts);
  * the simulation is seeded, so the output is the same on every run.
  */
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_FLEET } from "./fleet.ts";
 import { ROUND_TRIP_MS_PER_KM, distanceKm } from "../src/core/region-select.ts";
@@ -38,6 +49,12 @@ import { DEFAULT_REGION_SETTINGS } from "../src/core/region/settings.ts";
 import { blockWeight } from "../src/core/block-layout.ts";
 import { seededRandom, zipfSampler } from "../src/core/random.ts";
 import { DIGEST_TTL_MS } from "../src/core/warm-region.ts";
+
+/** The repository's root, for the files the model reads and names. */
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+/** The agent's main loop, wherever it lives now (it may move from scripts/agent/ to agent/): the path the doc cites. */
+export const AGENT_SOURCE = ["agent/agent.ts", "scripts/agent/agent.ts"].find((p) => existsSync(ROOT + p)) ?? "scripts/agent/agent.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Inputs: geography (part A)
@@ -98,16 +115,24 @@ export function rttMs(km: number): number {
 // Part A: the path of one request, per option
 // ---------------------------------------------------------------------------------------------
 
-export type OptionId = "direct" | "today" | "preconnect" | "relay" | "snapshot" | "smart" | "split";
+/**
+ * The ways to place the decision: `split` (5) is the one built (issue 22: src/edge/, src/region/,
+ * scripts/deploy/generate.ts); `single` (1) is the one it replaced; the others are the
+ * alternatives considered.
+ */
+export type OptionId = "direct" | "single" | "preconnect" | "relay" | "snapshot" | "smart" | "split";
+
+/** The option built. */
+export const BUILT_OPTION: OptionId = "split";
 
 export const OPTIONS: ReadonlyArray<{ id: OptionId; label: string }> = [
   { id: "direct", label: "client calls the GPUs directly (reference)" },
-  { id: "today", label: "(1) today: worker asks the object, then calls the origin" },
-  { id: "preconnect", label: "(1b) today + origin connection opened during the route RPC" },
+  { id: "single", label: "(1) one worker asks the object, then calls the origin (before issue 22)" },
+  { id: "preconnect", label: "(1b) (1) + origin connection opened during the route RPC" },
   { id: "relay", label: "(2) the object calls the origin and relays the stream" },
   { id: "snapshot", label: "(3) worker decides from a replicated snapshot" },
   { id: "smart", label: "(4) Smart Placement, the region it placed the worker by" },
-  { id: "split", label: "(5) edge worker + per-region worker placed by the GPUs" },
+  { id: "split", label: "(5) built: edge worker + per-region worker placed by the GPUs" },
 ];
 
 /** One round trip of a path: between which points, how far, and whether it crosses from the client's side to the GPUs' side. */
@@ -141,7 +166,7 @@ export function firstByteLegs(option: OptionId, p: Placement): Leg[] {
   switch (option) {
     case "direct":
       return [{ from: "client", to: "origin", km: d.clientGpu, longHaul: true }];
-    case "today":
+    case "single":
     case "preconnect":
       return [
         access,
@@ -194,7 +219,7 @@ export function retryLegs(option: OptionId, p: Placement): Leg[] {
   switch (option) {
     case "direct":
       return [{ from: "client", to: "origin", km: d.clientGpu, longHaul: true }];
-    case "today":
+    case "single":
     case "preconnect":
       return [
         { from: "edge", to: "object", km: d.edgeObject, longHaul: true },
@@ -223,7 +248,7 @@ export function coldConnectionMs(option: OptionId, p: Placement): number {
   const handshake = (km: number) => HANDSHAKE_ROUND_TRIPS * rttMs(km);
   switch (option) {
     case "direct":
-    case "today":
+    case "single":
     case "snapshot":
       return handshake(d.clientGpu);
     case "preconnect":
@@ -237,11 +262,11 @@ export function coldConnectionMs(option: OptionId, p: Placement): number {
 }
 
 /**
- * Calls to the region's object per request that are billed Durable Object requests: `route`,
- * `firstByte` (a streamed answer's only) and `complete` (src/region/dispatch.ts), on average
- * DO_CALLS_PER_REQUEST_TODAY; one when the object makes the origin call itself (the bookkeeping is
- * then internal) or when a snapshot decider reports each dispatch back asynchronously (fewer if an
- * isolate batches its reports).
+ * Calls to the region's object per request: `route`, `firstByte` (a streamed or stored answer's
+ * only) and `complete` (src/region/dispatch.ts), on average DO_CALLS_PER_REQUEST, for every option
+ * whose worker asks the object; one when the object makes the origin call itself (the bookkeeping
+ * is then internal) or when a snapshot decider reports each dispatch back asynchronously (fewer if
+ * an isolate batches its reports). Billed, with the RPC session built: one (billedObjectRequests).
  */
 export function objectCallsPerRequest(option: OptionId): number {
   switch (option) {
@@ -251,8 +276,13 @@ export function objectCallsPerRequest(option: OptionId): number {
     case "snapshot":
       return 1;
     default:
-      return DO_CALLS_PER_REQUEST_TODAY;
+      return DO_CALLS_PER_REQUEST;
   }
+}
+
+/** Billed object requests per request: an option whose worker asks the object makes its calls in one RPC session (as built: RouteSession). */
+export function billedObjectRequests(option: OptionId): number {
+  return option === "direct" ? 0 : 1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -265,11 +295,16 @@ export const REGIONS = 5;
 export const NODES = 2_000;
 /**
  * Every agent reports once a second (README, Node API; bench/fleet.ts DEFAULT_FLEET.reportIntervalMs;
- * scripts/agent `--interval-ms`, default 1000). The agent sleeps the interval after each report's
- * answer (scripts/agent/agent.ts `run`), so its reports arrive a little more than 1 s apart.
+ * the agent's `--interval-ms`, default 1000). The agent sleeps the interval after each report's
+ * answer (AGENT_SOURCE `run`), so its reports arrive a little more than 1 s apart.
  */
 export const REPORT_INTERVAL_S = DEFAULT_FLEET.reportIntervalMs / 1000;
-/** Calls to the region (shard) object of a request whose answer streams (SSE): `route`, `firstByte`, `complete` (src/region/dispatch.ts); each is a billed Durable Object request. */
+/**
+ * Calls to the region (shard) object of a request whose answer streams (SSE) or is stored: `route`,
+ * then `firstByte` and `complete` on the RouteSession it returns (src/region/dispatch.ts,
+ * durable-objects/region.ts). Built: one billed Durable Object request (calls on an RpcTarget an RPC
+ * call returned stay in its session); before issue 22, three.
+ */
 export const DO_CALLS_STREAMED = 3;
 /**
  * Calls of a request whose answer does not stream: `route` and `complete`, which carries the first
@@ -284,17 +319,33 @@ export const DO_CALLS_UNSTREAMED = 2;
  * chat clients and agents mostly stream, so the conservative case, every request, is modelled.
  */
 export const STREAMED_SHARE = 1;
-/** Calls per request to the region (shard) object today, on average over streamed and unstreamed requests. */
-export const DO_CALLS_PER_REQUEST_TODAY = STREAMED_SHARE * DO_CALLS_STREAMED + (1 - STREAMED_SHARE) * DO_CALLS_UNSTREAMED;
-/** A shard calls the region's load exchange at most every 20 ms (durable-objects/region.ts, SHARD_LOAD_SYNC_MS); the interval is fixed. */
+/** Calls per request to the region (shard) object, on average over streamed and unstreamed requests (billed or not). */
+export const DO_CALLS_PER_REQUEST = STREAMED_SHARE * DO_CALLS_STREAMED + (1 - STREAMED_SHARE) * DO_CALLS_UNSTREAMED;
+/** The shortest exchange interval, and the one bench/SHARDS.md measured (durable-objects/region.ts, SHARD_LOAD_SYNC_MS); before issue 22 the only one. */
 export const SHARD_LOAD_SYNC_MS = 20;
-/** A reporting node's `last_seen` row is rewritten once more than a third of `node_silence_ms` has passed (durable-objects/region.ts, LAST_SEEN_WRITE_FRACTION). */
+/**
+ * The region's exchange spends at most this many calls a second on its shards' exchanges
+ * (durable-objects/region.ts, EXCHANGE_CALLS_PER_SECOND), leaving the rest of ~1,000 for the
+ * region's node reports, which it ingests.
+ */
+export const EXCHANGE_CALLS_PER_SECOND = 600;
+/**
+ * The interval between a shard's exchanges: 20 ms up to 12 shards, then growing with the shards
+ * (52 ms at 31). Restated from durable-objects/region.ts `exchangeIntervalMs`, which Node cannot
+ * import (it imports `cloudflare:workers`); bench/test/scale-model.test.ts imports the real one
+ * with a stub of that module and checks that the two agree for every shard count up to MAX_SHARDS.
+ */
+export function exchangeIntervalMs(shards: number): number {
+  return Math.max(SHARD_LOAD_SYNC_MS, (shards * 1000) / EXCHANGE_CALLS_PER_SECOND);
+}
+/** A node's `last_seen` row is rewritten once more than a third of `node_silence_ms` has passed (durable-objects/region.ts, LAST_SEEN_WRITE_FRACTION), by every object that applies its reports. */
 export const LAST_SEEN_WRITE_FRACTION = 1 / 3;
 /**
- * A sharded region: every report goes to shard 0 (src/edge/api/nodes.ts), which passes a node's report
- * on to the other shards (`mirrorReport`) when it registers or changes the node, and otherwise once
- * at least a third of `node_silence_ms` has passed since the last time (durable-objects/region.ts,
- * MIRROR_FRACTION): every 5 s by default.
+ * Before issue 22 (`git show c0b67e8^:durable-objects/region.ts`): every report of a sharded region
+ * went to shard 0, which had the worker pass a node's report on to the other shards (`mirrorReport`)
+ * when it registered or changed the node, and otherwise once at least a third of
+ * `node_silence_ms` had passed since the last time (MIRROR_FRACTION): every 5 s by default. Built,
+ * only a report that registers or changes a node goes to every shard directly (src/region/app.ts).
  */
 export const MIRROR_FRACTION = 1 / 3;
 /** ASSUMPTION: an object's alarm fires about once per node-silence timeout (it is re-armed for the next expiry; each setAlarm is a row written). */
@@ -329,19 +380,84 @@ export const PAIR_WORK_US = 34.5;
 export const RPC_FLOOR_PAIR_US = 55.2;
 /** ASSUMPTION: the share of an object's one thread to plan for (at 70% an M/M/1 queue waits 2.3x the service time). */
 export const TARGET_UTILISATION = 0.7;
+/** The workers' CPU per request as bench/e2e/RESULTS.md reports it (parseE2eCpu). */
+export interface MeasuredCpu {
+  /** CPU ms per request of the edge and the region worker together (and whatever else shared their process). */
+  totalMs: number;
+  /** The edge's and the region worker's own figures, when the file reports them apart. */
+  edgeMs?: number;
+  regionMs?: number;
+  /** The commit and time the file says it was generated at. */
+  commit?: string;
+  generatedAt?: string;
+}
+
+/** Where the measured worker CPU comes from. */
+export const E2E_RESULTS = "bench/e2e/RESULTS.md";
+
 /**
- * Measured: the worker's CPU per routed request, 2.00 ms of workerd CPU per request one at a time
- * (bench/e2e/RESULTS.md, "The router in workerd alone", column "CPU ms/req one at a time: workerd
- * with the worker"; workerd 1.20261117.1, 2-core shared AMD EPYC). An upper bound for the worker
- * alone: the same process also ran the region object's work, the HTTP server and the local
- * simulations of the rate limiter and Analytics Engine bindings. Not in it: the requests were
- * short (~330 characters: a 10,000-character prompt adds 13.6 µs of hashing) with one-token
- * answers, so relaying a 343-event stream is not measured (B6 shows 0.5-5 ms).
+ * The workers' CPU per routed request from bench/e2e/RESULTS.md's section "The router in workerd
+ * alone": its row `workerd alone ...`, the first column headed "CPU ms/req" (one request at a time,
+ * workerd CPU). If the section reports the edge and the region worker apart (CPU columns naming
+ * "edge" and "region"), both are read and the total is their sum. Throws when the section, the row
+ * or the column is missing: the document is generated from the file or not at all.
  */
-export const WORKER_CPU_MS = 2.0;
+export function parseE2eCpu(markdown: string): MeasuredCpu {
+  const lines = markdown.split("\n");
+  const heading = lines.findIndex((l) => /^#+ .*workerd alone/i.test(l));
+  if (heading < 0) throw new Error(`${E2E_RESULTS}: no section "The router in workerd alone"`);
+  const start = lines.findIndex((l, i) => i > heading && l.startsWith("|"));
+  if (start < 0) throw new Error(`${E2E_RESULTS}: no table under "The router in workerd alone"`);
+  const cells = (l: string) =>
+    l
+      .trim()
+      .replace(/^\||\|$/g, "")
+      .split("|")
+      .map((c) => c.trim());
+  const rows: string[][] = [];
+  for (let i = start; i < lines.length && lines[i]!.startsWith("|"); i++) rows.push(cells(lines[i]!));
+  const [header, , ...body] = rows;
+  const row = body.find((r) => /^workerd alone/i.test(r[0] ?? ""));
+  if (!header || !row) throw new Error(`${E2E_RESULTS}: no "workerd alone" row under "The router in workerd alone"`);
+  const first = header.findIndex((h) => /CPU ms\/req/i.test(h));
+  if (first < 0) throw new Error(`${E2E_RESULTS}: no "CPU ms/req" column in "The router in workerd alone"`);
+  const value = (i: number) => {
+    const m = /\d+(?:\.\d+)?/.exec(row[i] ?? "");
+    const x = m ? Number(m[0]) : Number.NaN;
+    if (!Number.isFinite(x) || x <= 0)
+      throw new Error(`${E2E_RESULTS}: "${header[i]}" of the workerd alone row is not a figure: ${row[i]}`);
+    return x;
+  };
+  const cpuColumn = (name: RegExp) => header.findIndex((h, i) => i >= first && name.test(h) && /CPU|workerd/i.test(h));
+  const edge = cpuColumn(/\bedge\b/i);
+  const region = cpuColumn(/\bregion\b/i);
+  const commit = /commit `([0-9a-f]{7,40})`/.exec(markdown)?.[1];
+  const generatedAt = /on (\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2} UTC)?)/.exec(markdown)?.[1];
+  const where = { ...(commit ? { commit } : {}), ...(generatedAt ? { generatedAt } : {}) };
+  if (edge >= 0 && region >= 0 && edge !== region) {
+    const edgeMs = value(edge);
+    const regionMs = value(region);
+    return { totalMs: edgeMs + regionMs, edgeMs, regionMs, ...where };
+  }
+  return { totalMs: value(first), ...where };
+}
+
 /**
- * ASSUMPTION: the worker's CPU per node report (authenticate the node's secret, validate, one RPC).
- * In a sharded region every 5th report also makes an RPC per other shard (the mirrors): not counted.
+ * Measured: the workers' CPU per routed request (bench/e2e/RESULTS.md, "The router in workerd
+ * alone", one request at a time; read when this runs, so a regenerated RESULTS.md flows into the
+ * document). An upper bound for short answers: the same process also ran the region object's work,
+ * the HTTP server and the local simulations of the rate limiter and Analytics Engine bindings. Not
+ * in it: the requests were short (~330 characters: a 10,000-character prompt adds ~11 µs of
+ * hashing) with one-token answers, so relaying a 343-event stream is not measured (B6 shows
+ * 0.5-5 ms). Both workers' CPU is billed: a service binding adds no billed request, and its
+ * callee's CPU is counted here with the caller's.
+ */
+export const MEASURED_CPU: MeasuredCpu = parseE2eCpu(readFileSync(ROOT + E2E_RESULTS, "utf8"));
+export const WORKER_CPU_MS = MEASURED_CPU.totalMs;
+/**
+ * ASSUMPTION: the workers' CPU per node report, edge and region worker together (authenticate the
+ * node's secret, validate, forward over the service binding, validate, one RPC to the ingest). A
+ * report that registers or changes a node also makes an RPC per shard: rare, not counted.
  */
 export const REPORT_CPU_MS = 0.3;
 
@@ -478,10 +594,26 @@ export const PRICES: Prices = {
   logRetentionDays: 7,
 };
 
-/** ASSUMPTION: bytes Workers Logs ingests per logged request (the decision line with its candidates ~1 KB, the invocation event ~1 KB). */
-export const LOG_BYTES_PER_REQUEST = 2_000;
-/** ASSUMPTION: bytes per logged node report (its invocation event only). */
-export const LOG_BYTES_PER_REPORT = 800;
+/**
+ * Workers invoked per routed request and per node report: the edge, and the region worker over its
+ * service binding (src/edge/forward.ts, src/edge/api/nodes.ts); both log to Workers Logs (the
+ * generated configurations share the environment's `observability`: scripts/deploy/generate.ts).
+ */
+export const WORKERS_PER_REQUEST = 2;
+/** ASSUMPTION: bytes of one request's decision line with its candidates (src/proxy/decision-log.ts; the region worker writes it: src/region/respond.ts). */
+export const LOG_BYTES_DECISION_LINE = 1_000;
+/** ASSUMPTION: bytes of a routed request's invocation event, per worker invoked. */
+export const LOG_BYTES_REQUEST_INVOCATION = 1_000;
+/** ASSUMPTION: bytes of a node report's invocation event, per worker invoked. */
+export const LOG_BYTES_REPORT_INVOCATION = 800;
+/** Bytes Workers Logs ingests per logged request: the decision line and each worker's invocation event (`workers`: 1 before issue 22). */
+export function logBytesPerRequest(workers = WORKERS_PER_REQUEST): number {
+  return LOG_BYTES_DECISION_LINE + workers * LOG_BYTES_REQUEST_INVOCATION;
+}
+/** Bytes per logged node report: each worker's invocation event. */
+export function logBytesPerReport(workers = WORKERS_PER_REQUEST): number {
+  return workers * LOG_BYTES_REPORT_INVOCATION;
+}
 /** ASSUMPTION: bytes of one node's row in the object's SQLite (id, URL, models, capacity, last_seen, boot id, secret hash). */
 export const NODE_ROW_BYTES = 300;
 
@@ -489,7 +621,7 @@ export const NODE_ROW_BYTES = 300;
 // Part B: load, capacity, memory, money
 // ---------------------------------------------------------------------------------------------
 
-/** How the worker and the objects talk: today's protocol, or the changes docs/SCALING.md recommends. */
+/** How the workers and the objects talk: the protocol built, the one before it, or a change not made. */
 export interface Protocol {
   name: string;
   /** Billed Durable Object requests per routed request. */
@@ -497,48 +629,63 @@ export interface Protocol {
   /** Calls per routed request the object's request rate counts (for the documented per-object limit). */
   countedCallsPerRequest: number;
   /**
-   * Where node reports go in a sharded region. `mirrored` (today): every report to shard 0, and
-   * each node's report on to the other shards about every 5 s (MIRROR_FRACTION). `once`: one
-   * object per region (the exchange) ingests them and hands node state to the shards in its replies.
-   * Unsharded, the region's one object takes every report either way.
+   * Where node reports go in a sharded region. `exchange` (built): the region's exchange ingests
+   * every report (regionIngestStub, src/config/load.ts) and hands the accepted ones to the shards in
+   * its answers to their exchanges (a versioned node feed: durable-objects/region.ts). `mirrored`
+   * (before issue 22): every report to shard 0, and each node's report on to the other shards about
+   * every 5 s (MIRROR_FRACTION). Unsharded, the region's one object takes every report either way.
    */
-  reports: "mirrored" | "once";
-  /** A fixed exchange interval (today's SHARD_LOAD_SYNC_MS); without one, the exchange slows as the shards grow (minSyncMs). */
+  reports: "mirrored" | "exchange";
+  /**
+   * Whether every shard rewrites a node's `last_seen` row as it applies the node's reports (built:
+   * `applyReport` persists the feed's reports as the ingest does; before, each mirror), or only when
+   * a report registers or changes the node (not made).
+   */
+  shardsRewriteLastSeen: boolean;
+  /** A fixed exchange interval (before issue 22: SHARD_LOAD_SYNC_MS); without one, the built exchangeIntervalMs. */
   fixedSyncMs?: number;
+  /** Workers invoked per request and per report, each logging its invocation: 1 before issue 22, 2 built (WORKERS_PER_REQUEST). */
+  workers: number;
 }
 
-export const TODAY: Protocol = {
-  name: "today",
-  billedCallsPerRequest: DO_CALLS_PER_REQUEST_TODAY,
-  countedCallsPerRequest: DO_CALLS_PER_REQUEST_TODAY,
+/** Before issue 22: three billed calls a streamed request, reports into shard 0 mirrored to the others, a 20 ms exchange. */
+export const BEFORE: Protocol = {
+  name: "before issue 22",
+  billedCallsPerRequest: DO_CALLS_PER_REQUEST,
+  countedCallsPerRequest: DO_CALLS_PER_REQUEST,
   reports: "mirrored",
+  shardsRewriteLastSeen: true,
   fixedSyncMs: SHARD_LOAD_SYNC_MS,
-};
-/** Today's protocol if no answer streamed: `firstByte` rides with `complete`, two calls per request. */
-export const TODAY_UNSTREAMED: Protocol = {
-  name: "today, nothing streamed",
-  billedCallsPerRequest: DO_CALLS_UNSTREAMED,
-  countedCallsPerRequest: DO_CALLS_UNSTREAMED,
-  reports: "mirrored",
-  fixedSyncMs: SHARD_LOAD_SYNC_MS,
+  workers: 1,
 };
 /**
- * Recommended: `route` returns an RpcTarget whose `firstByte` and `complete` are calls in the same
- * RPC session (billed once, per the pricing page); reports ingested once per region; an exchange
- * that slows as the shards grow. Counted calls: today's if the session's follow-up calls count
- * against the object's request rate (not documented), 1 if not.
+ * Built (issue 22): `route` returns a RouteSession (an RpcTarget) whose `firstByte` and `complete`
+ * are calls in the same RPC session, billed once (the pricing page); the exchange ingests every
+ * report; the exchange interval grows with the shards. Counted calls: all of them if the session's
+ * follow-up calls count against the object's request rate (not documented), else 1; the headline
+ * uses 1 (BUILT), B3 shows both.
  */
-export const SESSION_COUNTED: Protocol = {
-  name: `session (${DO_CALLS_PER_REQUEST_TODAY} counted)`,
+export const BUILT_COUNTED: Protocol = {
+  name: `built, session (${DO_CALLS_PER_REQUEST} counted)`,
   billedCallsPerRequest: 1,
-  countedCallsPerRequest: DO_CALLS_PER_REQUEST_TODAY,
-  reports: "once",
+  countedCallsPerRequest: DO_CALLS_PER_REQUEST,
+  reports: "exchange",
+  shardsRewriteLastSeen: true,
+  workers: WORKERS_PER_REQUEST,
 };
-export const SESSION_UNCOUNTED: Protocol = {
-  name: "session (1 counted)",
+export const BUILT: Protocol = {
+  name: "built, session (1 counted)",
   billedCallsPerRequest: 1,
   countedCallsPerRequest: 1,
-  reports: "once",
+  reports: "exchange",
+  shardsRewriteLastSeen: true,
+  workers: WORKERS_PER_REQUEST,
+};
+/** Not made: the built protocol with shards writing a node's row only when a report registers or changes it (the ingest keeps `last_seen`). */
+export const LAST_SEEN_ON_CHANGE: Protocol = {
+  ...BUILT,
+  name: "built, shards' last_seen on change",
+  shardsRewriteLastSeen: false,
 };
 
 export interface Deployment {
@@ -549,7 +696,7 @@ export interface Deployment {
   workerCpuMs: number;
   /** Share of requests logged (decision_log_sample_rate and observability head_sampling_rate together). */
   logSampleRate: number;
-  /** Share of requests written to Analytics Engine (today: every one). */
+  /** Share of requests written to Analytics Engine (as built: every one). */
   analyticsSampleRate: number;
 }
 
@@ -566,7 +713,7 @@ export const BASE_DEPLOYMENT: Deployment = {
 /**
  * Reports between a node's `last_seen` writes in the object that ingests its reports: the first
  * report more than a third of the silence timeout after the last write. The agent's reports are a
- * little more than REPORT_INTERVAL_S apart (scripts/agent/agent.ts sleeps after each answer), so
+ * little more than REPORT_INTERVAL_S apart (the agent sleeps after each answer: AGENT_SOURCE), so
  * the 5th report (5 s and a little) is past the 5 s threshold; at exactly 1 s it would be the 6th.
  */
 export function lastSeenWriteReports(): number {
@@ -580,8 +727,8 @@ export function lastSeenWriteIntervalS(): number {
 }
 
 /**
- * Seconds between two mirrors of a node's report to the other shards: the first report at least a
- * third of the silence timeout after the last mirror (MIRROR_FRACTION).
+ * Before issue 22: seconds between two mirrors of a node's report to the other shards: the first
+ * report at least a third of the silence timeout after the last mirror (MIRROR_FRACTION).
  */
 export function mirrorIntervalS(): number {
   const thresholdS = (DEFAULT_REGION_SETTINGS.nodeSilenceMs * MIRROR_FRACTION) / 1000;
@@ -589,15 +736,20 @@ export function mirrorIntervalS(): number {
 }
 
 /**
- * Seconds between a node's `last_seen` writes in a shard that only gets mirrors: `mirrorReport`
- * persists like `report` (durable-objects/region.ts `applyReport`), so a mirror writes once more
- * than a third of the silence timeout has passed since the last write. Mirrors come every 5 s and
- * a little (see lastSeenWriteReports), so every mirror writes; at exactly 1 s, every other one.
+ * Before issue 22: seconds between a node's `last_seen` writes in a shard that only got mirrors:
+ * `mirrorReport` persisted like `report` (`applyReport`), so a mirror wrote once more than a third
+ * of the silence timeout had passed since the last write. Mirrors came every 5 s and a little
+ * (see lastSeenWriteReports), so every mirror wrote; at exactly 1 s, every other one.
  */
 export function mirroredWriteIntervalS(): number {
   const thresholdS = (DEFAULT_REGION_SETTINGS.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION) / 1000;
   const m = mirrorIntervalS();
   return Math.ceil(thresholdS / m - 1e-9) * m;
+}
+
+/** The exchange interval a protocol runs at with `shards` shards: the fixed one before issue 22, else the built exchangeIntervalMs. */
+export function syncMsOf(p: Protocol, shards: number): number {
+  return p.fixedSyncMs ?? exchangeIntervalMs(shards);
 }
 
 /** Requests per second that reach each kind of object, region-wide and per object. */
@@ -606,13 +758,16 @@ export interface ObjectLoad {
   billedDoRps: number;
   /**
    * Incoming requests per second at a shard carrying `share` of its region's requests (counted
-   * calls), if it is the shard that ingests reports (shard 0 today): the busiest shard may be it.
+   * calls), if it is the shard that ingests reports (unsharded: the region's object; before issue
+   * 22: shard 0): the busiest shard may be it.
    */
   shardRps: (share: number) => number;
-  /** The same at a shard that only gets mirrored reports (today) or none (`once`). */
+  /** The same at any other shard: mirrored reports before issue 22, none as built (the exchange's feed rides on the shard's own calls). */
   otherShardRps: (share: number) => number;
-  /** Incoming requests per second at the region's exchange object (0 unsharded). */
+  /** Incoming requests per second at the region's exchange object (0 unsharded): the shards' exchanges, and as built the region's reports. */
   exchangeRps: number;
+  /** The interval between a shard's exchanges, ms. */
+  syncMs: number;
   /** Objects in the deployment (shards and exchanges). */
   objects: number;
   /** SQLite rows written per second, whole deployment. */
@@ -621,44 +776,42 @@ export interface ObjectLoad {
   nodeTables: number;
 }
 
-export function objectLoad(d: Deployment, p: Protocol, syncMs = p.fixedSyncMs ?? SHARD_LOAD_SYNC_MS): ObjectLoad {
+export function objectLoad(d: Deployment, p: Protocol): ObjectLoad {
   const n = d.shardsPerRegion;
   const regionRps = d.rps / d.regions;
   const reportsPerS = d.nodes / REPORT_INTERVAL_S;
   const regionReports = reportsPerS / d.regions;
   const sharded = n > 1;
   const mirrored = sharded && p.reports === "mirrored";
+  const syncMs = syncMsOf(p, n);
   const exchangesPerS = sharded ? (n * 1000) / syncMs : 0;
   const objects = d.regions * (n + (sharded ? 1 : 0));
   // Every report is one call (to shard 0, the exchange, or the region's one object); mirrors add one per other shard.
   const mirrorsPerS = mirrored ? (d.nodes / mirrorIntervalS()) * (n - 1) : 0;
   const alarms = objects * ALARMS_PER_OBJECT_PER_S;
   const billedDoRps = d.rps * p.billedCallsPerRequest + reportsPerS + mirrorsPerS + exchangesPerS * d.regions + alarms;
-  // Unsharded, or mirrored: a shard (the only one, or shard 0) takes every report; with `once` the exchange does.
-  const shardIngests = !sharded || p.reports === "mirrored";
+  // Unsharded, or mirrored: a shard (the only one, or shard 0) takes every report; built, the exchange does.
+  const shardIngests = !sharded || mirrored;
   const shardRps = (share: number) =>
     regionRps * share * p.countedCallsPerRequest + (shardIngests ? regionReports : 0) + ALARMS_PER_OBJECT_PER_S;
   const otherShardRps = (share: number) =>
     regionRps * share * p.countedCallsPerRequest +
     (!sharded ? regionReports : mirrored ? d.nodes / d.regions / mirrorIntervalS() : 0) +
     ALARMS_PER_OBJECT_PER_S;
-  const exchangeRps = sharded ? exchangesPerS + (p.reports === "once" ? regionReports : 0) : 0;
-  const nodeTables = mirrored ? n : 1;
-  const rowsWrittenPerS = d.nodes / lastSeenWriteIntervalS() + (mirrored ? (d.nodes * (n - 1)) / mirroredWriteIntervalS() : 0) + alarms;
-  return { billedDoRps, shardRps, otherShardRps, exchangeRps, objects, rowsWrittenPerS, nodeTables };
-}
-
-/** The exchange interval a region's exchange object can sustain under `capacity`, given what else it takes. */
-export function minSyncMs(d: Deployment, p: Protocol, capacity: number): number {
-  const n = d.shardsPerRegion;
-  const reports = p.reports === "once" ? d.nodes / REPORT_INTERVAL_S / d.regions : 0;
-  const room = capacity - reports;
-  return room <= 0 ? Infinity : Math.max(SHARD_LOAD_SYNC_MS, (n * 1000) / room);
-}
-
-/** The exchange interval a protocol runs at: today's fixed one, or the slowest within `capacity`. */
-export function syncMsOf(d: Deployment, p: Protocol, capacity: number): number {
-  return p.fixedSyncMs ?? minSyncMs(d, p, capacity);
+  const exchangeRps = sharded ? exchangesPerS + (p.reports === "exchange" ? regionReports : 0) : 0;
+  // Node tables: the ingest's, and in a sharded region every shard's (as built, the exchange's too).
+  const nodeTables = !sharded ? 1 : mirrored ? n : n + 1;
+  // last_seen rows: the ingest rewrites a node's every 5 s; so does each shard that applies its reports (mirrors, or the feed).
+  const ingestRows = d.nodes / lastSeenWriteIntervalS();
+  const shardRows = !sharded
+    ? 0
+    : mirrored
+      ? (d.nodes * (n - 1)) / mirroredWriteIntervalS()
+      : p.shardsRewriteLastSeen
+        ? (d.nodes * n) / lastSeenWriteIntervalS()
+        : 0;
+  const rowsWrittenPerS = ingestRows + shardRows + alarms;
+  return { billedDoRps, shardRps, otherShardRps, exchangeRps, syncMs, objects, rowsWrittenPerS, nodeTables };
 }
 
 /** One line of the monthly bill. */
@@ -672,9 +825,10 @@ export interface CostLine {
 const over = (used: number, included: number) => Math.max(0, used - included);
 
 /** The monthly bill of a deployment under a protocol, at Cloudflare's published prices. */
-export function monthlyCost(d: Deployment, p: Protocol, prices: Prices = PRICES, syncMs = p.fixedSyncMs ?? SHARD_LOAD_SYNC_MS): CostLine[] {
-  const load = objectLoad(d, p, syncMs);
+export function monthlyCost(d: Deployment, p: Protocol, prices: Prices = PRICES): CostLine[] {
+  const load = objectLoad(d, p);
   const reportsPerS = d.nodes / REPORT_INTERVAL_S;
+  // Billed: the edge's invocations. The region worker's, over a service binding, are not billed as requests; their CPU is (workerCpuMs covers both).
   const workerRequests = (d.rps + reportsPerS) * MONTH_S;
   const cpuMs = (d.rps * d.workerCpuMs + reportsPerS * REPORT_CPU_MS) * MONTH_S;
   const doRequests = load.billedDoRps * MONTH_S;
@@ -683,7 +837,7 @@ export function monthlyCost(d: Deployment, p: Protocol, prices: Prices = PRICES,
   const rowsWritten = load.rowsWrittenPerS * MONTH_S;
   const storageGbMonth = (d.regions * load.nodeTables * (d.nodes / d.regions) * NODE_ROW_BYTES) / 1e9;
   const points = d.rps * d.analyticsSampleRate * MONTH_S;
-  const logGb = ((d.rps * LOG_BYTES_PER_REQUEST + reportsPerS * LOG_BYTES_PER_REPORT) * d.logSampleRate * MONTH_S) / 1e9;
+  const logGb = ((d.rps * logBytesPerRequest(p.workers) + reportsPerS * logBytesPerReport(p.workers)) * d.logSampleRate * MONTH_S) / 1e9;
   // Stored: each day's maximum queryable GB (the retention window), averaged over 30 days.
   const logGbMonth = (logGb / 30) * prices.logRetentionDays;
   const m = 1e6;
@@ -760,7 +914,7 @@ export function routeUs(nodes: number): number {
 /** The object's CPU per routed request: the route, the rest of the pair's work, and one RPC's cost per call (upper bound: the floor counts both sides). */
 export function objectUsPerRequest(nodes: number): number {
   const rest = PAIR_WORK_US - routeUs(8);
-  return routeUs(nodes) + rest + DO_CALLS_PER_REQUEST_TODAY * (RPC_FLOOR_PAIR_US / 2);
+  return routeUs(nodes) + rest + DO_CALLS_PER_REQUEST * (RPC_FLOOR_PAIR_US / 2);
 }
 
 /** Routed requests per second one object's thread sustains at TARGET_UTILISATION (measured CPU, no documented limit). */
@@ -770,10 +924,12 @@ export function cpuBoundRps(nodes: number): number {
 
 /**
  * The fewest shards (1..MAX_SHARDS) whose busiest shard stays within `capacity` incoming
- * requests/s and whose exchange object does too, or undefined. `busiest(n)` is the busiest
- * shard's share of its region's requests with n shards; it may be the shard that ingests the
- * reports (shard 0 today), so that shard's reports are added to it. With `cpu`, capacity is in
- * routed requests (the measured-CPU view), else in incoming calls (the documented limit).
+ * requests/s and (with `exchange`) whose exchange object does too, or undefined. `busiest(n)` is
+ * the busiest shard's share of its region's requests with n shards; it may be the shard that
+ * ingests the reports (unsharded, or shard 0 before issue 22), so that shard's reports are added to
+ * it. With `cpu`, capacity is in routed requests (the measured-CPU view), else in incoming calls
+ * (the documented limit). The exchange interval is the protocol's own (syncMsOf), not fitted to
+ * `capacity`: as built it is a constant of the code.
  */
 export function shardsNeeded(
   d: Deployment,
@@ -781,29 +937,50 @@ export function shardsNeeded(
   capacity: number,
   busiest: (n: number) => number,
   cpu = false,
+  exchange = true,
 ): number | undefined {
   const regionRps = d.rps / d.regions;
   for (let n = 1; n <= MAX_SHARDS; n++) {
-    const dn = { ...d, shardsPerRegion: n };
     if (cpu) {
       if (regionRps * busiest(n) <= capacity) return n;
       continue;
     }
-    const load = objectLoad(dn, p, syncMsOf(dn, p, capacity));
-    if (load.shardRps(busiest(n)) <= capacity && load.exchangeRps <= capacity) return n;
+    const load = objectLoad({ ...d, shardsPerRegion: n }, p);
+    if (load.shardRps(busiest(n)) <= capacity && (!exchange || load.exchangeRps <= capacity)) return n;
   }
   return undefined;
 }
 
+/** Subrequests of one invocation at most, with the default limits, by worker (worstCaseSubrequests). */
+export interface Subrequests {
+  /** The edge: one call per region attempt to its region worker (src/edge/forward.ts), and after the answer one digest call per region (src/edge/region-digests.ts). */
+  edge: { regionCalls: number; digestCalls: number };
+  /**
+   * A region worker serving a request (src/region/dispatch.ts): 1 + max_retries nodes; each attempt
+   * asks `route` (once more on a retryable error) and a failed attempt sends `complete`; the one that
+   * answers sends `firstByte`, `rememberResponse` (a stored response whose id names another shard)
+   * and `complete`. Calls on the RouteSession are counted as calls, though they share one session.
+   */
+  region: { origin: number; object: number };
+  /** A region worker answering a digest call: one per shard (src/region/app.ts). */
+  digestShards: number;
+  /** Everything one client request can cause, if a service binding's callee counted against its caller's budget. */
+  together: number;
+}
+
+export function worstCaseSubrequests(regions = REGIONS, shards = MAX_SHARDS): Subrequests {
+  const nodes = 1 + MAX_RETRIES_DEFAULT;
+  const region = { origin: nodes, object: nodes * 2 + (nodes - 1) + 3 };
+  const edge = { regionCalls: MAX_REGION_ATTEMPTS_DEFAULT, digestCalls: regions };
+  const together = edge.regionCalls * (1 + region.origin + region.object) + edge.digestCalls * (1 + shards);
+  return { edge, region, digestShards: shards, together };
+}
+
 /**
- * The most subrequests one routed request can make with the default limits (src/region/dispatch.ts):
- * every region attempt tries 1 + max_retries nodes; each attempt asks `route` (once more on a
- * retryable error) and a failed attempt sends `complete`; the one that answers sends `firstByte`,
- * `rememberResponse` (a stored response whose id names another shard) and `complete`. A long
- * prompt with a choice of regions also asks every shard of each region whose digest is stale for
- * it (src/edge/region-digests.ts, `refreshDigests`).
+ * Before issue 22, one worker did it all (`git show bb04529^:src/proxy/dispatch.ts`): every region
+ * attempt's nodes and object calls, and every shard of each region with a stale digest.
  */
-export function worstCaseSubrequests(regions = REGIONS, shards = MAX_SHARDS): { origin: number; object: number; digests: number } {
+export function worstCaseSubrequestsBefore(regions = REGIONS, shards = MAX_SHARDS): { origin: number; object: number; digests: number } {
   const attempts = MAX_REGION_ATTEMPTS_DEFAULT * (1 + MAX_RETRIES_DEFAULT);
   return { origin: attempts, object: attempts * 2 + (attempts - 1) + 3, digests: regions * shards };
 }
@@ -930,24 +1107,48 @@ const units = (x: number) => (x >= 1e9 ? `${fmt(x / 1e9)} B` : x >= 1e6 ? `${fmt
 /** Object calls per request, as A3 shows them. */
 function callsLabel(option: OptionId): string {
   const calls = objectCallsPerRequest(option);
-  return calls === DO_CALLS_PER_REQUEST_TODAY && option !== "direct" && option !== "relay" && option !== "snapshot"
-    ? `${DO_CALLS_STREAMED} streamed, ${DO_CALLS_UNSTREAMED} not`
-    : String(calls);
+  if (option === "relay") return String(calls);
+  if (option === "snapshot") return `${calls} (asynchronous)`;
+  const before = option === "single" ? `; ${DO_CALLS_STREAMED} before issue 22` : "";
+  return `${DO_CALLS_STREAMED} streamed, ${DO_CALLS_UNSTREAMED} not; ${billedObjectRequests(option)} billed (one RPC session${before})`;
+}
+
+/** The workers' measured CPU per request, as the document words it. */
+function cpuWords(digits = 2): string {
+  const c = MEASURED_CPU;
+  return c.edgeMs !== undefined && c.regionMs !== undefined
+    ? `${fmt(c.totalMs, digits)} ms (edge ${fmt(c.edgeMs, digits)} ms + region worker ${fmt(c.regionMs, digits)} ms)`
+    : `${fmt(c.totalMs, digits)} ms`;
+}
+
+/** Where the measured CPU comes from, and whether it is one figure or two. */
+function cpuSource(): string {
+  const c = MEASURED_CPU;
+  const at = c.commit ? ` at commit ${c.commit}` : "";
+  return c.edgeMs !== undefined
+    ? `${E2E_RESULTS}${at}, "The router in workerd alone": the edge and the region worker apart`
+    : `${E2E_RESULTS}${at}, "The router in workerd alone": one figure for the edge and the region worker together, which it does not report apart`;
 }
 
 /** Everything the summary needs from parts A and B. */
 interface Figures {
   designN: number;
-  recSync: number;
-  todayBill: number;
-  recBill: number;
-  sampledBill: number;
+  designSync: number;
+  /** Monthly bills at the design point: before issue 22, built (default logging), built with logs at 1%, built with the changes not made. */
+  beforeBill: number;
+  builtBill: number;
+  builtLogsBill: number;
+  notMadeBill: number;
   floorMonth: number;
+  /** Shards needed (uniform, Zipf 0.6) as built, 1 counted; and whether any B3 workload fits if the session's calls count. */
   zeroSixRange: [number | undefined, number | undefined];
+  countedFits: boolean;
+  beforeFits: boolean;
   hotZipf08: number;
-  /** Whether today's protocol fits within 1,000 calls/s per object anywhere in B3 (streamed, and if nothing streamed). */
-  todayFits: boolean;
-  todayUnstreamedFits: boolean;
+  /** The exchange object's calls a second at the design point, and the busiest shard's. */
+  exchangeRps: number;
+  busiestRps: number;
+  cpuRps: number;
 }
 
 function partA(out: string[]): void {
@@ -959,7 +1160,7 @@ function partA(out: string[]): void {
   out.push("");
   out.push(
     wrap(
-      `A path is a list of round trips at ${fmt(ROUND_TRIP_MS_PER_KM, 3)} ms per great-circle km (src/core/region-select.ts). Assumed: the object ${fmt(OBJECT_TO_GPU_KM)} km from the GPUs (a location hint names an area), a placed worker ${fmt(PLACED_WORKER_TO_GPU_KM)} km, the client ${fmt(ACCESS_KM)} km from its edge. Processing is not counted (part B: ${fmt(objectUsPerRequest(nodesPerRegion))} µs of object CPU per request; the worker's, ${fmt(WORKER_CPU_MS, 2)} ms measured with short answers: B6).`,
+      `Option 5 is built (issue 22): an edge worker (src/edge/) and one worker per region, placed by the region's GPUs (src/region/; scripts/deploy/generate.ts, placement from \`regions[].placement\`). The other options are the alternatives considered, (1) the single worker it replaced. A path is a list of round trips at ${fmt(ROUND_TRIP_MS_PER_KM, 3)} ms per great-circle km (src/core/region-select.ts). Assumed: the object ${fmt(OBJECT_TO_GPU_KM)} km from the GPUs (a location hint names an area), a placed worker ${fmt(PLACED_WORKER_TO_GPU_KM)} km, the client ${fmt(ACCESS_KM)} km from its edge. Processing is not counted (part B: ${fmt(objectUsPerRequest(nodesPerRegion))} µs of object CPU per request; the workers', ${cpuWords()} measured with short answers: B6).`,
     ),
   );
   out.push("");
@@ -993,23 +1194,23 @@ function partA(out: string[]): void {
   out.push("");
   const other = smartOtherRegionLegs(PLACEMENTS[0]!);
   out.push(
-    `Smart Placement places the whole worker once ("closest to the upstream with the most requests"): a same-metro request for a region ${fmt(OTHER_REGION_KM)} km from that placement takes ${ms(pathMs(other))} ms (${longHauls(other)} long-haul round trips) against ${ms(pathMs(firstByteLegs("today", PLACEMENTS[0]!)))} ms today.`,
+    `Smart Placement places the whole worker once ("closest to the upstream with the most requests"): a same-metro request for a region ${fmt(OTHER_REGION_KM)} km from that placement takes ${ms(pathMs(other))} ms (${longHauls(other)} long-haul round trips) against ${ms(pathMs(firstByteLegs(BUILT_OPTION, PLACEMENTS[0]!)))} ms as built.`,
   );
   out.push("");
   out.push("### A3. Retries, cold connections, load on the object, consistency");
   out.push("");
   const consistency: Record<OptionId, string> = {
     direct: "-",
-    today: `one writer per prefix; shards share load every ${SHARD_LOAD_SYNC_MS} ms`,
-    preconnect: "as today",
-    relay: "as today",
+    single: `one writer per prefix; shards share load every ${SHARD_LOAD_SYNC_MS}-${ms(exchangeIntervalMs(MAX_SHARDS))} ms (by shard count)`,
+    preconnect: "as (1)",
+    relay: "as (1)",
     snapshot: `up to ${fmt(EDGE_COLOS)} deciders per region, each blind to the others' dispatches for the snapshot age`,
-    smart: "as today",
-    split: "as today",
+    smart: "as (1)",
+    split: "as (1)",
   };
   const streams: Record<OptionId, string> = {
     direct: "-",
-    today: "no",
+    single: "no",
     preconnect: "no",
     relay: "every stream, for its whole length",
     snapshot: "no",
@@ -1022,7 +1223,7 @@ function partA(out: string[]): void {
         "option",
         `each retry adds, ${transatlantic.name} / ${transpacific.name} ms`,
         `cold origin connection adds, ${transpacific.name} ms`,
-        "object requests per request",
+        "object calls per request",
         "streams through the object",
         "consistency",
       ],
@@ -1034,14 +1235,14 @@ function partA(out: string[]): void {
         streams[o.id],
         consistency[o.id],
       ]),
-      [false, true, true, true, false, false],
+      [false, true, true, false, false, false],
     ),
   );
   out.push("");
   const splitGain = PLACEMENTS.map((p) => ({
     p,
-    req: pathMs(firstByteLegs("split", p)) - pathMs(firstByteLegs("today", p)),
-    retry: pathMs(retryLegs("split", p)) - pathMs(retryLegs("today", p)),
+    req: pathMs(firstByteLegs("split", p)) - pathMs(firstByteLegs("single", p)),
+    retry: pathMs(retryLegs("split", p)) - pathMs(retryLegs("single", p)),
   }));
   out.push(
     `(5) minus (1), per request / per retry (negative: (5) is faster): ${splitGain.map((g) => `${g.p.name} ${signed(g.req)} / ${signed(g.retry)} ms`).join("; ")}.`,
@@ -1053,14 +1254,14 @@ function partA(out: string[]): void {
   const indexBytes = indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES);
   out.push(
     wrap(
-      `**Today.** Exact decisions, but the route RPC is a second long haul and a retry repeats both; same-metro clients pay only the object's distance from the GPUs (+${ms(added("today", PLACEMENTS[0]!))} ms). (1b) helps only a cold connection (${ms(coldConnectionMs("today", transpacific))} -> ${ms(coldConnectionMs("preconnect", transpacific))} ms transpacific), must guess the node before the object answers, and Workers has no connect-only call (it would be a warm-up request to the guessed node).`,
+      `**One worker (before issue 22).** Exact decisions, but the route RPC is a second long haul and a retry repeats both; same-metro clients pay only the object's distance from the GPUs (+${ms(added("single", PLACEMENTS[0]!))} ms). (1b) helps only a cold connection (${ms(coldConnectionMs("single", transpacific))} -> ${ms(coldConnectionMs("preconnect", transpacific))} ms transpacific), must guess the node before the object answers, and Workers has no connect-only call (it would be a warm-up request to the guessed node).`,
       "1. ",
       "   ",
     ),
   );
   out.push(
     wrap(
-      `**The object relays.** One long haul, local retries, but the object proxies every stream (A4): events through one thread, open fetches in 128 MB, and a reset (a deploy after its 5-minute deferral, any eviction) cuts every stream in flight, which never happens today (docs/DEPLOY.md); the edge's retry, idle-timeout and SSE-error handling move into the object. Per-request subrequest and connection limits (B7) do not bind; the thread and memory do.`,
+      `**The object relays.** One long haul, local retries, but the object proxies every stream (A4): events through one thread, open fetches in 128 MB, and a reset (a deploy after its 5-minute deferral, any eviction) cuts every stream in flight, where a reset of the object as built loses only completion reports (the region worker relays: docs/DEPLOY.md); the region worker's retry, idle-timeout and SSE-error handling move into the object. Per-request subrequest and connection limits (B7) do not bind; the thread and memory do.`,
       "2. ",
       "   ",
     ),
@@ -1081,7 +1282,7 @@ function partA(out: string[]): void {
   );
   out.push(
     wrap(
-      `**Edge worker + per-region placed worker (recommended).** (4) per region: explicit placement (\`placement.region = "aws:us-east-1"\` or \`placement.hostname\` probing the region's ingress, changelog 2026-01-22) behind a service binding ("when you enable Smart Placement, each Worker runs in the optimal location"; "Service bindings don't increase costs": https://developers.cloudflare.com/workers/runtime-apis/bindings/service-bindings/). ${losses.map((g) => `${g.p.name[0]!.toUpperCase()}${g.p.name.slice(1).replaceAll(" ", "-")} clients pay ${ms(g.req)} ms more`).join("; ")}; others gain ${range(-gains[0]!.req, -gains[gains.length - 1]!.req, ms)} ms per request, ${range(-gains[0]!.retry, -gains[gains.length - 1]!.retry, ms)} ms per retry.`,
+      `**Edge worker + per-region placed worker: built.** (4) per region. The edge (src/edge/: bounds, authentication, hashing, region order) sends each request once over a service binding to its region's worker and fails over to the next region on a refusal or an unreachable region worker (src/edge/forward.ts); the region worker asks the object, calls the node, retries other nodes before the first byte and relays (src/region/dispatch.ts). Each region worker is deployed with targeted placement from its region's \`placement\` (\`region = "aws:us-east-1"\`, \`hostname\` or \`host\`: scripts/deploy/generate.ts; changelog 2026-01-22) and has no public address ("when you enable Smart Placement, each Worker runs in the optimal location"; "Service bindings don't increase costs": https://developers.cloudflare.com/workers/runtime-apis/bindings/service-bindings/). ${losses.map((g) => `${g.p.name[0]!.toUpperCase()}${g.p.name.slice(1).replaceAll(" ", "-")} clients pay ${ms(g.req)} ms more than with (1)`).join("; ")}; others gain ${range(-gains[0]!.req, -gains[gains.length - 1]!.req, ms)} ms per request, ${range(-gains[0]!.retry, -gains[gains.length - 1]!.retry, ms)} ms per retry.`,
       "5. ",
       "   ",
     ),
@@ -1152,7 +1353,7 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `Per routed request: a Worker invocation; ${DO_CALLS_STREAMED} billed object requests (\`route\`, \`firstByte\`, \`complete\`) if the answer streams, ${DO_CALLS_UNSTREAMED} if it does not (\`complete\` then carries the first byte: src/region/dispatch.ts), modelled as ${STREAMED_SHARE === 1 ? "every request streaming" : `${pct(STREAMED_SHARE)} of requests streaming`} (ASSUMPTION); the origin fetch (an unbilled subrequest), an Analytics Engine point, a log line. Per node report (${fmt(NODES / REPORT_INTERVAL_S)}/s): a Worker invocation and an object request to its region's shard 0 (src/edge/api/nodes.ts), which rewrites the node's \`last_seen\` row every ${fmt(lastSeenWriteReports())} reports (${fmt(lastSeenWriteIntervalS())} s and a little: the agent sleeps ${fmt(REPORT_INTERVAL_S)} s after each answer, scripts/agent/agent.ts); in a sharded region, when shard 0 says so, the worker passes the report on to every other shard (\`mirrorReport\`), every ${fmt(mirrorIntervalS())} s per node (MIRROR_FRACTION, durable-objects/region.ts), and each mirror rewrites the row there too (\`applyReport\`). Shards call the exchange every ${SHARD_LOAD_SYNC_MS} ms. Prices (USD):`,
+      `Per routed request, as built: an edge Worker invocation (a billed request) that forwards it over a service binding to its region's worker (an invocation that is not a billed request; its CPU is billed: B6), which opens one RPC session with the prompt's shard: \`route\`, then \`firstByte\` and \`complete\` on the RouteSession \`route\` returns (durable-objects/region.ts; src/region/dispatch.ts), ${DO_CALLS_STREAMED} calls if the answer streams, ${DO_CALLS_UNSTREAMED} if it does not (\`complete\` then carries the first byte), modelled as ${STREAMED_SHARE === 1 ? "every request streaming" : `${pct(STREAMED_SHARE)} of requests streaming`} (ASSUMPTION), and one billed object request; the origin fetch (an unbilled subrequest), an Analytics Engine point, a decision line and each worker's invocation in the logs. A stored response whose id names another shard also calls \`rememberResponse\` there (rare, not modelled). Per node report (${fmt(NODES / REPORT_INTERVAL_S)}/s): an edge invocation (src/edge/api/nodes.ts), a region worker invocation and one object request to the region's ingest, its one object or, sharded, its exchange (src/region/app.ts; \`regionIngestStub\`, src/config/load.ts), which rewrites the node's \`last_seen\` row every ${fmt(lastSeenWriteReports())} reports (${fmt(lastSeenWriteIntervalS())} s and a little: the agent sleeps ${fmt(REPORT_INTERVAL_S)} s after each answer, ${AGENT_SOURCE}). The exchange hands the accepted reports to each shard in its answer to the shard's next exchange, and each shard rewrites the node's row too as it applies them (\`applyReport\`). A report that registers or changes a node also goes to every shard directly (\`mirrorReport\`; rare, not modelled). Shards call the exchange every \`exchangeIntervalMs(shards)\` = max(${SHARD_LOAD_SYNC_MS}, shards x 1000 / ${EXCHANGE_CALLS_PER_SECOND}) ms (durable-objects/region.ts): ${SHARD_LOAD_SYNC_MS} ms up to ${Math.floor((SHARD_LOAD_SYNC_MS * EXCHANGE_CALLS_PER_SECOND) / 1000)} shards, ${ms(exchangeIntervalMs(MAX_SHARDS))} ms at ${MAX_SHARDS}. Prices (USD):`,
     ),
   );
   out.push("");
@@ -1164,6 +1365,11 @@ function partB(out: string[]): Figures {
           "Workers",
           `${usd(PRICES.subscription)}/month; requests ${units(PRICES.workerRequestsIncluded)} included + ${usd(PRICES.workerRequestPerMillion, 2)}/M; CPU ${units(PRICES.workerCpuMsIncluded)} ms included + ${usd(PRICES.workerCpuPerMillionMs, 2)}/M ms`,
           "https://developers.cloudflare.com/workers/platform/pricing/",
+        ],
+        [
+          "Service bindings",
+          `"don't increase costs": the region worker's invocation is no billed request (its CPU is counted with the edge's here)`,
+          "https://developers.cloudflare.com/workers/runtime-apis/bindings/service-bindings/",
         ],
         [
           "DO requests",
@@ -1204,13 +1410,13 @@ function partB(out: string[]): Figures {
   out.push("");
   const objUs = objectUsPerRequest(nodesPerRegion);
   out.push(
-    `${fmt(TOTAL_RPS)} requests/s over ${REGIONS} regions: ${fmt(regionRps)} requests/s and ${fmt(nodesPerRegion)} nodes per region, ${fmt(regionReports)} reports/s per region into shard 0 (or the region's one object), ${fmt(mirrorsPerShard)} mirrored reports/s into each other shard. ` +
-      `Object CPU per routed request on ${fmt(nodesPerRegion)} nodes: route ${fmt(routeUs(nodesPerRegion), 1)} µs (workerd medians, linear in nodes) + ${fmt(PAIR_WORK_US - routeUs(8), 1)} µs validation and completion + ${fmt(DO_CALLS_PER_REQUEST_TODAY, DO_CALLS_PER_REQUEST_TODAY % 1 ? 2 : 0)} x ${fmt(RPC_FLOOR_PAIR_US / 2, 1)} µs RPC = ${fmt(objUs, 0)} µs, so one object's thread routes ${fmt(cpuBoundRps(nodesPerRegion))} requests/s at ${pct(TARGET_UTILISATION)} busy.`,
+    `${fmt(TOTAL_RPS)} requests/s over ${REGIONS} regions: ${fmt(regionRps)} requests/s and ${fmt(nodesPerRegion)} nodes per region, ${fmt(regionReports)} reports/s per region into its ingest. ` +
+      `Object CPU per routed request on ${fmt(nodesPerRegion)} nodes: route ${fmt(routeUs(nodesPerRegion), 1)} µs (workerd medians, linear in nodes) + ${fmt(PAIR_WORK_US - routeUs(8), 1)} µs validation and completion + ${fmt(DO_CALLS_PER_REQUEST, DO_CALLS_PER_REQUEST % 1 ? 2 : 0)} x ${fmt(RPC_FLOOR_PAIR_US / 2, 1)} µs RPC = ${fmt(objUs, 0)} µs, so one object's thread routes ${fmt(cpuBoundRps(nodesPerRegion))} requests/s at ${pct(TARGET_UTILISATION)} busy.`,
   );
   out.push("");
   const rows: string[][] = [];
-  for (const p of [TODAY, SESSION_UNCOUNTED]) {
-    for (const n of [1, 32, 64]) {
+  for (const p of [BEFORE, BUILT]) {
+    for (const n of [1, 16, 32, 64]) {
       const d = { ...BASE_DEPLOYMENT, shardsPerRegion: n };
       const load = objectLoad(d, p);
       const first = fmt(load.shardRps(1 / n));
@@ -1219,9 +1425,10 @@ function partB(out: string[]): Figures {
         p.name,
         String(n),
         n === 1 ? first : `${first} / ${others}`,
+        n > 1 ? ms(load.syncMs) : "-",
         n > 1 ? fmt(load.exchangeRps) : "-",
-        n > 1 ? fmt(minSyncMs(d, p, DO_SOFT_LIMIT_RPS)) : "-",
         big(load.billedDoRps),
+        fmt(load.rowsWrittenPerS),
       ]);
     }
   }
@@ -1231,21 +1438,23 @@ function partB(out: string[]): Figures {
         "protocol",
         "shards",
         "calls/s into shard 0 / each other shard (even split)",
-        `exchange object calls/s (${SHARD_LOAD_SYNC_MS} ms)`,
-        "exchange interval ms within 1,000/s",
+        "exchange interval ms",
+        "exchange object calls/s",
         "billed DO requests/s",
+        "SQLite rows written/s",
       ],
       rows,
-      [false, true, true, true, true, true],
+      [false, true, true, true, true, true, true],
     ),
   );
   out.push("");
-  const d1 = objectLoad(BASE_DEPLOYMENT, TODAY);
-  const d1u = objectLoad(BASE_DEPLOYMENT, TODAY_UNSTREAMED);
+  const d1 = objectLoad(BASE_DEPLOYMENT, BEFORE);
+  const b1 = objectLoad(BASE_DEPLOYMENT, BUILT);
   const exchangeFull = Math.floor((DO_SOFT_LIMIT_RPS * SHARD_LOAD_SYNC_MS) / 1000);
+  const growsAt = Math.floor((SHARD_LOAD_SYNC_MS * EXCHANGE_CALLS_PER_SECOND) / 1000);
   out.push(
     wrap(
-      `The first row is the status quo: one object per region taking ${fmt(d1.shardRps(1))} calls a second (${fmt(d1u.shardRps(1))} if no answer streamed). Shards divide the requests' calls. Reports: shard 0 takes all ${fmt(regionReports)} a second; each other shard takes each node's report every ${fmt(mirrorIntervalS())} s, ${fmt(mirrorsPerShard)} a second (before the mirrors, every report reached every shard: ${fmt(regionReports)} a second each). The exchange takes ${fmt(1000 / SHARD_LOAD_SYNC_MS)} calls a second per shard at its fixed ${SHARD_LOAD_SYNC_MS} ms: over ${fmt(DO_SOFT_LIMIT_RPS)} a second beyond ${exchangeFull} shards. The recommended "session" protocol: \`route\` returns an RpcTarget whose \`firstByte\` and \`complete\` are calls in the same RPC session (billed once), one object per region (the exchange) ingests reports and hands node state to the shards in its replies, and the exchange slows as the shards grow. Whether session calls count against an object's request rate is not documented: "${SESSION_COUNTED.countedCallsPerRequest} counted" assumes so, "1 counted" not.`,
+      `Before issue 22 (first rows; \`git show bb04529^:src/proxy/dispatch.ts\`): one worker made ${DO_CALLS_STREAMED} billed calls a streamed request, one object per region took ${fmt(d1.shardRps(1))} calls a second, every report went to shard 0, which had the worker pass each node's report on to every other shard every ${fmt(mirrorIntervalS())} s (${fmt(mirrorsPerShard)} a second per shard), and the exchange ran every ${SHARD_LOAD_SYNC_MS} ms: over ${fmt(DO_SOFT_LIMIT_RPS)} calls a second beyond ${exchangeFull} shards. Built: one billed request per routed request, and unsharded the region's object takes ${fmt(b1.shardRps(1))} calls a second if the session's calls count as one. Sharded, the shards take no reports: the exchange ingests them (one call each) and hands them on in its answers; it takes ${fmt(1000 / SHARD_LOAD_SYNC_MS)} exchanges a second per shard up to ${growsAt} shards and ${fmt(EXCHANGE_CALLS_PER_SECOND)} a second beyond, plus the region's ${fmt(regionReports)} reports: ${fmt(EXCHANGE_CALLS_PER_SECOND + regionReports)} a second, the documented limit, from ${growsAt} shards on (EXCHANGE_CALLS_PER_SECOND is sized for ${fmt(DO_SOFT_LIMIT_RPS - EXCHANGE_CALLS_PER_SECOND)} reports a second; more nodes per region put the exchange over). The session does not cut the rows written: every shard still rewrites each node's \`last_seen\` every ${fmt(lastSeenWriteIntervalS())} s, as the mirrors did, and the exchange does too. Whether a session's calls count against an object's request rate is not documented: "${BUILT_COUNTED.countedCallsPerRequest} counted" assumes so, "1 counted" not; the headline uses "1 counted".`,
     ),
   );
   out.push("");
@@ -1275,7 +1484,7 @@ function partB(out: string[]): Figures {
     };
     scenarios.push({ label: `${w.workload} (bench/SHARDS.md)`, busiest: at, top: last[1] });
   }
-  const designN = shardsNeeded(BASE_DEPLOYMENT, SESSION_UNCOUNTED, DO_SOFT_LIMIT_RPS, scenarios[1]!.busiest) ?? MAX_SHARDS;
+  const designN = shardsNeeded(BASE_DEPLOYMENT, BUILT, DO_SOFT_LIMIT_RPS, scenarios[1]!.busiest) ?? MAX_SHARDS;
   out.push(`### B2. The busiest shard under skew (${fmt(regionRps)} requests/s, busiest of ${seconds} one-second windows)`);
   out.push("");
   out.push(
@@ -1294,56 +1503,63 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(`### B3. Shards needed per region for ${fmt(regionRps)} requests/s (none: not within ${MAX_SHARDS}, MAX_SHARDS)`);
   out.push("");
-  const cases: Array<{ label: string; need: (sc: (typeof scenarios)[number]) => number | undefined }> = [
+  type Scenario = (typeof scenarios)[number];
+  const cell = (withExchange: number | undefined, shardsOnly: number | undefined) =>
+    withExchange !== undefined ? String(withExchange) : shardsOnly !== undefined ? `${shardsOnly}‡` : "none";
+  const cases: Array<{ label: string; need: (sc: Scenario) => [number | undefined, number | undefined] }> = [
     ...(
       [
-        [DO_SOFT_LIMIT_RPS, TODAY],
-        [DO_SOFT_LIMIT_RPS, TODAY_UNSTREAMED],
-        [DO_SOFT_LIMIT_RPS, SESSION_COUNTED],
-        [DO_SOFT_LIMIT_RPS, SESSION_UNCOUNTED],
-        [DO_PLANNING_LOW_RPS, SESSION_UNCOUNTED],
+        [DO_SOFT_LIMIT_RPS, BEFORE],
+        [DO_SOFT_LIMIT_RPS, BUILT_COUNTED],
+        [DO_SOFT_LIMIT_RPS, BUILT],
+        [DO_PLANNING_LOW_RPS, BUILT],
       ] as const
     ).map(([cap, p]) => ({
       label: `${fmt(cap)} calls/s per object, ${p.name}`,
-      need: (sc: (typeof scenarios)[number]) => shardsNeeded(BASE_DEPLOYMENT, p, cap, sc.busiest),
+      need: (sc: Scenario): [number | undefined, number | undefined] => [
+        shardsNeeded(BASE_DEPLOYMENT, p, cap, sc.busiest),
+        shardsNeeded(BASE_DEPLOYMENT, p, cap, sc.busiest, false, false),
+      ],
     })),
     {
       label: `measured CPU, ${fmt(cpuBoundRps(nodesPerRegion))} routed/s per object`,
-      need: (sc) => shardsNeeded(BASE_DEPLOYMENT, SESSION_UNCOUNTED, cpuBoundRps(nodesPerRegion), sc.busiest, true),
+      need: (sc) => {
+        const n = shardsNeeded(BASE_DEPLOYMENT, BUILT, cpuBoundRps(nodesPerRegion), sc.busiest, true);
+        return [n, n];
+      },
     },
   ];
   const needs = cases.map((c) => scenarios.map((sc) => c.need(sc)));
   out.push(
     table(
       ["per-object capacity, protocol", ...scenarios.map((s) => s.label.replace(" (bench/SHARDS.md)", "*"))],
-      cases.map((c, i) => [c.label, ...needs[i]!.map((x) => String(x ?? "none"))]),
+      cases.map((c, i) => [c.label, ...needs[i]!.map(([a, b]) => cell(a, b))]),
       [false, ...scenarios.map(() => true)],
     ),
   );
   out.push("");
-  out.push(
-    `\\* bench/SHARDS.md workloads. A deeper shard key (block 16) split Mooncake over 2-8 shards at ${fmt(SHARDS_DEEP_KEY_TTFT_RATIO[0], 2)}-${fmt(SHARDS_DEEP_KEY_TTFT_RATIO[1], 2)}x the single object's mean TTFT (bench/SHARDS.md).`,
-  );
-  out.push("");
-  const at64 = { ...BASE_DEPLOYMENT, shardsPerRegion: MAX_SHARDS };
-  const t64 = objectLoad(at64, TODAY);
-  const u64 = objectLoad(at64, TODAY_UNSTREAMED);
-  const adaptive = (p: Protocol) => ({ ...p, fixedSyncMs: undefined });
-  const evenToday = shardsNeeded(BASE_DEPLOYMENT, adaptive(TODAY), DO_SOFT_LIMIT_RPS, (n) => 1 / n);
-  const evenUnstreamed = shardsNeeded(BASE_DEPLOYMENT, adaptive(TODAY_UNSTREAMED), DO_SOFT_LIMIT_RPS, (n) => 1 / n);
-  const slowing =
-    evenToday === undefined && evenUnstreamed === undefined
-      ? `so even with an exchange that slowed it would need more than ${MAX_SHARDS} shards at an even split, streamed or not`
-      : `so with an exchange that slowed it would need ${evenToday ?? `more than ${MAX_SHARDS}`} shards at an even split (${evenUnstreamed ?? `more than ${MAX_SHARDS}`} if nothing streamed)`;
+  const low = objectLoad({ ...BASE_DEPLOYMENT, shardsPerRegion: MAX_SHARDS }, BUILT);
   out.push(
     wrap(
-      `Today's rows put shard 0's reports on the busiest shard (it may be shard 0) and run the exchange at its fixed ${SHARD_LOAD_SYNC_MS} ms, over ${fmt(DO_SOFT_LIMIT_RPS)} calls a second beyond ${exchangeFull} shards. At ${MAX_SHARDS} shards and an even split, shard 0 takes ${fmt(t64.shardRps(1 / MAX_SHARDS))} calls a second (${fmt(u64.shardRps(1 / MAX_SHARDS))} if nothing streamed) and each other shard ${fmt(t64.otherShardRps(1 / MAX_SHARDS))} (${fmt(u64.otherShardRps(1 / MAX_SHARDS))}), ${slowing}. The mirrors took ${fmt(regionReports - mirrorsPerShard)} calls a second off every shard but shard 0; what is left is the calls per request and shard 0's reports.`,
+      `\\* bench/SHARDS.md workloads. A deeper shard key (block 16) split Mooncake over 2-8 shards at ${fmt(SHARDS_DEEP_KEY_TTFT_RATIO[0], 2)}-${fmt(SHARDS_DEEP_KEY_TTFT_RATIO[1], 2)}x the single object's mean TTFT (bench/SHARDS.md). ‡ The shards fit, the exchange object does not: it takes up to ${fmt(low.exchangeRps)} calls a second (its ${fmt(EXCHANGE_CALLS_PER_SECOND)} exchanges and ${fmt(regionReports)} reports), a constant of the code; an exchange budget of ${fmt(DO_PLANNING_LOW_RPS - regionReports)} calls a second (EXCHANGE_CALLS_PER_SECOND) would fit it, at ${fmt(EXCHANGE_CALLS_PER_SECOND / (DO_PLANNING_LOW_RPS - regionReports))}x the interval.`,
     ),
   );
   out.push("");
+  const at64 = { ...BASE_DEPLOYMENT, shardsPerRegion: MAX_SHARDS };
+  const t64 = objectLoad(at64, BEFORE);
+  const c64 = objectLoad(at64, BUILT_COUNTED);
+  const countedEven = shardsNeeded(BASE_DEPLOYMENT, BUILT_COUNTED, DO_SOFT_LIMIT_RPS, (n) => 1 / n);
+  const builtEven = shardsNeeded(BASE_DEPLOYMENT, BUILT, DO_SOFT_LIMIT_RPS, (n) => 1 / n);
   out.push(
     wrap(
-      `The shard count is a function of skew. Past Zipf 0.6: a deeper key for the few hot first blocks only (for everything it cost Mooncake the ratios above, as prefixes shorter than the key are learned by every shard; for blocks cached on many nodes it should cost less, unmeasured), or more regions. The measured-CPU row (one thread at ${pct(TARGET_UTILISATION)}, no documented limit) is the optimistic bound; one object under production load is the measurement that would settle B3. bench/SHARDS.md's shards receive every report each second; production's other shards get a node's report every ${fmt(mirrorIntervalS())} s and its load through the exchange, which is not measured there.`,
+      `As built, a shard takes its share of the requests' calls and its alarms, and no reports; the shard count is the busiest shard's share against the limit: an even split needs ${builtEven ?? `more than ${MAX_SHARDS}`} shards if a session's calls count as one, ${countedEven ?? `more than ${MAX_SHARDS}`} if they count as ${BUILT_COUNTED.countedCallsPerRequest} (${fmt(c64.shardRps(1 / MAX_SHARDS))} calls a second into each of ${MAX_SHARDS} shards). Before issue 22, shard 0 also took the region's ${fmt(regionReports)} reports (${fmt(t64.shardRps(1 / MAX_SHARDS))} calls a second at ${MAX_SHARDS} shards, each other shard ${fmt(t64.otherShardRps(1 / MAX_SHARDS))}) and the 20 ms exchange passed the limit beyond ${exchangeFull} shards: no workload fitted.`,
+    ),
+  );
+  out.push("");
+  const designSync = exchangeIntervalMs(designN);
+  out.push(
+    wrap(
+      `The shard count is a function of skew. Past Zipf 0.6: a deeper key for the few hot first blocks only (for everything it cost Mooncake the ratios above, as prefixes shorter than the key are learned by every shard; for blocks cached on many nodes it should cost less, unmeasured), or more regions. The measured-CPU row (one thread at ${pct(TARGET_UTILISATION)}, no documented limit) is the optimistic bound; one object under production load is the measurement that would settle B3. bench/SHARDS.md's shards receive every report, as the built shards do through the feed, but share load every ${SHARD_LOAD_SYNC_MS} ms: the built exchange runs every ${ms(designSync)} ms at ${designN} shards, which it does not measure.`,
     ),
   );
   out.push("");
@@ -1386,14 +1602,14 @@ function partB(out: string[]): Figures {
 
   // Money.
   const design = { ...BASE_DEPLOYMENT, shardsPerRegion: designN };
-  const sampled = { ...design, logSampleRate: 0.01, analyticsSampleRate: 0.01 };
-  const todaySync = SHARD_LOAD_SYNC_MS;
-  const recSync = minSyncMs(design, SESSION_UNCOUNTED, DO_SOFT_LIMIT_RPS);
-  const todayFeasible = needs[0]!.some((x) => x !== undefined);
+  const logsSampled = { ...design, logSampleRate: 0.01 };
+  const allSampled = { ...logsSampled, analyticsSampleRate: 0.01 };
+  const beforeFits = needs[0]!.some(([x]) => x !== undefined);
   const bills: Array<{ label: string; lines: CostLine[] }> = [
-    { label: `today's protocol${todayFeasible ? "" : " (infeasible, B3)"}`, lines: monthlyCost(design, TODAY, PRICES, todaySync) },
-    { label: "RPC session + reports once", lines: monthlyCost(design, SESSION_UNCOUNTED, PRICES, recSync) },
-    { label: "... + logs and analytics 1%", lines: monthlyCost(sampled, SESSION_UNCOUNTED, PRICES, recSync) },
+    { label: `before issue 22${beforeFits ? "" : " (infeasible, B3)"}`, lines: monthlyCost(design, BEFORE) },
+    { label: "built", lines: monthlyCost(design, BUILT) },
+    { label: "built, logs 1%", lines: monthlyCost(logsSampled, BUILT) },
+    { label: "+ not made: analytics 1%, shards' last_seen on change", lines: monthlyCost(allSampled, LAST_SEEN_ON_CHANGE) },
   ];
   out.push(`### B5. Monthly bill at ${fmt(TOTAL_RPS)} requests/s, ${designN} shards per region (USD, 30 days)`);
   out.push("");
@@ -1409,33 +1625,32 @@ function partB(out: string[]): Figures {
         ]),
         ["**total**", ...bills.map(() => ""), ...bills.map((b) => `**${usd(totalUsd(b.lines))}**`)],
       ],
-      [false, true, true, true, true, true, true],
+      [false, ...bills.map(() => true), ...bills.map(() => true)],
     ),
   );
   out.push("");
   const floorMonth = ((PRICES.workerRequestPerMillion + PRICES.doRequestPerMillion) * TOTAL_RPS * MONTH_S) / 1e6;
-  const logsAndAnalytics = (lines: CostLine[]) =>
-    lines.filter((l) => l.item.startsWith("Analytics") || l.item.startsWith("Workers Logs")).reduce((a, l) => a + l.usd, 0);
+  const analytics = (lines: CostLine[]) => lines.filter((l) => l.item.startsWith("Analytics")).reduce((a, l) => a + l.usd, 0);
+  const logs = (lines: CostLine[]) => lines.filter((l) => l.item.startsWith("Workers Logs")).reduce((a, l) => a + l.usd, 0);
   const line = (b: number, item: string) => bills[b]!.lines.find((l) => l.item === item)!.usd;
   out.push(
     `Per million routed requests: ${bills.map((b) => `${b.label} ${usd((totalUsd(b.lines) / (TOTAL_RPS * MONTH_S)) * 1e6, 2)}`).join("; ")}. ` +
-      `Logs and analytics: ${bills.map((b) => usd(logsAndAnalytics(b.lines))).join(" / ")}. ` +
       `The floor is the requests themselves: a Worker request and one billed object request, ${usd(PRICES.workerRequestPerMillion + PRICES.doRequestPerMillion, 2)} per million, ${usd(floorMonth)} a month.`,
   );
   out.push("");
   out.push(
     wrap(
-      `The three changes: the RPC session (${usd(line(0, "Durable Object requests"))} -> ${usd(line(1, "Durable Object requests"))} of object requests, with the next), reports ingested once (${usd(line(0, "SQLite rows written"))} -> ${usd(line(1, "SQLite rows written"))} of rows written: today's mirrors cut the other shards' report calls, not their writes, as every mirror comes ${fmt(mirrorIntervalS())} s and a little after the last, past the ${fmt(lastSeenWriteIntervalS())} s threshold for rewriting \`last_seen\`), logs and analytics sampled at 1% (\`decision_log_sample_rate\` and Workers Logs' \`head_sampling_rate\` exist; a sampled \`writeDataPoint\` does not: src/proxy/decision-log.ts writes one per request; ${usd(logsAndAnalytics(bills[1]!.lines))} -> ${usd(logsAndAnalytics(bills[2]!.lines))}).`,
+      `What issue 22 bought: the RPC session, ${usd(line(0, "Durable Object requests"))} -> ${usd(line(1, "Durable Object requests"))} of object requests (reports ingested once took the mirrors out too). What it did not cut: rows written (${usd(line(0, "SQLite rows written"))} -> ${usd(line(1, "SQLite rows written"))}), as every shard applies each node's reports from the exchange's feed and rewrites its \`last_seen\` every ${fmt(lastSeenWriteIntervalS())} s (\`applyReport\`, durable-objects/region.ts), the exchange too; and two workers log two invocation events per request (Workers Logs ${usd(logs(bills[0]!.lines))} -> ${usd(logs(bills[1]!.lines))}, ASSUMPTION on their size). By configuration: logs sampled at 1% (\`decision_log_sample_rate\` and each worker's \`head_sampling_rate\`, which scripts/deploy/generate.ts copies from the environment's \`observability\`): ${usd(logs(bills[1]!.lines))} -> ${usd(logs(bills[2]!.lines))}. Not made: sampled Analytics Engine points (src/proxy/decision-log.ts writes one per request: ${usd(analytics(bills[2]!.lines))} -> ${usd(analytics(bills[3]!.lines))}) and shards that write a node's row only when a report registers or changes it (${usd(line(2, "SQLite rows written"))} -> ${usd(line(3, "SQLite rows written"))}; a restarted shard would take presence from its first exchange, whose feed starts from every node's latest report).`,
     ),
   );
   out.push("");
-  out.push("### B6. The worker's CPU per request (last column of B5)");
+  out.push("### B6. The workers' CPU per request (third column of B5)");
   out.push("");
   const cpuCases = [...new Set([0.5, 1, WORKER_CPU_MS, 5])].sort((a, b) => a - b);
   out.push(
     cpuCases
       .map((c) => {
-        const lines = monthlyCost({ ...sampled, workerCpuMs: c }, SESSION_UNCOUNTED, PRICES, recSync);
+        const lines = monthlyCost({ ...logsSampled, workerCpuMs: c }, BUILT);
         const label = c === WORKER_CPU_MS ? `${fmt(c, 2)} ms (measured)` : `${fmt(c, 1)} ms`;
         return `${label}: ${fmt((TOTAL_RPS * c) / 1000)} cores, Workers CPU ${usd(lines[2]!.usd)}, total ${usd(totalUsd(lines))}`;
       })
@@ -1444,46 +1659,52 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `The measured ${fmt(WORKER_CPU_MS, 2)} ms (bench/e2e/RESULTS.md, "The router in workerd alone", one request at a time) is an upper bound for the worker: the same workerd also ran the region object's work (B1: ${fmt(objUs)} µs on ${fmt(nodesPerRegion)} nodes; less on the benchmark's 4), the HTTP server and the local simulations of the rate limiter and Analytics Engine bindings, on a shared 2-core machine. It is not an upper bound for long answers: its requests were ~330 characters (a ${fmt(PROMPT_CHARS)}-character prompt adds ${fmt(HASH_US_10K, 1)} µs of hashing) with one-token answers, so relaying a ${fmt(OUTPUT_TOKENS_MEAN)}-event stream is not in it.`,
+      `The measured ${cpuWords()} (${cpuSource()}; one request at a time) is an upper bound for the workers with short answers: the same workerd also ran the region object's work (B1: ${fmt(objUs)} µs on ${fmt(nodesPerRegion)} nodes; less on the benchmark's 4), the HTTP server and the local simulations of the rate limiter and Analytics Engine bindings, on a shared 2-core machine. It is not an upper bound for long answers: its requests were ~330 characters (a ${fmt(PROMPT_CHARS)}-character prompt adds ${fmt(HASH_US_10K, 1)} µs of hashing) with one-token answers, so relaying a ${fmt(OUTPUT_TOKENS_MEAN)}-event stream, which both workers now pass on, is not in it.`,
     ),
   );
   out.push("");
   out.push(
-    `Object CPU for the whole deployment: ${fmt((TOTAL_RPS * objUs) / 1e6, 1)} cores (${fmt(objUs)} µs per request), not billed as CPU (objects bill duration). Recommended exchange interval at ${designN} shards: ${fmt(recSync)} ms (bench/SHARDS.md measured ${SHARD_LOAD_SYNC_MS} ms).`,
+    `Object CPU for the whole deployment: ${fmt((TOTAL_RPS * objUs) / 1e6, 1)} cores (${fmt(objUs)} µs per request), not billed as CPU (objects bill duration). Exchange interval at ${designN} shards: ${ms(designSync)} ms (\`exchangeIntervalMs\`; bench/SHARDS.md measured ${SHARD_LOAD_SYNC_MS} ms).`,
   );
   out.push("");
 
   // Limits at the design point.
   const zipf06 = scenarios[1]!.busiest(designN);
-  const todayLoad = objectLoad(design, TODAY);
-  const recLoad = objectLoad(design, SESSION_UNCOUNTED, recSync);
+  const beforeLoad = objectLoad(design, BEFORE);
+  const builtLoad = objectLoad(design, BUILT);
+  const countedLoad = objectLoad(design, BUILT_COUNTED);
   const mem = shardMemoryBytes(regionRps, zipf06, 100_000);
   const sub = worstCaseSubrequests(REGIONS, designN);
-  const subText = `${sub.origin} origin + ${sub.object} object + ${sub.digests} digest calls`;
+  const subBefore = worstCaseSubrequestsBefore(REGIONS, designN);
   out.push(`### B7. Limits at ${designN} shards per region (Zipf 0.6 busiest shard: ${pct(zipf06)})`);
   out.push("");
   out.push(
     table(
-      ["limit", "published", "today's protocol", "recommended"],
+      ["limit", "published", "before issue 22", "built"],
       [
         [
-          "requests/s into the busiest shard (shard 0 today / another)",
+          "requests/s into the busiest shard (shard 0 before / another)",
           `${fmt(DO_SOFT_LIMIT_RPS)} (soft)`,
-          `${fmt(todayLoad.shardRps(zipf06))} / ${fmt(todayLoad.otherShardRps(zipf06))}`,
-          fmt(recLoad.shardRps(zipf06)),
+          `${fmt(beforeLoad.shardRps(zipf06))} / ${fmt(beforeLoad.otherShardRps(zipf06))}`,
+          `${fmt(builtLoad.shardRps(zipf06))} (${fmt(countedLoad.shardRps(zipf06))} if ${BUILT_COUNTED.countedCallsPerRequest} counted)`,
         ],
         [
           "requests/s into the exchange object",
           `${fmt(DO_SOFT_LIMIT_RPS)} (soft)`,
-          `${fmt(todayLoad.exchangeRps)} (${SHARD_LOAD_SYNC_MS} ms)`,
-          `${fmt(recLoad.exchangeRps)} (${fmt(recSync)} ms)`,
+          `${fmt(beforeLoad.exchangeRps)} (${ms(beforeLoad.syncMs)} ms)`,
+          `${fmt(builtLoad.exchangeRps)} (${ms(builtLoad.syncMs)} ms, reports included)`,
         ],
-        ["subrequests per worker invocation (worst case, defaults)", fmt(WORKERS_SUBREQUESTS_PER_REQUEST), subText, subText],
+        [
+          "subrequests per worker invocation (worst case, defaults)",
+          fmt(WORKERS_SUBREQUESTS_PER_REQUEST),
+          `${subBefore.origin} origin + ${subBefore.object} object + ${subBefore.digests} digest calls`,
+          `edge ${sub.edge.regionCalls} region + ${sub.edge.digestCalls} digest calls; region worker ${sub.region.origin} origin + ${sub.region.object} object calls, or ${sub.digestShards} for a digest; ${sub.together} all told`,
+        ],
         [
           "simultaneous outgoing connections per invocation",
           fmt(WORKERS_CONNECTIONS_PER_REQUEST),
           "1 origin stream at a time",
-          "1 origin stream at a time",
+          "1 stream at a time in each worker",
         ],
         ["memory per object (100,000-char prompts)", "128 MB", mib(mem.total), mib(mem.total)],
         [
@@ -1499,29 +1720,33 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `Digest calls: after answering a long prompt with a choice of regions, the worker asks every shard of each region whose digest in its isolate is older than ${fmt(DIGEST_TTL_MS / 1000)} s (src/edge/region-digests.ts).`,
+      `Digest calls: after answering a long prompt with a choice of regions, the edge asks each region whose digest in its isolate is older than ${fmt(DIGEST_TTL_MS / 1000)} s (src/edge/region-digests.ts), and that region's worker asks every shard (src/region/app.ts). "All told" counts every call one client request can cause, edge and region workers together, as if a service binding's callee spent its caller's budget.`,
     ),
   );
   out.push("");
   out.push(
     wrap(
-      `**Made** in the code modelled here: node reports go to shard 0 and reach the other shards when a node registers or changes and otherwise at most every ${fmt(mirrorIntervalS())} s (src/edge/api/nodes.ts; MIRROR_FRACTION, durable-objects/region.ts); a non-streamed answer's first byte rides with \`complete\` (src/region/dispatch.ts; CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts); a ticket keeps its prompt's hashes as one string (16 bytes a block); each shard sizes its index of a node by its share of the node's recent prefill (\`minCacheShare\`, src/core/region/settings.ts). **Not made**: the RPC session; reports ingested once per region; the split into an edge worker and per-region placed workers (A: a deploy change and a split of src/edge/api/inference.ts (edge) from \`dispatch\` (region worker)); an exchange slower than ${SHARD_LOAD_SYNC_MS} ms (unmeasured: \`npm run bench:shards\` should add 50, 100 ms); sampled Analytics Engine points. Not modelled: the digest calls (each isolate asks every shard of a region at most once per ${fmt(DIGEST_TTL_MS / 1000)} s, for long prompts only: isolates / ${fmt(DIGEST_TTL_MS / 1000)} calls a second into every shard, and the number of isolates is not published) and mirrors on registration or change.`,
+      `**Made** in the code modelled here: the edge worker and a worker per region placed by its GPUs (src/edge/, src/region/, scripts/deploy/generate.ts; A); one billed object request per client request, \`route\` returning a RouteSession on which the region worker reports the first byte and the completion (durable-objects/region.ts, src/region/dispatch.ts); reports ingested once per region, by the region's object or its exchange, which hands the accepted reports to the shards in its answers (\`regionIngestStub\`, src/config/load.ts; src/region/app.ts passes a report that registers or changes a node to every shard as well); an exchange that slows with the shards (\`exchangeIntervalMs\`: ${SHARD_LOAD_SYNC_MS} ms up to ${growsAt} shards, ${ms(designSync)} ms at ${designN}); a non-streamed answer's first byte riding with \`complete\` (CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts); a ticket keeping its prompt's hashes as one string (16 bytes a block); each shard sizing its index of a node by its share of the node's recent prefill (\`minCacheShare\`, src/core/region/settings.ts). **Not made**: sampled Analytics Engine points; shards that rewrite a node's row only on a registration or change (B5); an exchange budget that follows the region's nodes (EXCHANGE_CALLS_PER_SECOND assumes ${fmt(DO_SOFT_LIMIT_RPS - EXCHANGE_CALLS_PER_SECOND)} reports a second); a measurement of exchanges slower than ${SHARD_LOAD_SYNC_MS} ms (\`npm run bench:shards\` should add 50, 100 ms); tenant rate limits outside the shards (B2)${MEASURED_CPU.edgeMs === undefined ? `; the edge's and the region worker's CPU measured apart (${E2E_RESULTS} reports one figure)` : ""}. Not modelled: the digest calls (each edge isolate asks each region at most once per ${fmt(DIGEST_TTL_MS / 1000)} s, for long prompts only: isolates / ${fmt(DIGEST_TTL_MS / 1000)} calls a second into every shard, and the number of isolates is not published), a registration's or change's call to every shard, and \`rememberResponse\` on another shard.`,
     ),
   );
   out.push("");
 
-  const zeroSix = [needs[3]![0], needs[3]![1]] as [number | undefined, number | undefined];
+  const zeroSix = [needs[2]![0]![0], needs[2]![1]![0]] as [number | undefined, number | undefined];
   return {
     designN,
-    recSync,
-    todayBill: totalUsd(bills[0]!.lines),
-    recBill: totalUsd(bills[1]!.lines),
-    sampledBill: totalUsd(bills[2]!.lines),
+    designSync,
+    beforeBill: totalUsd(bills[0]!.lines),
+    builtBill: totalUsd(bills[1]!.lines),
+    builtLogsBill: totalUsd(bills[2]!.lines),
+    notMadeBill: totalUsd(bills[3]!.lines),
     floorMonth,
     zeroSixRange: zeroSix,
+    countedFits: needs[1]!.some(([x]) => x !== undefined),
+    beforeFits,
     hotZipf08: scenarios[2]!.top * regionRps,
-    todayFits: needs[0]!.some((x) => x !== undefined),
-    todayUnstreamedFits: needs[1]!.some((x) => x !== undefined),
+    exchangeRps: builtLoad.exchangeRps,
+    busiestRps: builtLoad.shardRps(zipf06),
+    cpuRps: cpuBoundRps(nodesPerRegion),
   };
 }
 
@@ -1530,25 +1755,24 @@ function summary(f: Figures): string[] {
   const transpacific = PLACEMENTS[3]!;
   const added = (o: OptionId, p: Placement) => pathMs(firstByteLegs(o, p)) - pathMs(firstByteLegs("direct", p));
   const regionRps = TOTAL_RPS / REGIONS;
-  const nodesPerRegion = NODES / REGIONS;
   const events = regionRps * (OUTPUT_TOKENS_MEAN / TOKENS_PER_STREAM_EVENT);
-  const perMillion = (f.sampledBill / (TOTAL_RPS * MONTH_S)) * 1e6;
+  const perMillion = (x: number) => usd((x / (TOTAL_RPS * MONTH_S)) * 1e6, 2);
   const [lo, hi] = f.zeroSixRange;
   return [
     "## Summary",
     "",
     wrap(
-      `**Production path: split the worker (option 5).** Today a request crosses the long haul twice (edge -> object -> edge -> origin): +${ms(added("today", transatlantic))} ms over a direct call ${transatlantic.name}, +${ms(added("today", transpacific))} ms ${transpacific.name}, ${ms(pathMs(retryLegs("today", transpacific)))} ms more per retry (A2, A3). Instead: a thin edge worker (bounds, auth, region order) calls, by service binding, a worker per region placed by its GPUs, which asks the object and calls the nodes: one long haul (+${ms(added("split", transatlantic))} ms over direct), local retries (${ms(pathMs(retryLegs("split", transatlantic)))} ms) and handshakes, the same object load and consistency, no streams in the object, no extra request fees. (2) relays ${big(events)} stream events/s per region through objects whose reset cuts them; (3) makes up to ${fmt(EDGE_COLOS)} blind deciders; (4) serves one region and costs the others ${longHauls(smartOtherRegionLegs(PLACEMENTS[0]!))} long hauls.`,
+      `**Production path: option 5, built.** The edge worker (src/edge/) forwards each request once, over a service binding, to its region's worker, placed by the region's GPUs (src/region/), which asks the object, calls the nodes and retries among them: one long haul (+${ms(added("split", transatlantic))} ms over a direct call ${transatlantic.name}, +${ms(added("split", transpacific))} ms ${transpacific.name}), ${ms(pathMs(retryLegs("split", transatlantic)))} ms per retry, the handshakes local, no streams in the object, no extra request fees. The single worker it replaced crossed twice (+${ms(added("single", transatlantic))} ms / +${ms(added("single", transpacific))} ms, ${ms(pathMs(retryLegs("single", transpacific)))} ms more per retry transpacific: A2, A3). The alternatives considered: (2) relays ${big(events)} stream events/s per region through objects whose reset cuts them; (3) makes up to ${fmt(EDGE_COLOS)} blind deciders; (4) serves one region and costs the others ${longHauls(smartOtherRegionLegs(PLACEMENTS[0]!))} long hauls.`,
       "- ",
       "  ",
     ),
     wrap(
-      `**Cost at ${fmt(TOTAL_RPS)} requests/s** (${REGIONS} regions, ${fmt(NODES)} nodes, ${f.designN} shards per region): **${usd(f.sampledBill)} a month, ${usd(perMillion, 2)} per million requests**, with the changes of B5; the floor (one Worker request and one billed object request per request) is ${usd(f.floorMonth)}. Today's protocol, default logging: ${usd(f.todayBill)}. The worker's CPU is measured (${fmt(WORKER_CPU_MS, 2)} ms a request, an upper bound for short answers: B6).`,
+      `**Object load as built: ${billedObjectRequests(BUILT_OPTION)} billed object request per client request** (\`route\`, then \`firstByte\` and \`complete\` on its RouteSession: ${DO_CALLS_STREAMED} calls in one RPC session; ${DO_CALLS_STREAMED} billed before issue 22). The per-object ceiling is Cloudflare's documented soft limit of ${fmt(DO_SOFT_LIMIT_RPS)} requests/s (the measured CPU would allow ${fmt(f.cpuRps)} routed/s at ${pct(TARGET_UTILISATION)} busy). The headline counts a session as 1 request against that limit ("1 counted"; not documented either way): **${lo === undefined || hi === undefined ? "none" : range(lo, hi)} shards per region for ${fmt(regionRps)} requests/s** up to Zipf 0.6 over first blocks (${f.designN} shards: busiest shard ${fmt(f.busiestRps)} calls/s, exchange every ${ms(f.designSync)} ms taking ${fmt(f.exchangeRps)} calls/s with the region's reports, at the limit). ${f.countedFits ? `If all ${BUILT_COUNTED.countedCallsPerRequest} calls count, more shards (B3)` : `If all ${BUILT_COUNTED.countedCallsPerRequest} calls count, no workload fits within ${MAX_SHARDS} shards (B3)`}; before issue 22 ${f.beforeFits ? "some did" : "none did"}. **Skew decides the rest**: at Zipf 0.8 the hottest first block alone is ${fmt(f.hotZipf08)} requests/s, which no first-block sharding splits.`,
       "- ",
       "  ",
     ),
     wrap(
-      `**Limits.** ${f.todayFits ? `Today's protocol fits only some of B3's workloads within the documented ${fmt(DO_SOFT_LIMIT_RPS)} requests/s per object` : `Today's protocol cannot carry ${fmt(regionRps)} requests/s per region within the documented ${fmt(DO_SOFT_LIMIT_RPS)} requests/s per object at any shard count up to ${MAX_SHARDS} (B3)${f.todayUnstreamedFits ? "" : ", even if no answer streamed"}`}: ${DO_CALLS_STREAMED} object requests per streamed request (${DO_CALLS_UNSTREAMED} otherwise), every node report into shard 0 (${fmt(nodesPerRegion / REPORT_INTERVAL_S)} a second; the other shards now get ${fmt(nodesPerRegion / mirrorIntervalS())} mirrors a second each), and an exchange fixed at ${SHARD_LOAD_SYNC_MS} ms. One RPC session per request, reports ingested once per region and an exchange that slows with the shards (${fmt(f.recSync)} ms at ${f.designN}) make it ${lo === undefined || hi === undefined ? "none" : range(lo, hi)} shards up to Zipf 0.6 over first blocks. **Skew decides the rest**: at Zipf 0.8 the hottest first block alone is ${fmt(f.hotZipf08)} requests/s, which no first-block sharding splits.`,
+      `**Cost at ${fmt(TOTAL_RPS)} requests/s** (${REGIONS} regions, ${fmt(NODES)} nodes, ${f.designN} shards per region), as built: **${usd(f.builtLogsBill)} a month (${perMillion(f.builtLogsBill)} per million requests) with logs sampled at 1%** (configuration), ${usd(f.builtBill)} at the default of logging every request; ${usd(f.notMadeBill)} with the two changes not made (sampled Analytics Engine points, shards' \`last_seen\` on change: B5); the floor (one Worker request and one billed object request per request) is ${usd(f.floorMonth)}. Before issue 22, default logging: ${usd(f.beforeBill)}. The workers' CPU is measured (${cpuWords()} a request, an upper bound for short answers: B6).`,
       "- ",
       "  ",
     ),
@@ -1561,17 +1785,17 @@ function unsourced(): string[] {
     "### Figures not sourced (ASSUMPTION constants in bench/scale-model.ts)",
     "",
     wrap(
-      `Every request streaming (${DO_CALLS_STREAMED} object calls; ${DO_CALLS_UNSTREAMED} for one that does not: B3's second row). Whether RPC-session follow-up calls count against an object's request rate; a production object's throughput (B3: the range).`,
+      `Every request streaming (${DO_CALLS_STREAMED} object calls in its session; ${DO_CALLS_UNSTREAMED} for one that does not). Whether a session's follow-up calls count against an object's request rate (the headline: not; B3 shows both); a production object's throughput (B3: the range).`,
       "- ",
       "  ",
     ),
     wrap(
-      `The worker's CPU per report (${fmt(REPORT_CPU_MS, 1)} ms); per request it is measured (${fmt(WORKER_CPU_MS, 2)} ms, an upper bound for short answers: B6).`,
+      `The workers' CPU per report (${fmt(REPORT_CPU_MS, 1)} ms, edge and region worker together); per request it is measured (${cpuWords()}, an upper bound for short answers: B6).`,
       "- ",
       "  ",
     ),
     wrap(
-      `Bytes per log event (${fmt(LOG_BYTES_PER_REQUEST / 1000)} KB a request, ${fmt(LOG_BYTES_PER_REPORT)} B a report); ${fmt(OUTPUT_TOKENS_MEAN)}-token answers at ${fmt(DECODE_TOKENS_PER_S)} tokens/s; first blocks Zipf over 10,000 per region; objects never hibernating; an alarm per object per ${fmt(DEFAULT_REGION_SETTINGS.nodeSilenceMs / 1000)} s; ${fmt(EDGE_COLOS)} data centers (Cloudflare's network page, not rechecked); distances: client-edge ${fmt(ACCESS_KM)} km, object-GPUs ${fmt(OBJECT_TO_GPU_KM)} km, placed worker-GPUs ${fmt(PLACED_WORKER_TO_GPU_KM)} km.`,
+      `Bytes per log event (${fmt(LOG_BYTES_DECISION_LINE / 1000)} KB a decision line, ${fmt(LOG_BYTES_REQUEST_INVOCATION / 1000)} KB a request's invocation event per worker, ${fmt(LOG_BYTES_REPORT_INVOCATION)} B a report's: ${fmt(logBytesPerRequest() / 1000)} KB a request, ${fmt(logBytesPerReport() / 1000, 1)} KB a report with ${WORKERS_PER_REQUEST} workers); ${fmt(OUTPUT_TOKENS_MEAN)}-token answers at ${fmt(DECODE_TOKENS_PER_S)} tokens/s; first blocks Zipf over 10,000 per region; objects never hibernating; an alarm per object per ${fmt(DEFAULT_REGION_SETTINGS.nodeSilenceMs / 1000)} s; ${fmt(EDGE_COLOS)} data centers (Cloudflare's network page, not rechecked); distances: client-edge ${fmt(ACCESS_KM)} km, object-GPUs ${fmt(OBJECT_TO_GPU_KM)} km, placed worker-GPUs ${fmt(PLACED_WORKER_TO_GPU_KM)} km.`,
       "- ",
       "  ",
     ),
@@ -1589,10 +1813,10 @@ export function report(): string {
     "# Scaling warmpath: the production path, and 100,000 requests a second",
     "",
     wrap(
-      "Generated by `npm run --silent bench:scale > docs/SCALING.md` (bench/scale-model.ts, tested by bench/test/scale-model.test.ts), then `npx prettier --write docs/SCALING.md`: a model, not a measurement; rerun it, do not edit this file. Its inputs are constants at the top of bench/scale-model.ts, each with its source: bench/workerd/RESULTS.md and bench/e2e/RESULTS.md (CPU), bench/SHARDS.md (busiest shard, cost of shared load), src/region/dispatch.ts, src/edge/api/nodes.ts and durable-objects/region.ts (calls and writes per request and per report). Assumptions are listed at the end; prices read 2026-12-04.",
+      `Generated by \`npm run --silent bench:scale > docs/SCALING.md\` (bench/scale-model.ts, tested by bench/test/scale-model.test.ts), then \`npx prettier --write docs/SCALING.md\`: a model, not a measurement; rerun it, do not edit this file. It models the protocol built in issue 22: an edge worker and a worker per region placed by its GPUs, one RPC session per request with the region's object, reports ingested once per region. Its inputs are constants at the top of bench/scale-model.ts, each with its source: bench/workerd/RESULTS.md and ${E2E_RESULTS} (CPU, the latter read as this runs), bench/SHARDS.md (busiest shard, cost of shared load), src/edge/forward.ts, src/edge/api/nodes.ts, src/region/dispatch.ts, src/region/app.ts and durable-objects/region.ts (calls and writes per request and per report). Assumptions are listed at the end; prices read 2026-12-04.`,
     ),
     "",
-    `Measured inputs: hashing ${fmt(HASH_US_10K, 1)} µs per ${fmt(PROMPT_CHARS)} characters; a route ${ROUTE_US_BY_NODES.map(([n, u]) => `${fmt(u, 1)} µs on ${n}`).join(", ")} nodes (100,000 index entries); ${fmt(RPC_FLOOR_PAIR_US, 1)} µs for two RPCs; ${fmt(PAIR_WORK_US, 1)} µs of object work per route + complete (bench/workerd/RESULTS.md); the worker's CPU, ${fmt(WORKER_CPU_MS, 2)} ms per request (bench/e2e/RESULTS.md, the router in workerd alone: an upper bound that includes the region object, with one-token answers); the index bound ${mib(indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES))} at ${fmt(DEFAULT_MAX_INDEX_ENTRIES)} entries (src/core/prefix-index.ts); ${fmt(OUTPUT_TOKENS_MEAN)} tokens per answer (Mooncake). Assumed: ${STREAMED_SHARE === 1 ? "every answer streams" : `${pct(STREAMED_SHARE)} of answers stream`} (${DO_CALLS_STREAMED} object calls a request; ${DO_CALLS_UNSTREAMED} for one that does not).`,
+    `Measured inputs: hashing ${fmt(HASH_US_10K, 1)} µs per ${fmt(PROMPT_CHARS)} characters; a route ${ROUTE_US_BY_NODES.map(([n, u]) => `${fmt(u, 1)} µs on ${n}`).join(", ")} nodes (100,000 index entries); ${fmt(RPC_FLOOR_PAIR_US, 1)} µs for two RPCs; ${fmt(PAIR_WORK_US, 1)} µs of object work per route + complete (bench/workerd/RESULTS.md); the workers' CPU, ${cpuWords()} per request (${cpuSource()}: an upper bound that includes the region object, with one-token answers); the index bound ${mib(indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES))} at ${fmt(DEFAULT_MAX_INDEX_ENTRIES)} entries (src/core/prefix-index.ts); ${fmt(OUTPUT_TOKENS_MEAN)} tokens per answer (Mooncake). Assumed: ${STREAMED_SHARE === 1 ? "every answer streams" : `${pct(STREAMED_SHARE)} of answers stream`} (${DO_CALLS_STREAMED} object calls a request in one RPC session; ${DO_CALLS_UNSTREAMED} for one that does not).`,
     "",
     ...summary(figures),
     ...a,

@@ -1,13 +1,25 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { register } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import {
   ACCESS_KM,
+  AGENT_SOURCE,
   ALARMS_PER_OBJECT_PER_S,
   BASE_DEPLOYMENT,
-  DO_CALLS_PER_REQUEST_TODAY,
+  BEFORE,
+  BUILT,
+  BUILT_COUNTED,
+  BUILT_OPTION,
+  DO_CALLS_PER_REQUEST,
   DO_CALLS_STREAMED,
   DO_CALLS_UNSTREAMED,
+  E2E_RESULTS,
+  EXCHANGE_CALLS_PER_SECOND,
   HANDSHAKE_ROUND_TRIPS,
+  LAST_SEEN_ON_CHANGE,
+  MEASURED_CPU,
   MONTH_S,
   NODES,
   OPTIONS,
@@ -17,25 +29,27 @@ import {
   REGIONS,
   ROUTE_US_BY_NODES,
   RPC_FLOOR_PAIR_US,
-  SESSION_UNCOUNTED,
   SHARD_LOAD_SYNC_MS,
   STREAMED_SHARE,
-  TODAY,
-  TODAY_UNSTREAMED,
   TOTAL_RPS,
+  WORKER_CPU_MS,
+  billedObjectRequests,
   blocksFor,
   coldConnectionMs,
   distances,
+  exchangeIntervalMs,
   firstByteLegs,
   lastSeenWriteIntervalS,
   lastSeenWriteReports,
+  logBytesPerRequest,
   longHauls,
-  minSyncMs,
   mirrorIntervalS,
   mirroredWriteIntervalS,
   monthlyCost,
+  objectCallsPerRequest,
   objectLoad,
   objectUsPerRequest,
+  parseE2eCpu,
   pathMs,
   report,
   retryLegs,
@@ -47,10 +61,14 @@ import {
   smartOtherRegionLegs,
   totalUsd,
   worstCaseSubrequests,
+  worstCaseSubrequestsBefore,
   wrap,
   type Prices,
 } from "../scale-model.ts";
+import { MAX_SHARDS } from "../../src/core/shard.ts";
 import { DEFAULT_MAX_INDEX_ENTRIES, indexMemoryBound } from "../../src/core/prefix-index.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 const close = (a: number, b: number, eps = 1e-9) => assert.ok(Math.abs(a - b) <= eps * Math.max(1, Math.abs(b)), `${a} vs ${b}`);
 
@@ -71,38 +89,48 @@ describe("round trips", () => {
 });
 
 describe("long-haul crossings per option", () => {
-  const expected: Record<string, number> = { direct: 1, today: 2, preconnect: 2, relay: 1, snapshot: 1, smart: 1, split: 1 };
+  const expected: Record<string, number> = { direct: 1, single: 2, preconnect: 2, relay: 1, snapshot: 1, smart: 1, split: 1 };
   for (const o of OPTIONS) {
     test(`${o.id}: ${expected[o.id]} long-haul round trip(s) before the first byte, at every placement`, () => {
       for (const p of PLACEMENTS) assert.equal(longHauls(firstByteLegs(o.id, p)), expected[o.id]);
     });
   }
 
-  test("today's path adds one long haul over a direct call: the route RPC (plus the client's access hop)", () => {
+  test("the option built is the split (5), and only its label says so", () => {
+    assert.equal(BUILT_OPTION, "split");
+    const built = OPTIONS.filter((o) => o.label.includes("built"));
+    assert.deepEqual(
+      built.map((o) => o.id),
+      [BUILT_OPTION],
+    );
+  });
+
+  test("the single worker's path adds one long haul over a direct call: the route RPC (plus the client's access hop)", () => {
     for (const p of PLACEMENTS) {
       const d = distances(p);
-      close(pathMs(firstByteLegs("today", p)) - pathMs(firstByteLegs("direct", p)), rttMs(ACCESS_KM) + rttMs(d.edgeObject));
+      close(pathMs(firstByteLegs("single", p)) - pathMs(firstByteLegs("direct", p)), rttMs(ACCESS_KM) + rttMs(d.edgeObject));
     }
   });
 
-  test("transpacific: the per-region placed worker saves more than 100 ms per request over today's path", () => {
+  test("transpacific: the built split saves more than 100 ms per request over the single worker", () => {
     const p = PLACEMENTS[3]!;
-    const saved = pathMs(firstByteLegs("today", p)) - pathMs(firstByteLegs("split", p));
+    const saved = pathMs(firstByteLegs("single", p)) - pathMs(firstByteLegs(BUILT_OPTION, p));
     assert.ok(saved > 100, `saved ${saved}`);
-    // ...and more again on every retry, which becomes local.
-    assert.ok(pathMs(retryLegs("today", p)) > 20 * pathMs(retryLegs("split", p)));
+    // ...and more again on every retry, which is local to the region worker.
+    assert.ok(pathMs(retryLegs("single", p)) > 20 * pathMs(retryLegs(BUILT_OPTION, p)));
+    assert.equal(longHauls(retryLegs(BUILT_OPTION, p)), 0);
   });
 
   test("Smart Placement's single placement puts a far region's request behind three long hauls", () => {
     const legs = smartOtherRegionLegs(PLACEMENTS[0]!);
     assert.equal(longHauls(legs), 3);
-    assert.ok(pathMs(legs) > 10 * pathMs(firstByteLegs("today", PLACEMENTS[0]!)));
+    assert.ok(pathMs(legs) > 10 * pathMs(firstByteLegs(BUILT_OPTION, PLACEMENTS[0]!)));
   });
 
   test("opening the origin connection during the route RPC hides at most the RPC's round trip", () => {
     for (const p of PLACEMENTS) {
       const d = distances(p);
-      const cold = coldConnectionMs("today", p);
+      const cold = coldConnectionMs("single", p);
       close(cold, HANDSHAKE_ROUND_TRIPS * rttMs(d.clientGpu));
       close(coldConnectionMs("preconnect", p), Math.max(0, cold - rttMs(d.edgeObject)));
       assert.ok(coldConnectionMs("preconnect", p) <= cold);
@@ -111,88 +139,178 @@ describe("long-haul crossings per option", () => {
 });
 
 describe("object load", () => {
-  test("calls per request: 3 for a streamed answer, 2 when `complete` carries the first byte, averaged by the streamed share", () => {
+  test("calls per request: 3 for a streamed answer, 2 when `complete` carries the first byte; built, one billed request for all of them", () => {
     assert.equal(DO_CALLS_STREAMED, 3);
     assert.equal(DO_CALLS_UNSTREAMED, 2);
-    close(DO_CALLS_PER_REQUEST_TODAY, 2 + STREAMED_SHARE);
-    assert.equal(TODAY.billedCallsPerRequest, DO_CALLS_PER_REQUEST_TODAY);
-    assert.equal(TODAY_UNSTREAMED.billedCallsPerRequest, 2);
+    close(DO_CALLS_PER_REQUEST, 2 + STREAMED_SHARE);
+    assert.equal(objectCallsPerRequest(BUILT_OPTION), DO_CALLS_PER_REQUEST);
+    assert.equal(billedObjectRequests(BUILT_OPTION), 1);
+    assert.equal(billedObjectRequests("direct"), 0);
+    assert.equal(BUILT.billedCallsPerRequest, 1);
+    assert.equal(BUILT_COUNTED.billedCallsPerRequest, 1);
+    assert.equal(BUILT.countedCallsPerRequest, 1);
+    assert.equal(BUILT_COUNTED.countedCallsPerRequest, DO_CALLS_PER_REQUEST);
+    assert.equal(BEFORE.billedCallsPerRequest, DO_CALLS_PER_REQUEST);
   });
 
-  test("today: every report into shard 0, each node's report mirrored to the other shards every 5 s, 50 exchanges a second per shard", () => {
+  test("the exchange interval is durable-objects/region.ts's own exchangeIntervalMs, for every shard count", async () => {
+    // durable-objects/region.ts imports `cloudflare:workers`, which Node lacks: a stub of the two classes it extends.
+    const stub = "export class DurableObject { constructor(ctx, env) { this.ctx = ctx; this.env = env; } } export class RpcTarget {}";
+    const hook = `export async function resolve(specifier, context, next) {
+      if (specifier === "cloudflare:workers") return { url: ${JSON.stringify("data:text/javascript," + encodeURIComponent(stub))}, shortCircuit: true };
+      return next(specifier, context);
+    }`;
+    register("data:text/javascript," + encodeURIComponent(hook));
+    const real = (await import(pathToFileURL(ROOT + "durable-objects/region.ts").href)) as { exchangeIntervalMs(shards: number): number };
+    for (let n = 1; n <= MAX_SHARDS; n++) close(exchangeIntervalMs(n), real.exchangeIntervalMs(n));
+    // As the issue states it: 20 ms up to 12 shards, 52 ms at 31.
+    assert.equal(exchangeIntervalMs(12), 20);
+    assert.ok(exchangeIntervalMs(13) > 20);
+    assert.equal(Math.round(exchangeIntervalMs(31)), 52);
+    assert.equal(EXCHANGE_CALLS_PER_SECOND, 600);
+  });
+
+  test("before issue 22: every report into shard 0, each node's report mirrored to the other shards every 5 s, 50 exchanges a second per shard", () => {
     const n = 8;
-    const calls = DO_CALLS_PER_REQUEST_TODAY;
-    const load = objectLoad({ ...BASE_DEPLOYMENT, shardsPerRegion: n }, TODAY);
+    const calls = DO_CALLS_PER_REQUEST;
+    const load = objectLoad({ ...BASE_DEPLOYMENT, shardsPerRegion: n }, BEFORE);
     const objects = REGIONS * (n + 1);
     const mirrors = (NODES / 5) * (n - 1);
     close(
       load.billedDoRps,
       TOTAL_RPS * calls + NODES + mirrors + REGIONS * n * (1000 / SHARD_LOAD_SYNC_MS) + objects * ALARMS_PER_OBJECT_PER_S,
     );
-    // Shard 0 takes its share of requests' calls and all of its region's 400 reports; the others 80 mirrors a second.
     close(load.shardRps(1 / n), ((TOTAL_RPS / REGIONS) * calls) / n + NODES / REGIONS + ALARMS_PER_OBJECT_PER_S);
     close(load.otherShardRps(1 / n), ((TOTAL_RPS / REGIONS) * calls) / n + NODES / REGIONS / 5 + ALARMS_PER_OBJECT_PER_S);
     close(load.exchangeRps, n * 50);
-    // Every shard holds the node table and rewrites last_seen at every mirror.
     assert.equal(load.nodeTables, n);
     close(load.rowsWrittenPerS, NODES / 5 + (NODES * (n - 1)) / 5 + objects * ALARMS_PER_OBJECT_PER_S);
   });
 
-  test("unsharded, the region's one object takes every report, and nothing is mirrored", () => {
-    const load = objectLoad(BASE_DEPLOYMENT, TODAY);
-    close(load.billedDoRps, TOTAL_RPS * DO_CALLS_PER_REQUEST_TODAY + NODES + REGIONS * ALARMS_PER_OBJECT_PER_S);
-    close(load.shardRps(1), (TOTAL_RPS / REGIONS) * DO_CALLS_PER_REQUEST_TODAY + NODES / REGIONS + ALARMS_PER_OBJECT_PER_S);
-    close(load.otherShardRps(1), load.shardRps(1));
-    assert.equal(load.exchangeRps, 0);
+  test("unsharded, the region's one object takes every report, built or before", () => {
+    for (const p of [BEFORE, BUILT]) {
+      const load = objectLoad(BASE_DEPLOYMENT, p);
+      close(load.billedDoRps, TOTAL_RPS * p.billedCallsPerRequest + NODES + REGIONS * ALARMS_PER_OBJECT_PER_S);
+      close(load.shardRps(1), (TOTAL_RPS / REGIONS) * p.countedCallsPerRequest + NODES / REGIONS + ALARMS_PER_OBJECT_PER_S);
+      close(load.otherShardRps(1), load.shardRps(1));
+      assert.equal(load.exchangeRps, 0);
+      close(load.rowsWrittenPerS, NODES / 5 + REGIONS * ALARMS_PER_OBJECT_PER_S);
+    }
   });
 
-  test("with an RPC session and reports ingested once, a request is one billed call and shards take no reports", () => {
-    const n = 8;
-    const load = objectLoad({ ...BASE_DEPLOYMENT, shardsPerRegion: n }, SESSION_UNCOUNTED);
-    const objects = REGIONS * (n + 1);
-    close(load.billedDoRps, TOTAL_RPS + NODES + REGIONS * n * 50 + objects * ALARMS_PER_OBJECT_PER_S);
-    close(load.shardRps(1 / n), TOTAL_RPS / REGIONS / n + ALARMS_PER_OBJECT_PER_S);
-    close(load.otherShardRps(1 / n), load.shardRps(1 / n));
-    close(load.exchangeRps, n * 50 + NODES / REGIONS);
-    close(load.rowsWrittenPerS, NODES / 5 + objects * ALARMS_PER_OBJECT_PER_S);
+  test("built, sharded: one billed call a request, the exchange ingests every report, shards take none but still rewrite last_seen", () => {
+    for (const n of [8, 31]) {
+      const load = objectLoad({ ...BASE_DEPLOYMENT, shardsPerRegion: n }, BUILT);
+      const objects = REGIONS * (n + 1);
+      const exchanges = (n * 1000) / exchangeIntervalMs(n);
+      close(load.billedDoRps, TOTAL_RPS + NODES + REGIONS * exchanges + objects * ALARMS_PER_OBJECT_PER_S);
+      close(load.shardRps(1 / n), TOTAL_RPS / REGIONS / n + ALARMS_PER_OBJECT_PER_S);
+      close(load.otherShardRps(1 / n), load.shardRps(1 / n));
+      close(load.exchangeRps, exchanges + NODES / REGIONS);
+      // The exchange and every shard hold the node table and rewrite each node's row every 5 s.
+      assert.equal(load.nodeTables, n + 1);
+      close(load.rowsWrittenPerS, (NODES * (n + 1)) / 5 + objects * ALARMS_PER_OBJECT_PER_S);
+      // Not made: shards writing a node's row only on a change leave the ingest's writes.
+      close(
+        objectLoad({ ...BASE_DEPLOYMENT, shardsPerRegion: n }, LAST_SEEN_ON_CHANGE).rowsWrittenPerS,
+        NODES / 5 + objects * ALARMS_PER_OBJECT_PER_S,
+      );
+    }
   });
 
-  test("last_seen every 5th report (reports a little over 1 s apart, past a third of the 15 s silence timeout); mirrors every 5 s, each writing", () => {
+  test("built, the exchange object takes 600 exchanges and 400 reports a second from 12 shards on: the documented 1,000 exactly", () => {
+    for (let n = 2; n <= MAX_SHARDS; n++) {
+      const load = objectLoad({ ...BASE_DEPLOYMENT, shardsPerRegion: n }, BUILT);
+      close(load.exchangeRps, Math.min(50 * n, EXCHANGE_CALLS_PER_SECOND) + NODES / REGIONS);
+      assert.ok(load.exchangeRps <= 1_000 + 1e-9, `n=${n}`);
+    }
+    // More nodes per region put it over: the budget is sized for 400 reports a second.
+    const more = objectLoad({ ...BASE_DEPLOYMENT, nodes: NODES + REGIONS, shardsPerRegion: 31 }, BUILT);
+    assert.ok(more.exchangeRps > 1_000);
+  });
+
+  test("last_seen every 5th report (reports a little over 1 s apart, past a third of the 15 s silence timeout); before, mirrors every 5 s, each writing", () => {
     assert.equal(lastSeenWriteReports(), 5);
     assert.equal(lastSeenWriteIntervalS(), 5);
     assert.equal(mirrorIntervalS(), 5);
     assert.equal(mirroredWriteIntervalS(), 5);
   });
 
-  test("shards needed: an even split at 1,000 calls/s and 20,000 requests/s is 21 shards; today's protocol never fits, streamed or not", () => {
+  test("shards needed for 20,000 requests/s at 1,000 calls/s: an even split is 21 shards built, 61 if the session's calls count, none before", () => {
     const even = (n: number) => 1 / n;
-    assert.equal(shardsNeeded(BASE_DEPLOYMENT, SESSION_UNCOUNTED, 1_000, even), 21);
+    assert.equal(shardsNeeded(BASE_DEPLOYMENT, BUILT, 1_000, even), 21);
+    // 60,000 / n + alarms <= 1,000 needs n >= 61.
+    assert.equal(shardsNeeded(BASE_DEPLOYMENT, BUILT_COUNTED, 1_000, even), 61);
     // Shard 0: 60,000 / n + 400 <= 1,000 needs n >= 100 > 64; and the fixed 20 ms exchange passes 1,000/s beyond 20 shards.
-    assert.equal(shardsNeeded(BASE_DEPLOYMENT, TODAY, 1_000, even), undefined);
-    assert.equal(shardsNeeded(BASE_DEPLOYMENT, TODAY_UNSTREAMED, 1_000, even), undefined);
-    // Even with an exchange that slowed, shard 0's 400 reports leave too little room: 40,000 / n + 400 <= 1,000 needs n >= 67.
-    assert.equal(shardsNeeded(BASE_DEPLOYMENT, { ...TODAY_UNSTREAMED, fixedSyncMs: undefined }, 1_000, even), undefined);
+    assert.equal(shardsNeeded(BASE_DEPLOYMENT, BEFORE, 1_000, even), undefined);
     // More capacity never needs more shards.
-    assert.ok(shardsNeeded(BASE_DEPLOYMENT, SESSION_UNCOUNTED, 2_000, even)! <= 21);
+    assert.ok(shardsNeeded(BASE_DEPLOYMENT, BUILT, 2_000, even)! <= 21);
   });
 
-  test("the exchange interval stretches once the shards' exchanges would exceed the exchange object's capacity", () => {
-    close(minSyncMs({ ...BASE_DEPLOYMENT, shardsPerRegion: 8 }, SESSION_UNCOUNTED, 1_000), SHARD_LOAD_SYNC_MS);
-    // 64 shards, 400 reports/s on the exchange object: 64 exchanges in 600 calls/s of room, one every 107 ms per shard.
-    close(minSyncMs({ ...BASE_DEPLOYMENT, shardsPerRegion: 64 }, SESSION_UNCOUNTED, 1_000), (64 * 1000) / 600);
+  test("at 500 calls/s per object the shards fit but the built exchange does not: its budget is a constant of the code", () => {
+    const even = (n: number) => 1 / n;
+    assert.equal(shardsNeeded(BASE_DEPLOYMENT, BUILT, 500, even), undefined);
+    const shardsOnly = shardsNeeded(BASE_DEPLOYMENT, BUILT, 500, even, false, false);
+    assert.equal(shardsOnly, 41);
+    assert.ok(objectLoad({ ...BASE_DEPLOYMENT, shardsPerRegion: shardsOnly! }, BUILT).exchangeRps > 500);
   });
 
   test("the object's CPU per request counts one RPC's half-floor per call", () => {
     const diff = objectUsPerRequest(400) - routeUs(400);
     assert.ok(diff > 0);
-    close(objectUsPerRequest(8), PAIR_WORK_US + DO_CALLS_PER_REQUEST_TODAY * (RPC_FLOOR_PAIR_US / 2));
+    close(objectUsPerRequest(8), PAIR_WORK_US + DO_CALLS_PER_REQUEST * (RPC_FLOOR_PAIR_US / 2));
   });
 
-  test("worst-case subrequests: 9 node attempts, their route calls (each retried once), 8 failed completes, and firstByte, rememberResponse, complete", () => {
+  test("worst-case subrequests, built: the edge's 3 region calls and 5 digest calls; a region worker's 3 nodes, their route calls (each retried once), 2 failed completes, firstByte, rememberResponse, complete", () => {
     const sub = worstCaseSubrequests(5, 31);
-    assert.equal(sub.origin, 9);
-    assert.equal(sub.object, 9 * 2 + 8 + 3);
-    assert.equal(sub.digests, 155);
+    assert.deepEqual(sub.edge, { regionCalls: 3, digestCalls: 5 });
+    assert.deepEqual(sub.region, { origin: 3, object: 3 * 2 + 2 + 3 });
+    assert.equal(sub.digestShards, 31);
+    assert.equal(sub.together, 3 * (1 + 3 + 11) + 5 * (1 + 31));
+    // Before issue 22 one worker made them all: 9 node attempts over 3 regions.
+    assert.deepEqual(worstCaseSubrequestsBefore(5, 31), { origin: 9, object: 9 * 2 + 8 + 3, digests: 155 });
+  });
+});
+
+describe("the measured workers' CPU (bench/e2e/RESULTS.md)", () => {
+  const section = (header: string, row: string) =>
+    ["# x", "", "Generated ... on 2026-12-04 05:14 UTC, commit `abc1234`.", "", "## The router in workerd alone", "", header, row].join(
+      "\n",
+    );
+
+  test("is read from the file when the model loads, and is the figure in its workerd-alone row", () => {
+    const md = readFileSync(ROOT + E2E_RESULTS, "utf8");
+    assert.deepEqual(parseE2eCpu(md), MEASURED_CPU);
+    assert.equal(WORKER_CPU_MS, MEASURED_CPU.totalMs);
+    assert.equal(BASE_DEPLOYMENT.workerCpuMs, WORKER_CPU_MS);
+    const row = md.split("\n").find((l) => /^\| workerd alone/.test(l));
+    assert.ok(row, "a workerd alone row");
+    assert.ok(row.includes(MEASURED_CPU.totalMs.toFixed(2)) || MEASURED_CPU.edgeMs !== undefined, row);
+  });
+
+  test("one CPU column: one figure, the edge and the region worker together", () => {
+    const md = section(
+      "| router runs in | added p50 | CPU ms/req one at a time: workerd with the worker | proxy workerd |\n| --- | --- | --- | --- |",
+      "| wrangler dev | 5.21 | 5.26 | 1.55 |\n| workerd alone (median round) | 1.57 | 2.00 | – |",
+    );
+    assert.deepEqual(parseE2eCpu(md), { totalMs: 2, commit: "abc1234", generatedAt: "2026-12-04 05:14 UTC" });
+  });
+
+  test("the edge and the region worker reported apart: both, and their sum", () => {
+    const md = section(
+      "| router runs in | added p50 | CPU ms/req one at a time: edge workerd | region workerd | proxy workerd |\n| --- | --- | --- | --- | --- |",
+      "| workerd alone (median round) | 1.57 | 0.80 | 1.45 | – |",
+    );
+    const cpu = parseE2eCpu(md);
+    assert.equal(cpu.edgeMs, 0.8);
+    assert.equal(cpu.regionMs, 1.45);
+    close(cpu.totalMs, 2.25);
+  });
+
+  test("a file without the section, the row or a figure is refused, not guessed", () => {
+    assert.throws(() => parseE2eCpu("# nothing here"), /workerd alone/);
+    assert.throws(() => parseE2eCpu(section("| router runs in | CPU ms/req |\n| --- | --- |", "| wrangler dev | 5.26 |")), /workerd alone/);
+    assert.throws(() => parseE2eCpu(section("| router runs in | CPU ms/req |\n| --- | --- |", "| workerd alone | – |")), /not a figure/);
   });
 });
 
@@ -237,7 +355,7 @@ describe("cost", () => {
   test("without allowances, the bill scales linearly with traffic, nodes and everything per unit", () => {
     const d = { ...BASE_DEPLOYMENT, shardsPerRegion: 4 };
     const twice = { ...d, rps: 2 * d.rps, nodes: 2 * d.nodes };
-    for (const p of [TODAY, SESSION_UNCOUNTED]) {
+    for (const p of [BEFORE, BUILT, LAST_SEEN_ON_CHANGE]) {
       const a = monthlyCost(d, p, noAllowances);
       const b = monthlyCost(twice, p, noAllowances);
       for (const [i, line] of a.entries()) {
@@ -250,7 +368,8 @@ describe("cost", () => {
   });
 
   test("each line is its published unit price over the allowance: Workers requests at $0.30 per million past 10 million", () => {
-    const lines = monthlyCost(BASE_DEPLOYMENT, TODAY);
+    const lines = monthlyCost(BASE_DEPLOYMENT, BUILT);
+    // Only the edge's invocations are billed requests: the region worker's come over a service binding.
     const requests = lines.find((l) => l.item.startsWith("Workers requests"))!;
     close(requests.quantity, (TOTAL_RPS + NODES) * MONTH_S);
     close(requests.usd, ((requests.quantity - 10e6) / 1e6) * 0.3);
@@ -260,14 +379,29 @@ describe("cost", () => {
 
   test("the RPC session cuts the object requests' bill to about a third; sampling logs and analytics cuts their lines 100x", () => {
     const d = { ...BASE_DEPLOYMENT, shardsPerRegion: 16 };
-    const doUsd = (p: typeof TODAY) => monthlyCost(d, p).find((l) => l.item === "Durable Object requests")!.usd;
-    assert.ok(doUsd(SESSION_UNCOUNTED) < doUsd(TODAY) / 2.5);
-    const full = monthlyCost(d, SESSION_UNCOUNTED, noAllowances);
-    const sampled = monthlyCost({ ...d, logSampleRate: 0.01, analyticsSampleRate: 0.01 }, SESSION_UNCOUNTED, noAllowances);
+    const doUsd = (p: typeof BUILT) => monthlyCost(d, p).find((l) => l.item === "Durable Object requests")!.usd;
+    assert.ok(doUsd(BUILT) < doUsd(BEFORE) / 2.5);
+    const full = monthlyCost(d, BUILT, noAllowances);
+    const sampled = monthlyCost({ ...d, logSampleRate: 0.01, analyticsSampleRate: 0.01 }, BUILT, noAllowances);
     for (const item of ["Analytics Engine data points", "Workers Logs ingestion", "Workers Logs storage"]) {
       close(sampled.find((l) => l.item === item)!.usd * 100, full.find((l) => l.item === item)!.usd);
     }
     assert.ok(totalUsd(sampled) < totalUsd(full));
+  });
+
+  test("built, rows written are not cut (every shard rewrites last_seen); shards writing only on a change would cut them ~30x at 31 shards", () => {
+    const d = { ...BASE_DEPLOYMENT, shardsPerRegion: 31 };
+    const rows = (p: typeof BUILT) => monthlyCost(d, p, noAllowances).find((l) => l.item === "SQLite rows written")!.usd;
+    assert.ok(rows(BUILT) >= rows(BEFORE));
+    assert.ok(rows(LAST_SEEN_ON_CHANGE) * 30 < rows(BUILT));
+  });
+
+  test("two workers log two invocation events a request: built logs cost more than the single worker's", () => {
+    assert.equal(BEFORE.workers, 1);
+    assert.equal(BUILT.workers, 2);
+    assert.ok(logBytesPerRequest(2) > logBytesPerRequest(1));
+    const logs = (p: typeof BUILT) => monthlyCost(BASE_DEPLOYMENT, p, noAllowances).find((l) => l.item === "Workers Logs ingestion")!.usd;
+    close(logs(BUILT) / logs(BEFORE), 1.5, 0.01);
   });
 });
 
@@ -308,6 +442,38 @@ test("the report renders the whole document, every section", () => {
     assert.ok(md.includes(h), h);
   // No figure is left unformatted.
   assert.ok(!/NaN|undefined|Infinity/.test(md));
+});
+
+test("the report describes what is built: option 5 made, one billed request, the headline's counting assumption, the measured CPU's source", () => {
+  const md = report();
+  assert.ok(md.includes("**Production path: option 5, built.**"));
+  assert.ok(md.includes("1 billed object request per client request"));
+  assert.ok(md.includes(`"1 counted"`));
+  // The headline's shard count is B3's "1 counted" row at Zipf 0.6.
+  const headline = /\*\*(\d+)-(\d+) shards per region for 20,000 requests\/s\*\*/.exec(md);
+  assert.ok(headline, "the headline's shard range");
+  const row = md.split("\n").find((l) => l.startsWith("| 1,000 calls/s per object, built, session (1 counted)"))!;
+  assert.deepEqual(
+    row
+      .split("|")
+      .map((c) => c.trim())
+      .slice(2, 4),
+    [headline[1], headline[2]],
+  );
+  if (MEASURED_CPU.commit) assert.ok(md.includes(`commit ${MEASURED_CPU.commit}`));
+  // The old protocol is there only as the comparison, never as what runs today.
+  assert.ok(!/today's protocol/i.test(md));
+});
+
+test("every repository path the report cites exists", () => {
+  const md = report();
+  const cited = new Set<string>();
+  for (const m of md.matchAll(/(?<=^|[\s(`"'])((?:src|durable-objects|scripts|bench|agent|docs|test)\/[A-Za-z0-9_./-]*[A-Za-z0-9_/])/gm))
+    cited.add(m[1]!);
+  assert.ok(cited.size > 15, [...cited].join(", "));
+  assert.ok(cited.has(AGENT_SOURCE));
+  const missing = [...cited].filter((p) => !existsSync(ROOT + p));
+  assert.deepEqual(missing, []);
 });
 
 test("prose wraps at 100 columns and never starts a line with a list, heading or quote marker", () => {
