@@ -67,8 +67,8 @@ const LAST_SEEN_WRITE_FRACTION = 1 / 3;
  * single object with this interval; without the exchange (reports only, every second) an earlier
  * run measured up to 1.4x, because each shard saw a fraction of the fleet's utilisation and
  * spilled too eagerly.
- * At 50 exchanges a second per shard, 16 shards send the exchange object 800 calls a second, each
- * a sum over the nodes: within one object's ceiling (docs/SCALING.md).
+ * It is the shortest interval: with more shards, or more node reports into the exchange, the
+ * interval grows ({@link exchangeIntervalMs}).
  */
 const SHARD_LOAD_SYNC_MS = 20;
 /** A shard's load older than this is left out of the others' sum (a shard that stopped routing has nothing queued there that is still ahead). */
@@ -101,17 +101,27 @@ export class RouteSession extends RpcTarget implements RouteSessionApi {
 }
 
 /**
- * The exchange's calls a second it spends on the shards' exchanges: the exchange interval grows
- * with the shards so that they never ask it more often (20 ms up to 12 shards, 52 ms at 31), which
- * leaves room in its ~1,000 requests a second (docs/SCALING.md) for the region's node reports
- * (one a second per node: 400 at 400 nodes), which it ingests once for every shard.
+ * The requests a second a sharded region's exchange object takes, for the shards' exchanges and
+ * the region's node reports together: 90% of the ~1,000 an object serves (docs/SCALING.md). The
+ * reports come first (one a second per node, ingested once for every shard); the shards' exchanges
+ * share what is left, never less than MIN_EXCHANGES_PER_SECOND.
  */
-const EXCHANGE_CALLS_PER_SECOND = 600;
+const EXCHANGE_OBJECT_BUDGET = 900;
+/** Past this many node reports a second the exchange object is over its budget whatever the interval: a limit of one object per region's ingest (docs/SCALING.md). */
+const MIN_EXCHANGES_PER_SECOND = 100;
 
-/** The interval between a shard's exchanges with the region's other shards. */
-export function exchangeIntervalMs(shards: number): number {
-  return Math.max(SHARD_LOAD_SYNC_MS, (shards * 1000) / EXCHANGE_CALLS_PER_SECOND);
+/**
+ * The interval between a shard's exchanges: 20 ms, or longer so that the region's shards and its
+ * node reports stay within the exchange's budget (with 400 nodes reporting each second: 20 ms up
+ * to 10 shards, 62 ms at 31).
+ */
+export function exchangeIntervalMs(shards: number, reportsPerSecond: number): number {
+  const room = Math.max(MIN_EXCHANGES_PER_SECOND, EXCHANGE_OBJECT_BUDGET - reportsPerSecond);
+  return Math.max(SHARD_LOAD_SYNC_MS, (shards * 1000) / room);
 }
+
+/** The window over which the exchange counts the node reports it ingests. */
+const REPORT_RATE_WINDOW_MS = 10_000;
 
 /** The most node reports (or removals) one exchange answer carries; a longer feed comes in parts. */
 const MAX_FEED_REPORTS = 4096;
@@ -142,6 +152,10 @@ export class RegionDurableObject extends DurableObject<Env> {
   /** A shard of a sharded region: which shard it is (from its route calls), and where it is in the exchange's node feed. */
   private shardIndex: number | undefined;
   private feedSeen: { epoch: string; version: number } | undefined;
+  /** The region's node reports a second, as its exchange last said (what stretches the exchange interval). */
+  private regionReportsPerSecond = 0;
+  /** The exchange: reports ingested in the current window, and in the last full one (-1: none yet). */
+  private readonly reportWindow = { start: Date.now(), count: 0, last: -1 };
   /** The region's ingest (the exchange of a sharded region): every node's latest accepted report, and removals, by feed version. */
   private readonly feedEpoch = crypto.randomUUID().slice(0, 8);
   private feedVersion = 0;
@@ -162,6 +176,8 @@ export class RegionDurableObject extends DurableObject<Env> {
       // the router is built from the worker's init on the next call.
       const stored = row ? regionInitSchema.safeParse(JSON.parse(row.value)) : undefined;
       if (stored?.success) this.build(stored.data);
+      const shard = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'shard'`).toArray()[0];
+      if (shard) this.shardIndex = Number(shard.value);
       this.alarmAt = (await ctx.storage.getAlarm()) ?? undefined;
     });
   }
@@ -275,7 +291,11 @@ export class RegionDurableObject extends DurableObject<Env> {
     const now = Date.now();
     const result = router.route(req, now);
     if (req.shard !== undefined) {
-      this.shardIndex = req.shard;
+      if (this.shardIndex !== req.shard) {
+        // Kept, so that a restarted shard hears the feed before its alarm expires anyone (alarm()).
+        this.shardIndex = req.shard;
+        this.sql.exec(`INSERT OR REPLACE INTO config (key, value) VALUES ('shard', ?)`, String(req.shard));
+      }
       this.syncLoad(router, req.shard, now);
     }
     if (!result.ok) return result;
@@ -284,13 +304,14 @@ export class RegionDurableObject extends DurableObject<Env> {
   }
 
   /**
-   * A shard of a sharded region: at most every SHARD_LOAD_SYNC_MS, sends what it has dispatched
+   * A shard of a sharded region: at most every {@link exchangeIntervalMs}, sends what it has dispatched
    * to the region's load exchange and takes back the other shards' sum. Never awaited by a
    * request: a slow or failed exchange leaves the last known loads in place (they drain and decay
    * in the model), which is the reports-only behaviour.
    */
   private syncLoad(router: RegionRouter, shard: number, now: number): void {
-    if (router.settings.shards <= 1 || this.loadSyncing || now - this.lastLoadSync < exchangeIntervalMs(router.settings.shards)) return;
+    const interval = exchangeIntervalMs(router.settings.shards, this.regionReportsPerSecond);
+    if (router.settings.shards <= 1 || this.loadSyncing || now - this.lastLoadSync < interval) return;
     this.ctx.waitUntil(this.exchangeWithRegion(router, shard, now));
   }
 
@@ -304,7 +325,10 @@ export class RegionDurableObject extends DurableObject<Env> {
       if (this.router !== router) return;
       router.shareForeignLoad(shardLoadsSchema.parse(answer.loads), Date.now());
       const feed = nodeFeedSchema.parse(answer.feed);
-      for (const r of feed.reports) await this.applyReport(router, r, Date.now());
+      this.regionReportsPerSecond = Math.max(0, Number(answer.reportsPerSecond) || 0);
+      // The exchange keeps each node's last_seen durably; a shard writes a node's row only when it
+      // changes (a restarted shard takes the whole feed at its first exchange).
+      for (const r of feed.reports) await this.applyReport(router, r, Date.now(), false);
       for (const id of feed.removed) if (router.removeNode(id)) this.forget(id);
       this.feedSeen = { epoch: feed.epoch, version: feed.version };
     } catch (e) {
@@ -324,7 +348,11 @@ export class RegionDurableObject extends DurableObject<Env> {
     // Only the worker's own shards call this; a malformed load is dropped (and logged), never summed.
     if (!parsed.success) {
       console.error(JSON.stringify({ event: "shard_load_refused", message: parsed.error.message.slice(0, 200) }));
-      return { loads: {}, feed: { epoch: this.feedEpoch, version: this.feedVersion, reports: [], removed: [] } };
+      return {
+        loads: {},
+        feed: { epoch: this.feedEpoch, version: this.feedVersion, reports: [], removed: [] },
+        reportsPerSecond: this.reportsPerSecond(Date.now()),
+      };
     }
     const { shard, load, feed } = parsed.data;
     const now = Date.now();
@@ -342,7 +370,28 @@ export class RegionDurableObject extends DurableObject<Env> {
         sum.recent += l.recent;
       }
     }
-    return { loads: others, feed: this.feedSince(feed?.epoch === this.feedEpoch ? feed.version : -1) };
+    return {
+      loads: others,
+      feed: this.feedSince(feed?.epoch === this.feedEpoch ? feed.version : -1),
+      reportsPerSecond: this.reportsPerSecond(now),
+    };
+  }
+
+  /** The node reports a second this object ingested over its last full window (the current one's so far, before one). */
+  private reportsPerSecond(now: number): number {
+    this.countReport(now, 0);
+    const w = this.reportWindow;
+    return w.last >= 0 ? w.last / (REPORT_RATE_WINDOW_MS / 1000) : w.count / Math.max(1, (now - w.start) / 1000);
+  }
+
+  private countReport(now: number, n: number): void {
+    const w = this.reportWindow;
+    if (now - w.start >= REPORT_RATE_WINDOW_MS) {
+      w.last = now - w.start < 2 * REPORT_RATE_WINDOW_MS ? w.count : 0;
+      w.start = now;
+      w.count = 0;
+    }
+    w.count += n;
   }
 
   /** The feed after `since` (-1: every node's latest report, for a shard new to this instance), at most MAX_FEED_REPORTS. */
@@ -358,6 +407,7 @@ export class RegionDurableObject extends DurableObject<Env> {
   /** Records an accepted report (or a removal) in the region's node feed, for the other shards. */
   private publish(router: RegionRouter, id: string, report: NodeReport | undefined): void {
     if (router.settings.shards <= 1) return;
+    if (report) this.countReport(Date.now(), 1);
     const version = ++this.feedVersion;
     if (report) {
       this.feedReports.set(id, { version, report });
@@ -434,7 +484,12 @@ export class RegionDurableObject extends DurableObject<Env> {
   }
 
   /** Applies an accepted report to the router and persists what a restart needs. */
-  private async applyReport(router: RegionRouter, r: NodeReport, now: number): Promise<{ spec: NodeSpec; changed: boolean }> {
+  private async applyReport(
+    router: RegionRouter,
+    r: NodeReport,
+    now: number,
+    seenIsDurable = true,
+  ): Promise<{ spec: NodeSpec; changed: boolean }> {
     const before = router.nodeSpec(r.node_id);
     // A static node's URL is the configuration's: a report never moves it.
     const spec = router.report(before?.static ? { ...r, url: before.url } : r, now);
@@ -445,7 +500,7 @@ export class RegionDurableObject extends DurableObject<Env> {
       before.bootId !== spec.bootId ||
       JSON.stringify(before.models) !== JSON.stringify(spec.models);
     const lastWrite = this.persistedSeen.get(spec.id) ?? 0;
-    if (changed || now - lastWrite > router.settings.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION) this.persist(spec);
+    if (changed || (seenIsDurable && now - lastWrite > router.settings.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION)) this.persist(spec);
     await this.scheduleAlarm(now + router.settings.nodeSilenceMs);
     return { spec, changed };
   }

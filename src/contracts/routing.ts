@@ -97,10 +97,12 @@ export const exchangeRequestSchema = z.object({
 
 export type ExchangeRequest = z.infer<typeof exchangeRequestSchema>;
 
-/** The exchange's answer: the other shards' summed load, and the node reports the shard has not seen. */
+/** The exchange's answer: the other shards' summed load, the node reports the shard has not seen, and the region's report rate. */
 export interface ExchangeAnswer {
   loads: ShardLoads;
   feed: NodeFeed;
+  /** Node reports a second the exchange ingests: the more, the less room for the shards' exchanges. */
+  reportsPerSecond: number;
 }
 
 export const routeRequestSchema = z.object({

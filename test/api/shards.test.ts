@@ -119,7 +119,7 @@ describe("reports in a sharded region", () => {
     const route = () =>
       object(shard2).route(region.init, { requestId: crypto.randomUUID(), model: "m-shard", hashes: [], promptTokens: 10, shard: 2 });
     await route();
-    await new Promise((r) => setTimeout(r, exchangeIntervalMs(3) + 30));
+    await new Promise((r) => setTimeout(r, exchangeIntervalMs(3, 0) + 30));
     await route();
     await expect.poll(async () => (await seenBy(shard2))?.load.report?.waiting, { timeout: 2_000 }).toBe(7);
     // A change of the node itself (its boot id: a restart) reaches every shard at once.
@@ -136,6 +136,12 @@ async function loads(exchange: DurableObjectStub<RegionDurableObject>, shard: nu
 }
 
 describe("the load exchange", () => {
+  it("is asked less often as the shards and the region's node reports grow, within the exchange object's budget", () => {
+    expect(exchangeIntervalMs(3, 0)).toBe(20);
+    expect(exchangeIntervalMs(31, 400)).toBe(62); // 500 exchanges a second left beside 400 reports
+    expect(exchangeIntervalMs(64, 2_000)).toBe(640); // over budget on reports alone: the floor of 100 a second
+  });
+
   it("answers each shard with the sum of the others' latest loads", async () => {
     const exchange = env.REGION.getByName("exchange-test#load");
     expect(await loads(exchange, 0, { a: { queued: 100, recent: 1_000 } })).toEqual({});
