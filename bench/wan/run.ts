@@ -1,0 +1,391 @@
+/**
+ * `npm run bench:wan`: time to first byte across an emulated long haul, the path warmpath is
+ * deployed on against calling the GPUs directly and against the single-worker layout it replaced.
+ *
+ *   node bench/wan/run.ts [--quick]    # --quick: RTTs 0 and 90 ms, few requests, into .tmp/bench-wan-quick/
+ *
+ * Paths, at emulated round trips of 0, 20, 90 and 130 ms (same metro, same continent,
+ * transatlantic, transpacific), the long haul being a loopback relay that holds each chunk for
+ * half the round trip each way (bench/wan/relay.ts):
+ * - `direct`: the client calls the node across the long haul (the reference).
+ * - `warmpath`: the client calls the edge worker (near it: no delay), which forwards the request
+ *   across the long haul to the region's worker (scripts/system.ts, runtime "workerd": each worker
+ *   in a workerd process of its own, the binding over the relay); the region worker asks its
+ *   object and calls the node, both by the GPUs (loopback).
+ * - `single-worker`: the layout before the split, one worker at the client's edge that asks the
+ *   region's object and then calls the node, each across the long haul. The runtime cannot put a
+ *   relay between a worker and its Durable Object, so this row is DERIVED: that worker measured in
+ *   workerd at round trip 0 (wrangler.toml's single-process composition: scripts/workerd-host.ts)
+ *   plus one round trip per crossing: 2 per request, 4 with a retry (object, refusing node,
+ *   object, next node).
+ * Modes: one request at a time (paths interleaved), a steady open-loop rate, and a retry (the
+ * first node answers 503, another answers: warmpath retries by the GPUs, no crossing added).
+ * The nodes answer at once (bench/wan/node.ts): what is measured is the path.
+ */
+import { request as httpRequest, Agent } from "node:http";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { parse } from "smol-toml";
+import { DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3 } from "../../src/config/dev-credentials.ts";
+import { ROOT, freePort, startSystem, type System } from "../../scripts/system.ts";
+import { percentile } from "../e2e/load.ts";
+import { startNode, type BenchNode } from "./node.ts";
+import { startRelay, type Relay } from "./relay.ts";
+
+const { values: flags } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
+const QUICK = flags.quick;
+const RTTS = QUICK ? [0, 90] : [0, 20, 90, 130];
+const PLACES: Record<number, string> = { 0: "same machine", 20: "same continent", 90: "transatlantic", 130: "transpacific" };
+/** Requests per path one at a time (after WARMUP of each), and per path at the steady rate. */
+const ONE_AT_A_TIME = QUICK ? 20 : 200;
+const WARMUP = QUICK ? 5 : 30;
+const STEADY_RATE = 20;
+const STEADY_SECONDS = QUICK ? 2 : 8;
+/** Retried requests to time (only requests whose first node refused count). */
+const RETRIES = QUICK ? 10 : 60;
+/** Targets (issue 22): warmpath's added time to first byte over the direct call. */
+const TARGET_P50_MS = 5;
+const TARGET_P99_MS = 15;
+const OUT = QUICK ? join(ROOT, ".tmp", "bench-wan-quick") : join(ROOT, "bench", "wan");
+const KEYS = [DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3];
+const MODEL = "m-wan";
+const RETRY_MODEL = "m-wan-retry";
+
+type Path = "direct" | "warmpath" | "single-worker";
+type Mode = "one-at-a-time" | "steady" | "retry";
+
+interface Row {
+  rtt_ms: number;
+  path: Path;
+  mode: Mode;
+  ttfb_p50_ms: number;
+  ttfb_p99_ms: number;
+  n: number;
+  errors: number;
+  derived: boolean;
+  /** warmpath's p50 / p99 over the direct call's at this RTT and mode. */
+  added_p50_ms?: number;
+  added_p99_ms?: number;
+}
+
+interface Target {
+  url: string;
+  headers: Record<string, string>;
+  agent: Agent;
+}
+
+let seq = 0;
+/** A streamed chat request, unique (the router indexes a new prefix each time). */
+function body(model: string): string {
+  const n = seq++;
+  return JSON.stringify({
+    model,
+    stream: true,
+    max_tokens: 1,
+    messages: [{ role: "user", content: `wan ${n}: reply "ok". ` + "pad ".repeat(40) }],
+  });
+}
+
+/** Time from the request's write to its first body byte (ms), or an error; and the answer's headers. */
+function timeOne(t: Target, model: string): Promise<{ ttfb: number; ok: boolean; headers: Record<string, string | string[] | undefined> }> {
+  return new Promise((resolve) => {
+    const text = body(model);
+    const started = performance.now();
+    let first = NaN;
+    const req = httpRequest(
+      t.url,
+      {
+        method: "POST",
+        agent: t.agent,
+        headers: { ...t.headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) },
+      },
+      (res) => {
+        res.on("data", () => {
+          if (Number.isNaN(first)) first = performance.now();
+        });
+        res.on("end", () => resolve({ ttfb: first - started, ok: res.statusCode === 200 && !Number.isNaN(first), headers: res.headers }));
+        res.on("error", () => resolve({ ttfb: NaN, ok: false, headers: {} }));
+      },
+    );
+    req.setTimeout(30_000, () => req.destroy());
+    req.on("error", () => resolve({ ttfb: NaN, ok: false, headers: {} }));
+    req.end(text);
+  });
+}
+
+function row(rtt: number, path: Path, mode: Mode, samples: number[], errors: number, derivedFrom?: { add: number }): Row {
+  const add = derivedFrom?.add ?? 0;
+  return {
+    rtt_ms: rtt,
+    path,
+    mode,
+    ttfb_p50_ms: round(percentile(samples, 50) + add),
+    ttfb_p99_ms: round(percentile(samples, 99) + add),
+    n: samples.length,
+    errors,
+    derived: derivedFrom !== undefined,
+  };
+}
+
+const round = (v: number) => Math.round(v * 100) / 100;
+
+/** One at a time, the targets interleaved (each round sends one to each, in turn). */
+async function oneAtATime(targets: Record<string, Target>, model: string): Promise<Record<string, { samples: number[]; errors: number }>> {
+  const out = Object.fromEntries(Object.keys(targets).map((k) => [k, { samples: [] as number[], errors: 0 }]));
+  for (let i = 0; i < WARMUP + ONE_AT_A_TIME; i++) {
+    for (const [name, t] of Object.entries(targets)) {
+      const r = await timeOne(t, model);
+      if (i < WARMUP) continue;
+      if (r.ok) out[name]!.samples.push(r.ttfb);
+      else out[name]!.errors++;
+    }
+  }
+  return out;
+}
+
+/** Open loop at STEADY_RATE per target, the targets' sends interleaved. */
+async function steady(targets: Record<string, Target>, model: string): Promise<Record<string, { samples: number[]; errors: number }>> {
+  const out = Object.fromEntries(Object.keys(targets).map((k) => [k, { samples: [] as number[], errors: 0 }]));
+  const pending: Promise<void>[] = [];
+  const names = Object.keys(targets);
+  const total = STEADY_RATE * STEADY_SECONDS * names.length;
+  const gap = 1000 / (STEADY_RATE * names.length);
+  const t0 = performance.now();
+  for (let i = 0; i < total; i++) {
+    const wait = t0 + i * gap - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const name = names[i % names.length]!;
+    pending.push(
+      timeOne(targets[name]!, model).then((r) => {
+        if (r.ok) out[name]!.samples.push(r.ttfb);
+        else out[name]!.errors++;
+      }),
+    );
+  }
+  await Promise.all(pending);
+  return out;
+}
+
+/** Retried requests only (those whose first node refused: `x-warmpath-attempts: 2`). */
+async function retried(t: Target): Promise<{ samples: number[]; errors: number; tries: number }> {
+  const samples: number[] = [];
+  let errors = 0;
+  let tries = 0;
+  while (samples.length < RETRIES && tries < RETRIES * 10) {
+    tries++;
+    const r = await timeOne(t, RETRY_MODEL);
+    if (!r.ok) errors++;
+    else if (r.headers["x-warmpath-attempts"] === "2") samples.push(r.ttfb);
+  }
+  return { samples, errors, tries };
+}
+
+/** The development configuration with the benchmark's nodes as static nodes of region us-east. */
+function benchConfig(answer: BenchNode[], refuse: BenchNode): unknown {
+  const toml = parse(readFileSync(join(ROOT, "wrangler.toml"), "utf8")) as { vars: { WARMPATH_CONFIG: Record<string, unknown> } };
+  const cfg = structuredClone(toml.vars.WARMPATH_CONFIG) as { regions: Array<Record<string, unknown>> };
+  const node = (id: string, n: BenchNode, models: string[]) => ({ id, url: n.url, models, kv_capacity_tokens: 100_000 });
+  cfg.regions = cfg.regions.map((r) =>
+    r.name === "us-east"
+      ? {
+          ...r,
+          models: [MODEL, RETRY_MODEL],
+          nodes: [
+            node("wan-a", answer[0]!, [MODEL, RETRY_MODEL]),
+            node("wan-b", answer[1]!, [MODEL]),
+            node("wan-refuse", refuse, [RETRY_MODEL]),
+          ],
+          // The refusing node stays in play: every other request it is offered is a retry to time.
+          failure_cooldown_ms: 0,
+        }
+      : r,
+  );
+  return cfg;
+}
+
+/** wrangler.toml's single-process composition (the layout before the split) in workerd, with `config`. */
+async function startSingleWorker(config: unknown): Promise<{ url: string; stop: () => void }> {
+  const state = mkdtempSync(join(tmpdir(), "warmpath-wan-single-"));
+  const envFile = join(state, "config.env");
+  writeFileSync(envFile, `WARMPATH_CONFIG='${JSON.stringify(config)}'\n`);
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, "scripts", "workerd-host.ts"), "--port", String(port), "--persist-to", state, "--env-file", envFile],
+    {
+      cwd: ROOT,
+      stdio: "ignore",
+      detached: true,
+    },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if (
+      await fetch(`${url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    url,
+    stop: () => {
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        /* gone */
+      }
+      rmSync(state, { recursive: true, force: true });
+    },
+  };
+}
+
+const routerTarget = (base: string, region = "us-east"): Target => ({
+  url: `${base}/v1/chat/completions`,
+  headers: { authorization: `Bearer ${KEYS[seq % KEYS.length]}`, "x-warmpath-region": region },
+  agent: new Agent({ keepAlive: true, maxSockets: 64 }),
+});
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const answer = [await startNode("answer"), await startNode("answer")];
+  const refuse = await startNode("refuse");
+  const config = benchConfig(answer, refuse);
+  const rows: Row[] = [];
+
+  // The single-worker layout, measured once at round trip 0; its long-haul rows are derived.
+  const single = await startSingleWorker(config);
+  const singleTarget = routerTarget(single.url);
+  const single0 = (await oneAtATime({ single: singleTarget }, MODEL)).single!;
+  const singleSteady = (await steady({ single: singleTarget }, MODEL)).single!;
+  const singleRetry = await retried(routerTarget(single.url));
+  single.stop();
+
+  for (const rtt of RTTS) {
+    const relays: Relay[] = [];
+    const direct = await startRelay({ host: "127.0.0.1", port: Number(new URL(answer[0]!.url).port) }, rtt);
+    relays.push(direct);
+    let system: System | undefined;
+    try {
+      system = await startSystem({
+        port: 0,
+        runtime: "workerd",
+        fleetFile: null,
+        config,
+        regionAddress: async (_region, port) => {
+          const relay = await startRelay({ host: "127.0.0.1", port }, rtt);
+          relays.push(relay);
+          return `127.0.0.1:${relay.port}`;
+        },
+      });
+      const targets = {
+        direct: {
+          url: `http://127.0.0.1:${direct.port}/v1/chat/completions`,
+          headers: {},
+          agent: new Agent({ keepAlive: true, maxSockets: 64 }),
+        },
+        warmpath: routerTarget(system.url),
+      };
+      const one = await oneAtATime(targets, MODEL);
+      const st = await steady(targets, MODEL);
+      const re = await retried(routerTarget(system.url));
+      for (const [mode, m] of [
+        ["one-at-a-time", one],
+        ["steady", st],
+      ] as const) {
+        const d = row(rtt, "direct", mode, m.direct!.samples, m.direct!.errors);
+        const w = row(rtt, "warmpath", mode, m.warmpath!.samples, m.warmpath!.errors);
+        w.added_p50_ms = round(w.ttfb_p50_ms - d.ttfb_p50_ms);
+        w.added_p99_ms = round(w.ttfb_p99_ms - d.ttfb_p99_ms);
+        const s = row(rtt, "single-worker", mode, (mode === "steady" ? singleSteady : single0).samples, 0, { add: 2 * rtt });
+        s.added_p50_ms = round(s.ttfb_p50_ms - d.ttfb_p50_ms);
+        s.added_p99_ms = round(s.ttfb_p99_ms - d.ttfb_p99_ms);
+        rows.push(d, w, s);
+      }
+      const d = rows.find((r) => r.rtt_ms === rtt && r.path === "direct" && r.mode === "one-at-a-time")!;
+      const w = row(rtt, "warmpath", "retry", re.samples, re.errors);
+      w.added_p50_ms = round(w.ttfb_p50_ms - d.ttfb_p50_ms);
+      w.added_p99_ms = round(w.ttfb_p99_ms - d.ttfb_p99_ms);
+      const s = row(rtt, "single-worker", "retry", singleRetry.samples, 0, { add: 4 * rtt });
+      s.added_p50_ms = round(s.ttfb_p50_ms - d.ttfb_p50_ms);
+      s.added_p99_ms = round(s.ttfb_p99_ms - d.ttfb_p99_ms);
+      rows.push(w, s);
+      console.log(
+        `rtt ${rtt} ms: ${rows
+          .filter((r) => r.rtt_ms === rtt)
+          .map((r) => `${r.path}/${r.mode} ${r.ttfb_p50_ms}/${r.ttfb_p99_ms}`)
+          .join("; ")}`,
+      );
+    } finally {
+      await system?.stop();
+      for (const r of relays) await r.close();
+    }
+  }
+  for (const n of [...answer, refuse]) await n.close();
+
+  mkdirSync(OUT, { recursive: true });
+  const meta = {
+    command: `npm run bench:wan${QUICK ? " -- --quick" : ""}`,
+    generated_at: new Date().toISOString(),
+    seconds: Math.round((Date.now() - started) / 1000),
+    machine: `${cpus().length} cores (${cpus()[0]?.model ?? "?"}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`,
+    targets: { added_p50_ms: TARGET_P50_MS, added_p99_ms: TARGET_P99_MS },
+  };
+  writeFileSync(join(OUT, "results.json"), JSON.stringify({ ...meta, rows }, null, 2) + "\n");
+  writeFileSync(join(OUT, "RESULTS.md"), render(meta, rows));
+  console.log(`wrote ${join(OUT, "RESULTS.md")} in ${meta.seconds} s`);
+}
+
+function render(meta: { command: string; generated_at: string; seconds: number; machine: string }, rows: Row[]): string {
+  const ms = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : v.toFixed(1));
+  const warm = rows.filter((r) => r.path === "warmpath");
+  const misses = warm.filter((r) => (r.added_p50_ms ?? 0) > TARGET_P50_MS || (r.added_p99_ms ?? 0) > TARGET_P99_MS);
+  const retryAdds = rows
+    .filter((r) => r.path === "warmpath" && r.mode === "retry")
+    .map((r) => {
+      const one = rows.find((o) => o.rtt_ms === r.rtt_ms && o.path === "warmpath" && o.mode === "one-at-a-time")!;
+      return { rtt: r.rtt_ms, extra: r.ttfb_p50_ms - one.ttfb_p50_ms };
+    });
+  const lines = [
+    "# The long haul: time to first byte, warmpath against calling the GPUs directly",
+    "",
+    `Generated by \`${meta.command}\` (bench/wan/run.ts) on ${meta.generated_at.slice(0, 16).replace("T", " ")} UTC in ${meta.seconds} s; ${meta.machine}. Do not edit: rerun it. All times in milliseconds, as the client sees them, from the request's write to the first body byte of a streamed chat completion.`,
+    "",
+    "## Method",
+    "",
+    "- **The long haul** is a loopback TCP relay that holds each chunk for half the emulated round trip each way (bench/wan/relay.ts); 0, 20, 90 and 130 ms stand for the same machine, the same continent, transatlantic and transpacific. Connections are kept alive, as between Cloudflare and an origin and over a service binding.",
+    "- **direct**: the client calls the node across the relay.",
+    "- **warmpath**: the client calls the edge worker (no delay: it runs at the client's Cloudflare location), whose service binding to the region's worker crosses the relay; the region worker asks its Durable Object and calls the node on loopback (it is placed by the GPUs). Each worker runs in a workerd process of its own (scripts/system.ts, runtime `workerd`), the deploy bundles with no development machinery.",
+    "- **single-worker** (DERIVED): the layout before the split, one worker at the client's edge asking the region's object and then calling the node, each across the long haul. workerd cannot put a relay between a worker and its Durable Object, so this row is that worker measured at round trip 0 (wrangler.toml's single-process composition in workerd) plus 2 round trips per request (object, node) and 4 with a retry (object, refusing node, object, next node).",
+    `- **Modes**: one request at a time (${ONE_AT_A_TIME} per path after ${WARMUP} to warm up, the paths interleaved); steady, ${STEADY_RATE} requests a second per path for ${STEADY_SECONDS} s, open loop, interleaved; retry, ${RETRIES} requests whose first node answered 503 and the next answered (only those the router sent to the refusing node first: \`x-warmpath-attempts: 2\`).`,
+    "- The nodes answer at once (bench/wan/node.ts): what is measured is the path. Percentiles are nearest-rank; _added_ is the path's percentile less the direct call's at the same round trip (one at a time for the retry rows).",
+    "",
+    "## Results",
+    "",
+    "| round trip | place | mode | path | TTFB p50 | TTFB p99 | added p50 | added p99 | n | errors |",
+    "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ...rows.map(
+      (r) =>
+        `| ${r.rtt_ms} | ${PLACES[r.rtt_ms] ?? ""} | ${r.mode} | ${r.path}${r.derived ? " (derived)" : ""} | ${ms(r.ttfb_p50_ms)} | ${ms(r.ttfb_p99_ms)} | ${r.path === "direct" ? "" : ms(r.added_p50_ms)} | ${r.path === "direct" ? "" : ms(r.added_p99_ms)} | ${r.n} | ${r.errors} |`,
+    ),
+    "",
+    "## Targets",
+    "",
+    `- warmpath's added time to first byte over the direct call at every round trip: <= ${TARGET_P50_MS} ms p50 and <= ${TARGET_P99_MS} ms p99. ${
+      misses.length === 0
+        ? "**Met** in every row."
+        : `**Missed** in ${misses.length} of ${warm.length} rows: ${misses.map((r) => `${r.rtt_ms} ms ${r.mode} (+${ms(r.added_p50_ms)} / +${ms(r.added_p99_ms)})`).join("; ")}.`
+    }`,
+    `- A retry adds no crossing: warmpath's retried requests' p50 exceeds its one-at-a-time p50 by ${retryAdds.map((a) => `${ms(a.extra)} ms at ${a.rtt} ms`).join(", ")} (a crossing would add the round trip); the single-worker layout adds ${RTTS.map((r) => `${2 * r} ms`).join(", ")} on top of its own retry.`,
+    "",
+  ];
+  return lines.join("\n");
+}
+
+await main();
+process.exit(0);
