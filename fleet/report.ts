@@ -1,8 +1,8 @@
 /**
  * A simulated node's load reports to the router, as a real node agent would push them: the
- * fleet's report body, sent by the node agent's shared loop (scripts/agent/report-loop.ts).
+ * fleet's report body, sent by the node agent's shared loop (agent/report-loop.ts).
  */
-import { NodeCredentials, startReportLoop, type ReportLoop, type ReportLoopEvent } from "../scripts/agent/report-loop.ts";
+import { NodeCredentials, startReportLoop, type ReportLoop, type ReportLoopEvent } from "../agent/report-loop.ts";
 
 /**
  * The load-report body, as this fleet sends it. The router's contract for it lives in
@@ -36,7 +36,7 @@ export type Reporter = ReportLoop;
 /**
  * Each simulated node's credentials with the router, kept across its process restarts: on a real
  * machine the agent beside the engine outlives an engine restart and keeps the node secret the
- * router gave it at registration (scripts/agent/credentials.ts). A clean stop deregisters the node
+ * router gave it at registration (agent/credentials.ts). A clean stop deregisters the node
  * and drops its secret; a crash keeps it, and the node comes back reporting with it.
  */
 const credentials = new Map<string, NodeCredentials>();

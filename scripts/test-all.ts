@@ -6,7 +6,7 @@
  *     configuration bundled by `wrangler deploy --dry-run`), and strict typecheck of every part
  *     (worker, fleet, bench, scripts);
  *  2. the worker's tests in workerd (vitest + the Cloudflare plugin);
- *  3. the Node-side tests: fleet, bench, scripts (node agent, `npm start`, the demo end to end,
+ *  3. the Node-side tests: node agent, fleet, bench, scripts (`npm start`, the demo end to end,
  *     the dashboard in headless chromium);
  *  4. the benchmark's quick mode (into .tmp/, leaving the committed results alone).
  *
@@ -83,6 +83,7 @@ for (const project of [
   "bench/tsconfig.json",
   "bench/workerd/tsconfig.json",
   "scripts/tsconfig.json",
+  "agent/tsconfig.json",
 ]) {
   check(`typecheck ${project}`, bin("tsc"), ["--noEmit", "-p", project]);
 }
@@ -112,6 +113,7 @@ tests(
     "fleet/test/*.test.ts",
     "bench/test/*.test.ts",
     "scripts/test/*.test.ts",
+    "agent/test/*.test.ts",
   ],
   () => {
     if (!existsSync(tap)) return undefined;

@@ -192,7 +192,7 @@ function startAgent(system: System, id: string, server: LlamaServer): ChildProce
   const agent = spawn(
     process.execPath,
     [
-      join(ROOT, "scripts", "agent", "warmpath-agent.ts"),
+      join(ROOT, "agent", "warmpath-agent.ts"),
       ...["--router", system.url, "--region", REGION, "--node-id", id, "--url", server.url, "--interval-ms", String(AGENT_INTERVAL_MS)],
     ],
     { env: { ...process.env, WARMPATH_NODE_TOKEN: DEV_NODE_TOKEN }, stdio: ["ignore", "ignore", "pipe"] },

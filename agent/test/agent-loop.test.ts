@@ -1,5 +1,5 @@
 /**
- * warmpath-agent's whole loop (scripts/agent/agent.ts) against a fake vLLM and a fake router,
+ * warmpath-agent's whole loop (agent/agent.ts) against a fake vLLM and a fake router,
  * both real HTTP servers on loopback. Waits are event-driven (each fake request, each agent
  * event); the only timing assertion is a lower bound (backoff gaps), which a slow machine only
  * makes larger.
@@ -11,8 +11,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nodeReportSchema } from "../../src/contracts/node.ts";
-import { startAgent, type Agent, type AgentEvent, type AgentOptions } from "../agent/agent.ts";
-import { FakeEngine, FakeRouter, waitFor } from "./fixtures/agent/fakes.ts";
+import { startAgent, type Agent, type AgentEvent, type AgentOptions } from "../agent.ts";
+import { FakeEngine, FakeRouter, waitFor } from "./fixtures/fakes.ts";
 
 interface Harness {
   engine: FakeEngine;

@@ -27,7 +27,7 @@
  * whole cache, so a slot's `n_ctx` IS the capacity, and `n_ctx x slots` would overstate it 4x;
  * with a split cache (older servers, or an explicit `-np N` without `--kv-unified`) each slot has
  * `-c / N`, and the capacity is `n_ctx x N`. Recorded on a real llama-server (build b1-5b4ebc5,
- * scripts/test/fixtures/agent/llamacpp-recorded-experiments-excerpt.json): `-c 8192 -np 1` gives
+ * agent/test/fixtures/llamacpp-recorded-experiments-excerpt.json): `-c 8192 -np 1` gives
  * slots of 8192, `-c 8192 -np 3` three of 2816, `-c 8192 -np 3 --kv-unified` three of 8192; the
  * same build writes `llamacpp:prompt_tokens_cached_total` and speculative-decoding counters too,
  * and its counters restart from 0 with the process. `/props` does not say which layout. The agent reports one

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * warmpath-agent: the node agent. Runs beside an inference server (vLLM, SGLang, llama.cpp) and
- * pushes its load to a warmpath router's node API; `warmpath-agent --help` (scripts/agent/args.ts)
- * lists the flags and their defaults, scripts/agent/agent.ts explains the loop.
+ * pushes its load to a warmpath router's node API; `warmpath-agent --help` (agent/args.ts)
+ * lists the flags and their defaults, agent/agent.ts explains the loop.
  *
  *   WARMPATH_NODE_TOKEN=... npx warmpath-agent --router https://warmpath.example.com \
  *     --region us-east --node-id gpu-1 --url http://10.0.0.5:8000

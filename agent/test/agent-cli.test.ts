@@ -1,5 +1,5 @@
 /**
- * The warmpath-agent command (scripts/agent/warmpath-agent.ts) as a process: --help, refusals,
+ * The warmpath-agent command (agent/warmpath-agent.ts) as a process: --help, refusals,
  * SIGTERM/SIGINT (deregister, exit 0), and the fatal exit without a KV capacity.
  */
 import { test } from "node:test";
@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
-import { FakeEngine, FakeRouter, WAIT_MS, waitFor } from "./fixtures/agent/fakes.ts";
+import { FakeEngine, FakeRouter, WAIT_MS, waitFor } from "./fixtures/fakes.ts";
 
-const BIN = join(import.meta.dirname, "..", "agent", "warmpath-agent.ts");
+const BIN = join(import.meta.dirname, "..", "warmpath-agent.ts");
 
 interface Run {
   code: number | null;

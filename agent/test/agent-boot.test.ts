@@ -3,15 +3,15 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { HELP, UsageError, parseAgentArgs } from "../agent/args.ts";
-import { backoffDelay } from "../agent/backoff.ts";
-import { bootMarkers, newBootId, restartReason } from "../agent/boot.ts";
-import { llamacpp } from "../agent/engines/llamacpp.ts";
-import { sglang } from "../agent/engines/sglang.ts";
-import { vllm } from "../agent/engines/vllm.ts";
-import { parsePrometheus } from "../agent/prometheus.ts";
+import { HELP, UsageError, parseAgentArgs } from "../args.ts";
+import { backoffDelay } from "../backoff.ts";
+import { bootMarkers, newBootId, restartReason } from "../boot.ts";
+import { llamacpp } from "../engines/llamacpp.ts";
+import { sglang } from "../engines/sglang.ts";
+import { vllm } from "../engines/vllm.ts";
+import { parsePrometheus } from "../prometheus.ts";
 
-const FIXTURES = join(import.meta.dirname, "fixtures", "agent");
+const FIXTURES = join(import.meta.dirname, "fixtures");
 const fixture = (name: string) => readFileSync(join(FIXTURES, name), "utf8");
 
 const vllmPage = (prompt: number, start?: number) =>

@@ -1,21 +1,21 @@
 /**
- * warmpath-agent's engine modules (scripts/agent/engines/): load, KV capacity and detection,
- * read from fixtures written from each engine's source (scripts/test/fixtures/agent/README.md
+ * warmpath-agent's engine modules (agent/engines/): load, KV capacity and detection,
+ * read from fixtures written from each engine's source (agent/test/fixtures/README.md
  * says which version each represents).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { detectEngine } from "../agent/engines/detect.ts";
-import { capacityFromProps, llamacpp } from "../agent/engines/llamacpp.ts";
-import { sglang } from "../agent/engines/sglang.ts";
-import type { EngineScrape } from "../agent/engines/types.ts";
-import { vllm } from "../agent/engines/vllm.ts";
-import { parsePrometheus } from "../agent/prometheus.ts";
-import { modelIds } from "../agent/scrape.ts";
+import { detectEngine } from "../engines/detect.ts";
+import { capacityFromProps, llamacpp } from "../engines/llamacpp.ts";
+import { sglang } from "../engines/sglang.ts";
+import type { EngineScrape } from "../engines/types.ts";
+import { vllm } from "../engines/vllm.ts";
+import { parsePrometheus } from "../prometheus.ts";
+import { modelIds } from "../scrape.ts";
 
-const FIXTURES = join(import.meta.dirname, "fixtures", "agent");
+const FIXTURES = join(import.meta.dirname, "fixtures");
 const fixture = (name: string) => readFileSync(join(FIXTURES, name), "utf8");
 const page = (text: string, extra: Partial<EngineScrape> = {}): EngineScrape => ({ samples: parsePrometheus(text), headers: {}, ...extra });
 

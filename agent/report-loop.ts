@@ -1,10 +1,10 @@
 /**
  * The node agent's side of the router's node API (src/api/nodes.ts), shared by the simulated
- * fleet (fleet/report.ts) and warmpath-agent (scripts/agent/agent.ts):
+ * fleet (fleet/report.ts) and warmpath-agent (agent/agent.ts):
  *
  * - `postReport`: `POST {router}/v1/nodes/report`, the node's load; the first one registers it
  *   (with the region's node token) and returns the node's own secret, which every later report
- *   carries instead (scripts/agent/credentials.ts).
+ *   carries instead (agent/credentials.ts).
  * - `deregisterNode`: `DELETE {router}/v1/nodes/{region}/{node_id}` with the node's secret; the
  *   node leaves at once.
  * - `startReportLoop`: the fleet's loop: every interval, build a report and post it; on a clean

@@ -17,12 +17,12 @@
  *    sends no report, so the router keeps the node, and its index, on the last load it knew.
  *
  * 2. A new boot id when the agent starts, after an outage deregistered the node, or when the
- *    engine's markers show a restart the agent did not see as an outage (scripts/agent/boot.ts).
+ *    engine's markers show a restart the agent did not see as an outage (agent/boot.ts).
  *
  * 3. Post the report. Failure: logged once ("router failing"), retried with bounded exponential
- *    backoff with jitter (scripts/agent/backoff.ts); the next success logs once ("router ok").
+ *    backoff with jitter (agent/backoff.ts); the next success logs once ("router ok").
  *
- * 4. Identity (scripts/agent/credentials.ts): the first report registers the node with the
+ * 4. Identity (agent/credentials.ts): the first report registers the node with the
  *    region's node token and the answer carries the node's own secret ("registered"), which every
  *    later report and the deregistration carry instead. A 403 `node_identity_mismatch` means the
  *    id is held by another credential, usually this agent's previous run whose secret was lost on
@@ -42,7 +42,7 @@ import { parsePrometheus } from "./prometheus.ts";
 import { NodeCredentials } from "./credentials.ts";
 import { NodeIdentityError, deregisterNode, postReport } from "./report-loop.ts";
 import { EngineError, engineGet, engineGetJson, fetchModels } from "./scrape.ts";
-import type { NodeReport } from "../../src/contracts/node.ts";
+import type { NodeReport } from "../src/contracts/node.ts";
 import type { AgentConfig } from "./args.ts";
 
 /** One per change of state, never one per attempt. */

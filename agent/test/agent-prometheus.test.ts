@@ -1,7 +1,7 @@
-/** warmpath-agent's Prometheus text parser (scripts/agent/prometheus.ts). */
+/** warmpath-agent's Prometheus text parser (agent/prometheus.ts). */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { meanValue, parsePrometheus, parseValue, series, sumOverReplicas } from "../agent/prometheus.ts";
+import { meanValue, parsePrometheus, parseValue, series, sumOverReplicas } from "../prometheus.ts";
 
 test("parses names with colons, labels, values and skips comments", () => {
   const samples = parsePrometheus(

@@ -1,7 +1,7 @@
 /**
  * What the agent knows of an inference engine: how to read its load, its KV capacity and the
  * counters that reveal a restart from one `/metrics` page (plus, for llama.cpp, `/props`).
- * Engine modules are pure functions of what was scraped; the I/O lives in scripts/agent/scrape.ts.
+ * Engine modules are pure functions of what was scraped; the I/O lives in agent/scrape.ts.
  */
 import type { Sample } from "../prometheus.ts";
 
