@@ -45,10 +45,12 @@ export interface SystemOptions {
   /** Multiplies every node's time factor (10 = ten times faster). Default 1. */
   timeFactorScale?: number;
   /**
-   * What runs the router. Default `"wrangler-dev"` (what `npm start` runs); `"workerd"`: the deploy
-   * bundle in workerd with no development machinery in the request path (scripts/workerd-host.ts).
+   * What runs the workers. Default `"wrangler-dev"` (what `npm start` runs: every worker in one
+   * wrangler dev); `"workerd"`: the deploy bundles in workerd with no development machinery, each
+   * worker in a process of its own, the bindings over loopback HTTP (scripts/workerd-host.ts);
+   * `"workerd-single"`: the same bundles in one workerd process, the bindings in-process.
    */
-  runtime?: "wrangler-dev" | "workerd";
+  runtime?: "wrangler-dev" | "workerd" | "workerd-single";
   /** A full configuration document replacing wrangler.toml's WARMPATH_CONFIG (for the edge and every region's worker). */
   config?: unknown;
   /**
@@ -56,6 +58,8 @@ export interface SystemOptions {
    * port that worker listens on (default the port itself; bench:wan puts a long-haul relay there).
    */
   regionAddress?: (region: string, port: number) => string | Promise<string>;
+  /** `runtime: "workerd"` / `"workerd-single"`: leave the dashboard's static assets out (workerd-host --no-assets), for benchmarks of the API. */
+  noAssets?: boolean;
   /** More variables for the worker (as `.dev.vars` would carry secrets), by name. */
   secrets?: Record<string, string>;
   /** Where wrangler's output goes. Default: discarded unless it fails to start. */
@@ -193,6 +197,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   const edge = deployment.workers.find((w) => w.kind === "edge")!;
   const regions = deployment.workers.filter((w) => w.kind === "region");
   const common: string[] = [];
+  const hostFlags = options.noAssets ? ["--no-assets"] : [];
   if (options.secrets && Object.keys(options.secrets).length > 0) {
     const envFile = join(state, "secrets.env");
     // Single quotes: dotenv takes the value literally.
@@ -225,8 +230,14 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       const args = ["--config", r.file, "--port", String(regionPort), "--persist-to", join(state, r.name), ...common];
       launch(r.name, [process.execPath, [WORKERD_HOST, ...args]], `http://127.0.0.1:${regionPort}`);
     }
-    const args = ["--config", edge.file, "--port", String(port), "--persist-to", join(state, edge.name), ...binds, ...common];
+    const args = ["--config", edge.file, "--port", String(port), "--persist-to", join(state, edge.name), ...binds, ...common, ...hostFlags];
     launch("edge", [process.execPath, [WORKERD_HOST, ...args, "--inspector-port", String(await freePort())]], url);
+  } else if (options.runtime === "workerd-single") {
+    // Every worker in one workerd process, their bindings in-process as on Cloudflare: the
+    // deployed path with no development machinery and no emulated network between the workers.
+    const configs = [edge, ...regions].flatMap((w) => ["--config", w.file]);
+    const args = [...configs, "--port", String(port), "--persist-to", state, ...common, ...hostFlags];
+    launch("router", [process.execPath, [WORKERD_HOST, ...args, "--inspector-port", String(await freePort())]], url);
   } else {
     // wrangler dev with every worker's configuration: one process, the edge first (it takes the port).
     const configs = [edge, ...regions].flatMap((w) => ["-c", w.file]);

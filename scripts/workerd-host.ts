@@ -33,6 +33,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs, parseEnv } from "node:util";
+import { parse as parseToml } from "smol-toml";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
@@ -45,8 +46,15 @@ const { values: flags } = parseArgs({
     "env-file": { type: "string" },
     /** workerd's V8 inspector (Chrome DevTools, or bench/e2e/profile.ts); none by default. */
     "inspector-port": { type: "string" },
-    config: { type: "string", default: join(ROOT, "wrangler.toml") },
+    config: { type: "string", multiple: true, default: [join(ROOT, "wrangler.toml")] },
     bind: { type: "string", multiple: true, default: [] },
+    /**
+     * Leaves the static assets (the dashboard) out. Miniflare puts its asset router and an RPC
+     * proxy, two more workers, in front of a worker with assets for every request, even the ones
+     * `run_worker_first` sends straight to it (~0.8 ms of CPU a request here); Cloudflare decides
+     * that before the worker runs. The benchmarks, which call only the API, run without them.
+     */
+    "no-assets": { type: "boolean", default: false },
   },
 });
 
@@ -61,27 +69,15 @@ function parseVar(value: string): unknown {
 }
 
 const state = flags["persist-to"] ?? mkdtempSync(join(tmpdir(), "warmpath-workerd-"));
-const outdir = join(state, "bundle");
-// The exact bundle a deploy uploads (wrangler's esbuild settings, its shims and defines). A worker
-// started again on its store (a crash and restart: scripts/system.ts) runs the bundle it ran, as a
-// restarted worker on Cloudflare does, and is back in a second or two instead of 7-14 s.
-if (!existsSync(join(outdir, "index.js"))) {
-  mkdirSync(outdir, { recursive: true });
-  execFileSync(WRANGLER, ["deploy", "--dry-run", "--config", flags.config, "--outdir", outdir], {
-    cwd: ROOT,
-    stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
-  });
-}
+/** wrangler's option types are loose (`unknown` per binding kind): these are the fields it produced. */
+type HostOptions = Parameters<typeof convertV4MiniflareOptions>[0];
+type WorkerHostOptions = Record<string, unknown> & { name: string };
 
 const fromWrangler = createRequire(createRequire(import.meta.url).resolve("wrangler"));
 const { unstable_getMiniflareWorkerOptions } = (await import("wrangler")) as typeof import("wrangler");
 const { Miniflare, convertV4MiniflareOptions } = (await import(fromWrangler.resolve("miniflare"))) as typeof import("miniflare");
-const { workerOptions, main } = unstable_getMiniflareWorkerOptions(flags.config);
-/** The worker's name in its configuration; Miniflare addresses the direct socket by it. */
-const workerName = (workerOptions as { name?: string }).name ?? "warmpath";
-/** The bundle's entry: named after the configuration's `main` (index.js for src/index.ts). */
-const entry = main ? main.replace(/^.*[\\/]/, "").replace(/\.[mc]?[jt]s$/, ".js") : "index.js";
+// Read as wrangler dev reads --env-file (dotenv's rules, which Node's parseEnv follows).
+const overrides: NodeJS.Dict<string> = flags["env-file"] ? parseEnv(readFileSync(flags["env-file"], "utf8")) : {};
 /** Service bindings to workers in other processes, over HTTP. */
 const external = Object.fromEntries(
   (flags.bind ?? []).map((spec) => {
@@ -90,40 +86,71 @@ const external = Object.fromEntries(
     return [name, { external: { address, http: {} } }];
   }),
 );
-// Read as wrangler dev reads --env-file (dotenv's rules, which Node's parseEnv follows).
-const overrides: NodeJS.Dict<string> = flags["env-file"] ? parseEnv(readFileSync(flags["env-file"], "utf8")) : {};
 
-/** wrangler's option types are loose (`unknown` per binding kind): these are the fields it produced. */
-type HostOptions = Parameters<typeof convertV4MiniflareOptions>[0];
+/** A configuration's worker name (wrangler's Miniflare options leave it out). */
+function configName(config: string): string {
+  const text = readFileSync(config, "utf8");
+  const doc = (config.endsWith(".json") ? JSON.parse(text) : parseToml(text)) as { name?: string };
+  if (!doc.name) throw new Error(`${config} names no worker`);
+  return doc.name;
+}
 
-const mf = new Miniflare(
-  convertV4MiniflareOptions({
-    name: workerName,
+/**
+ * One worker's options: the exact bundle a deploy uploads (wrangler's esbuild settings, its shims
+ * and defines) and its configuration's bindings. A worker started again on its store (a crash and
+ * restart: scripts/system.ts) runs the bundle it ran, as a restarted worker on Cloudflare does, and
+ * is back in a second or two instead of 7-14 s.
+ */
+function worker(config: string, index: number): WorkerHostOptions {
+  const outdir = join(state, "bundle", String(index));
+  if (!existsSync(join(outdir, "index.js"))) {
+    mkdirSync(outdir, { recursive: true });
+    execFileSync(WRANGLER, ["deploy", "--dry-run", "--config", config, "--outdir", outdir], {
+      cwd: ROOT,
+      stdio: ["ignore", "ignore", "inherit"],
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+    });
+  }
+  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(config);
+  // The bundle's entry is named after the configuration's `main` (index.js for src/index.ts).
+  const entry = main ? main.replace(/^.*[\\/]/, "").replace(/\.[mc]?[jt]s$/, ".js") : "index.js";
+  const o = workerOptions as Record<string, unknown>;
+  return {
+    // Miniflare addresses the direct socket, and other workers' service bindings, by this name.
+    name: configName(config),
     modules: true,
     scriptPath: join(outdir, entry),
     // workerd refuses module paths that climb out of the modules root ("can't use '..'").
     modulesRoot: outdir,
-    compatibilityDate: workerOptions.compatibilityDate,
-    compatibilityFlags: workerOptions.compatibilityFlags,
-    durableObjects: workerOptions.durableObjects,
-    ratelimits: workerOptions.ratelimits,
-    ...((workerOptions as { assets?: unknown }).assets ? { assets: (workerOptions as { assets?: unknown }).assets } : {}),
-    serviceBindings: { ...(workerOptions.serviceBindings as Record<string, unknown>), ...external },
-    analyticsEngineDatasets: workerOptions.analyticsEngineDatasets,
+    compatibilityDate: o.compatibilityDate,
+    compatibilityFlags: o.compatibilityFlags,
+    durableObjects: o.durableObjects,
+    ratelimits: o.ratelimits,
+    ...(o.assets && !flags["no-assets"] ? { assets: o.assets } : {}),
+    serviceBindings: { ...(o.serviceBindings as Record<string, unknown>), ...external },
+    analyticsEngineDatasets: o.analyticsEngineDatasets,
     bindings: {
-      ...(workerOptions.bindings as Record<string, unknown>),
+      ...(o.bindings as Record<string, unknown>),
       ...Object.fromEntries(Object.entries(overrides).map(([k, v]) => [k, parseVar(v ?? "")])),
     },
+  };
+}
+
+// Several configurations: one process, their service bindings between them in-process as on
+// Cloudflare (no HTTP hop); the first one takes the socket (the edge).
+const workers = flags.config.map(worker);
+const first = workers[0]!;
+const mf = new Miniflare(
+  convertV4MiniflareOptions({
+    workers: workers.map((w, i) => (i === 0 ? { ...w, unsafeDirectSockets: [{ host: flags.ip, port: Number(flags.port) }] } : w)),
     durableObjectsPersist: join(state, "do"),
-    // As on Cloudflare, the socket reaches the router worker itself: no entry worker in front.
-    unsafeDirectSockets: [{ host: flags.ip, port: Number(flags.port) }],
     logRequests: false,
     ...(flags["inspector-port"] ? { inspectorPort: Number(flags["inspector-port"]) } : {}),
-  } as HostOptions),
+  } as unknown as HostOptions),
 );
 await mf.ready;
-const url = await mf.unsafeGetDirectURL(workerName);
-console.log(`${workerName} in workerd at ${url.href} (bundle ${outdir})`);
+const url = await mf.unsafeGetDirectURL(first.name);
+console.log(`${workers.map((w) => w.name).join(", ")} in workerd at ${url.href}`);
 
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

@@ -32,6 +32,7 @@ import { parse } from "smol-toml";
 import { DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3 } from "../../src/config/dev-credentials.ts";
 import { ROOT, freePort, startSystem, type System } from "../../scripts/system.ts";
 import { percentile } from "../e2e/load.ts";
+import { cpuMs, descendants } from "../e2e/procs.ts";
 import { startNode, type BenchNode } from "./node.ts";
 import { startRelay, type Relay } from "./relay.ts";
 
@@ -49,12 +50,16 @@ const RETRIES = QUICK ? 10 : 60;
 /** Targets (issue 22): warmpath's added time to first byte over the direct call. */
 const TARGET_P50_MS = 5;
 const TARGET_P99_MS = 15;
+/** Target (issue 22): CPU per request of the whole path at round trip 0. */
+const TARGET_CPU_MS = 1.5;
+/** How long the router processes' idle CPU is sampled before the one-at-a-time requests. */
+const IDLE_SAMPLE_MS = 2_000;
 const OUT = QUICK ? join(ROOT, ".tmp", "bench-wan-quick") : join(ROOT, "bench", "wan");
 const KEYS = [DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3];
 const MODEL = "m-wan";
 const RETRY_MODEL = "m-wan-retry";
 
-type Path = "direct" | "warmpath" | "single-worker";
+type Path = "direct" | "warmpath" | "warmpath-one-process" | "single-worker";
 type Mode = "one-at-a-time" | "steady" | "retry";
 
 interface Row {
@@ -131,6 +136,29 @@ function row(rtt: number, path: Path, mode: Mode, samples: number[], errors: num
 }
 
 const round = (v: number) => Math.round(v * 100) / 100;
+
+interface CpuRow {
+  rtt_ms: number;
+  path: Path;
+  cpu_ms_per_request: number;
+}
+
+/** Runs `work` and measures the CPU of every process of `system` (less their idle rate) per request it sent one at a time. */
+async function withCpu<T>(system: System, work: () => Promise<T>): Promise<{ result: T; cpuMsPerRequest: number }> {
+  const routerCpu = () =>
+    system
+      .processes()
+      .flatMap((p) => [p.pid, ...descendants(p.pid)])
+      .reduce((sum, pid) => sum + cpuMs(pid), 0);
+  const idleFrom = routerCpu();
+  await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
+  const idlePerMs = (routerCpu() - idleFrom) / IDLE_SAMPLE_MS;
+  const cpuFrom = routerCpu();
+  const started = performance.now();
+  const result = await work();
+  const used = routerCpu() - cpuFrom - idlePerMs * (performance.now() - started);
+  return { result, cpuMsPerRequest: round(used / (WARMUP + ONE_AT_A_TIME)) };
+}
 
 /** One at a time, the targets interleaved (each round sends one to each, in turn). */
 async function oneAtATime(targets: Record<string, Target>, model: string): Promise<Record<string, { samples: number[]; errors: number }>> {
@@ -257,6 +285,29 @@ async function main(): Promise<void> {
   const refuse = await startNode("refuse");
   const config = benchConfig(answer, refuse);
   const rows: Row[] = [];
+  const cpu: CpuRow[] = [];
+  const oneProcess: Row[] = [];
+
+  // The whole path in one workerd process, the bindings in-process as on Cloudflare: the router's
+  // own cost with no emulated network between its workers (round trip 0).
+  {
+    const system = await startSystem({ port: 0, runtime: "workerd-single", fleetFile: null, config, noAssets: true });
+    try {
+      const targets = {
+        direct: { url: `${answer[0]!.url}/v1/chat/completions`, headers: {}, agent: new Agent({ keepAlive: true, maxSockets: 64 }) },
+        warmpath: routerTarget(system.url),
+      };
+      const { result: one, cpuMsPerRequest } = await withCpu(system, () => oneAtATime(targets, MODEL));
+      const d = row(0, "direct", "one-at-a-time", one.direct!.samples, one.direct!.errors);
+      const w = row(0, "warmpath-one-process", "one-at-a-time", one.warmpath!.samples, one.warmpath!.errors);
+      w.added_p50_ms = round(w.ttfb_p50_ms - d.ttfb_p50_ms);
+      w.added_p99_ms = round(w.ttfb_p99_ms - d.ttfb_p99_ms);
+      oneProcess.push(d, w);
+      cpu.push({ rtt_ms: 0, path: "warmpath-one-process", cpu_ms_per_request: cpuMsPerRequest });
+    } finally {
+      await system.stop();
+    }
+  }
 
   // The single-worker layout, measured once at round trip 0; its long-haul rows are derived.
   const single = await startSingleWorker(config);
@@ -277,6 +328,7 @@ async function main(): Promise<void> {
         runtime: "workerd",
         fleetFile: null,
         config,
+        noAssets: true,
         regionAddress: async (_region, port) => {
           const relay = await startRelay({ host: "127.0.0.1", port }, rtt);
           relays.push(relay);
@@ -291,7 +343,10 @@ async function main(): Promise<void> {
         },
         warmpath: routerTarget(system.url),
       };
-      const one = await oneAtATime(targets, MODEL);
+      // CPU of every router process (the edge's and each region's workerd, and their hosts), less
+      // their idle rate, per request answered one at a time.
+      const { result: one, cpuMsPerRequest } = await withCpu(system, () => oneAtATime(targets, MODEL));
+      cpu.push({ rtt_ms: rtt, path: "warmpath", cpu_ms_per_request: cpuMsPerRequest });
       const st = await steady(targets, MODEL);
       const re = await retried(routerTarget(system.url));
       for (const [mode, m] of [
@@ -336,12 +391,19 @@ async function main(): Promise<void> {
     machine: `${cpus().length} cores (${cpus()[0]?.model ?? "?"}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`,
     targets: { added_p50_ms: TARGET_P50_MS, added_p99_ms: TARGET_P99_MS },
   };
-  writeFileSync(join(OUT, "results.json"), JSON.stringify({ ...meta, rows }, null, 2) + "\n");
-  writeFileSync(join(OUT, "RESULTS.md"), render(meta, rows));
+  writeFileSync(join(OUT, "results.json"), JSON.stringify({ ...meta, rows, one_process: oneProcess, cpu }, null, 2) + "\n");
+  writeFileSync(join(OUT, "RESULTS.md"), render(meta, rows, oneProcess, cpu));
   console.log(`wrote ${join(OUT, "RESULTS.md")} in ${meta.seconds} s`);
 }
 
-function render(meta: { command: string; generated_at: string; seconds: number; machine: string }, rows: Row[]): string {
+function render(
+  meta: { command: string; generated_at: string; seconds: number; machine: string },
+  rows: Row[],
+  oneProcess: Row[],
+  cpu: CpuRow[],
+): string {
+  const own = oneProcess.find((r) => r.path === "warmpath-one-process");
+  const ownCpu = cpu.find((c) => c.path === "warmpath-one-process")?.cpu_ms_per_request;
   const ms = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : v.toFixed(1));
   const warm = rows.filter((r) => r.path === "warmpath");
   const misses = warm.filter((r) => (r.added_p50_ms ?? 0) > TARGET_P50_MS || (r.added_p99_ms ?? 0) > TARGET_P99_MS);
@@ -369,7 +431,7 @@ function render(meta: { command: string; generated_at: string; seconds: number; 
     "",
     "| round trip | place | mode | path | TTFB p50 | TTFB p99 | added p50 | added p99 | n | errors |",
     "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ...rows.map(
+    ...[...oneProcess, ...rows].map(
       (r) =>
         `| ${r.rtt_ms} | ${PLACES[r.rtt_ms] ?? ""} | ${r.mode} | ${r.path}${r.derived ? " (derived)" : ""} | ${ms(r.ttfb_p50_ms)} | ${ms(r.ttfb_p99_ms)} | ${r.path === "direct" ? "" : ms(r.added_p50_ms)} | ${r.path === "direct" ? "" : ms(r.added_p99_ms)} | ${r.n} | ${r.errors} |`,
     ),
@@ -381,6 +443,11 @@ function render(meta: { command: string; generated_at: string; seconds: number; 
         ? "**Met** in every row."
         : `**Missed** in ${misses.length} of ${warm.length} rows: ${misses.map((r) => `${r.rtt_ms} ms ${r.mode} (+${ms(r.added_p50_ms)} / +${ms(r.added_p99_ms)})`).join("; ")}.`
     }`,
+    `- The router's own cost, the whole path (edge, binding, region worker, object) in one workerd process with its bindings in-process, round trip 0: **+${ms(own?.added_p50_ms)} ms p50 / +${ms(own?.added_p99_ms)} ms p99** to the first byte over the direct call one at a time (target <= 2 / <= 10: ${(own?.added_p50_ms ?? Infinity) <= 2 && (own?.added_p99_ms ?? Infinity) <= 10 ? "met" : "missed"}), **${ms(ownCpu)} ms of CPU per request** (target <= ${TARGET_CPU_MS}: ${(ownCpu ?? Infinity) <= TARGET_CPU_MS ? "met" : "missed"}): the workerd process and its host, less their idle rate, which includes the local stand-ins for the edge rate limiter (a Durable Object in the same process) and the log relay to the host.`,
+    `- CPU per request with each worker in a process of its own (the warmpath rows): ${cpu
+      .filter((c) => c.path === "warmpath")
+      .map((c) => `${ms(c.cpu_ms_per_request)} ms at ${c.rtt_ms} ms`)
+      .join(", ")}; that adds an HTTP exchange between two processes per request, which on Cloudflare is the service binding's.`,
     `- A retry adds no crossing: warmpath's retried requests' p50 exceeds its one-at-a-time p50 by ${retryAdds.map((a) => `${ms(a.extra)} ms at ${a.rtt} ms`).join(", ")} (a crossing would add the round trip); the single-worker layout adds ${RTTS.map((r) => `${2 * r} ms`).join(", ")} on top of its own retry.`,
     "",
   ];

@@ -28,7 +28,7 @@ interface TomlEnvironment {
   compatibility_date?: string;
   compatibility_flags?: string[];
   observability?: Record<string, unknown>;
-  assets?: { directory?: string };
+  assets?: { directory?: string; run_worker_first?: boolean | string[] };
   vars?: Record<string, unknown>;
   analytics_engine_datasets?: Array<{ binding: string; dataset: string }>;
   ratelimits?: Array<Record<string, unknown>>;
@@ -184,7 +184,12 @@ export function generateDeployment(options: GenerateOptions): Deployment {
       main: fromDir(EDGE_MAIN),
       ...common,
       ...(environment === undefined ? {} : { workers_dev: true }),
-      assets: { directory: fromDir((env.assets ?? top.assets)?.directory ?? "public") },
+      assets: {
+        directory: fromDir((env.assets ?? top.assets)?.directory ?? "public"),
+        ...((env.assets ?? top.assets)?.run_worker_first !== undefined
+          ? { run_worker_first: (env.assets ?? top.assets)!.run_worker_first }
+          : {}),
+      },
       ...(env.analytics_engine_datasets ? { analytics_engine_datasets: env.analytics_engine_datasets } : {}),
       ...(env.ratelimits ? { ratelimits: env.ratelimits } : {}),
       services: regions.map((r) => ({ binding: regionBindingName(r.region!), service: r.name })),
