@@ -24,9 +24,11 @@
  * request once over a service binding to its region's worker, placed by the region's GPUs
  * (src/region/); the region object's `route` returns a RouteSession on which the first byte and the
  * completion are calls in the same RPC session (one billed object request); a sharded region's
- * exchange ingests every node report and hands them to the shards; the exchange interval grows with
- * the shards (exchangeIntervalMs). The protocol before it (one worker, three billed calls, reports
- * into shard 0 mirrored to the others) is kept for comparison.
+ * exchange ingests every node report and hands them to the shards, which write a node's row only
+ * when it changes (the exchange keeps `last_seen`); the exchange interval grows with the shards and
+ * the region's node reports, keeping the exchange object within its budget (exchangeIntervalMs).
+ * The protocol before it (one worker, three billed calls, reports into shard 0 mirrored to the
+ * others) is kept for comparison.
  *
  * Part A: the round trips of each way to place the decision (client, edge, object, origin), the
  * latency each adds over calling the origin directly, its load on the region object and its
@@ -39,7 +41,7 @@
  * Everything is a pure function of the constants (tested in bench/test/scale-model.test.ts);
  * the simulation is seeded, so the output is the same on every run.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_FLEET } from "./fleet.ts";
 import { ROUND_TRIP_MS_PER_KM, distanceKm } from "../src/core/region-select.ts";
@@ -53,8 +55,8 @@ import { DIGEST_TTL_MS } from "../src/core/warm-region.ts";
 /** The repository's root, for the files the model reads and names. */
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
-/** The agent's main loop, wherever it lives now (it may move from scripts/agent/ to agent/): the path the doc cites. */
-export const AGENT_SOURCE = ["agent/agent.ts", "scripts/agent/agent.ts"].find((p) => existsSync(ROOT + p)) ?? "scripts/agent/agent.ts";
+/** The agent's main loop: the path the doc cites. */
+export const AGENT_SOURCE = "agent/agent.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Inputs: geography (part A)
@@ -324,21 +326,34 @@ export const DO_CALLS_PER_REQUEST = STREAMED_SHARE * DO_CALLS_STREAMED + (1 - ST
 /** The shortest exchange interval, and the one bench/SHARDS.md measured (durable-objects/region.ts, SHARD_LOAD_SYNC_MS); before issue 22 the only one. */
 export const SHARD_LOAD_SYNC_MS = 20;
 /**
- * The region's exchange spends at most this many calls a second on its shards' exchanges
- * (durable-objects/region.ts, EXCHANGE_CALLS_PER_SECOND), leaving the rest of ~1,000 for the
- * region's node reports, which it ingests.
+ * The requests a second a sharded region's exchange object takes, the shards' exchanges and the
+ * region's node reports together (durable-objects/region.ts, EXCHANGE_OBJECT_BUDGET): 90% of the
+ * documented ~1,000. The reports come first; the exchanges share what is left ...
  */
-export const EXCHANGE_CALLS_PER_SECOND = 600;
+export const EXCHANGE_OBJECT_BUDGET = 900;
+/** ... never less than this many a second (durable-objects/region.ts, MIN_EXCHANGES_PER_SECOND): past EXCHANGE_OBJECT_BUDGET less this in reports a second, the exchange object is over its budget whatever the interval. */
+export const MIN_EXCHANGES_PER_SECOND = 100;
 /**
- * The interval between a shard's exchanges: 20 ms up to 12 shards, then growing with the shards
- * (52 ms at 31). Restated from durable-objects/region.ts `exchangeIntervalMs`, which Node cannot
- * import (it imports `cloudflare:workers`); bench/test/scale-model.test.ts imports the real one
- * with a stub of that module and checks that the two agree for every shard count up to MAX_SHARDS.
+ * The interval between a shard's exchanges, given the region's shards and its node reports a second
+ * (as the exchange counted them, durable-objects/region.ts `reportsPerSecond`): 20 ms, or longer so
+ * that the shards' exchanges and the reports stay within EXCHANGE_OBJECT_BUDGET (at 400 reports a
+ * second: 20 ms up to 10 shards, 62 ms at 31). Restated from durable-objects/region.ts
+ * `exchangeIntervalMs`, which Node cannot import (it imports `cloudflare:workers`);
+ * bench/test/scale-model.test.ts imports the real one with a stub of that module and checks that
+ * the two agree for every shard count up to MAX_SHARDS at several report rates.
  */
-export function exchangeIntervalMs(shards: number): number {
-  return Math.max(SHARD_LOAD_SYNC_MS, (shards * 1000) / EXCHANGE_CALLS_PER_SECOND);
+export function exchangeIntervalMs(shards: number, reportsPerSecond: number): number {
+  const room = Math.max(MIN_EXCHANGES_PER_SECOND, EXCHANGE_OBJECT_BUDGET - reportsPerSecond);
+  return Math.max(SHARD_LOAD_SYNC_MS, (shards * 1000) / room);
 }
-/** A node's `last_seen` row is rewritten once more than a third of `node_silence_ms` has passed (durable-objects/region.ts, LAST_SEEN_WRITE_FRACTION), by every object that applies its reports. */
+/** Node reports a second into one region's ingest past which its exchange object is over EXCHANGE_OBJECT_BUDGET (at the fewest exchanges), and past which it is over the documented 1,000. */
+export const EXCHANGE_REPORTS_OVER_BUDGET = EXCHANGE_OBJECT_BUDGET - MIN_EXCHANGES_PER_SECOND;
+/**
+ * A node's `last_seen` row is rewritten once more than a third of `node_silence_ms` has passed
+ * (durable-objects/region.ts, LAST_SEEN_WRITE_FRACTION), by the object that ingests its reports (the
+ * region's one object, or its exchange). A shard applying the exchange's feed writes a node's row
+ * only when the report registers or changes the node (`applyReport(..., seenIsDurable = false)`).
+ */
 export const LAST_SEEN_WRITE_FRACTION = 1 / 3;
 /**
  * Before issue 22 (`git show c0b67e8^:durable-objects/region.ts`): every report of a sharded region
@@ -637,12 +652,13 @@ export interface Protocol {
    */
   reports: "mirrored" | "exchange";
   /**
-   * Whether every shard rewrites a node's `last_seen` row as it applies the node's reports (built:
-   * `applyReport` persists the feed's reports as the ingest does; before, each mirror), or only when
-   * a report registers or changes the node (not made).
+   * Whether every shard rewrites a node's `last_seen` row as it applies the node's reports (before
+   * issue 22, each mirror; built until shards wrote only on a change, the feed's reports), or only
+   * when a report registers or changes the node (built: `applyReport(..., seenIsDurable = false)`,
+   * the exchange keeping `last_seen`).
    */
   shardsRewriteLastSeen: boolean;
-  /** A fixed exchange interval (before issue 22: SHARD_LOAD_SYNC_MS); without one, the built exchangeIntervalMs. */
+  /** A fixed exchange interval (before issue 22: SHARD_LOAD_SYNC_MS); without one, the built exchangeIntervalMs of the shards and the region's reports. */
   fixedSyncMs?: number;
   /** Workers invoked per request and per report, each logging its invocation: 1 before issue 22, 2 built (WORKERS_PER_REQUEST). */
   workers: number;
@@ -661,16 +677,17 @@ export const BEFORE: Protocol = {
 /**
  * Built (issue 22): `route` returns a RouteSession (an RpcTarget) whose `firstByte` and `complete`
  * are calls in the same RPC session, billed once (the pricing page); the exchange ingests every
- * report; the exchange interval grows with the shards. Counted calls: all of them if the session's
- * follow-up calls count against the object's request rate (not documented), else 1; the headline
- * uses 1 (BUILT), B3 shows both.
+ * report and keeps `last_seen`, the shards write a node's row only when it changes; the exchange
+ * interval grows with the shards and the region's reports. Counted calls: all of them if the
+ * session's follow-up calls count against the object's request rate (not documented), else 1; the
+ * headline uses 1 (BUILT), B3 shows both.
  */
 export const BUILT_COUNTED: Protocol = {
   name: `built, session (${DO_CALLS_PER_REQUEST} counted)`,
   billedCallsPerRequest: 1,
   countedCallsPerRequest: DO_CALLS_PER_REQUEST,
   reports: "exchange",
-  shardsRewriteLastSeen: true,
+  shardsRewriteLastSeen: false,
   workers: WORKERS_PER_REQUEST,
 };
 export const BUILT: Protocol = {
@@ -678,14 +695,14 @@ export const BUILT: Protocol = {
   billedCallsPerRequest: 1,
   countedCallsPerRequest: 1,
   reports: "exchange",
-  shardsRewriteLastSeen: true,
+  shardsRewriteLastSeen: false,
   workers: WORKERS_PER_REQUEST,
 };
-/** Not made: the built protocol with shards writing a node's row only when a report registers or changes it (the ingest keeps `last_seen`). */
-export const LAST_SEEN_ON_CHANGE: Protocol = {
+/** The built protocol as it was until shards wrote a node's row only on a change (commit 82c00f8): every shard rewrote each node's `last_seen` from the feed. */
+export const SHARDS_REWRITE_LAST_SEEN: Protocol = {
   ...BUILT,
-  name: "built, shards' last_seen on change",
-  shardsRewriteLastSeen: false,
+  name: "built, every shard rewriting last_seen",
+  shardsRewriteLastSeen: true,
 };
 
 export interface Deployment {
@@ -747,9 +764,9 @@ export function mirroredWriteIntervalS(): number {
   return Math.ceil(thresholdS / m - 1e-9) * m;
 }
 
-/** The exchange interval a protocol runs at with `shards` shards: the fixed one before issue 22, else the built exchangeIntervalMs. */
-export function syncMsOf(p: Protocol, shards: number): number {
-  return p.fixedSyncMs ?? exchangeIntervalMs(shards);
+/** The exchange interval a protocol runs at with `shards` shards and `reportsPerSecond` node reports into the region: the fixed one before issue 22, else the built exchangeIntervalMs. */
+export function syncMsOf(p: Protocol, shards: number, reportsPerSecond: number): number {
+  return p.fixedSyncMs ?? exchangeIntervalMs(shards, reportsPerSecond);
 }
 
 /** Requests per second that reach each kind of object, region-wide and per object. */
@@ -783,7 +800,7 @@ export function objectLoad(d: Deployment, p: Protocol): ObjectLoad {
   const regionReports = reportsPerS / d.regions;
   const sharded = n > 1;
   const mirrored = sharded && p.reports === "mirrored";
-  const syncMs = syncMsOf(p, n);
+  const syncMs = syncMsOf(p, n, regionReports);
   const exchangesPerS = sharded ? (n * 1000) / syncMs : 0;
   const objects = d.regions * (n + (sharded ? 1 : 0));
   // Every report is one call (to shard 0, the exchange, or the region's one object); mirrors add one per other shard.
@@ -801,7 +818,8 @@ export function objectLoad(d: Deployment, p: Protocol): ObjectLoad {
   const exchangeRps = sharded ? exchangesPerS + (p.reports === "exchange" ? regionReports : 0) : 0;
   // Node tables: the ingest's, and in a sharded region every shard's (as built, the exchange's too).
   const nodeTables = !sharded ? 1 : mirrored ? n : n + 1;
-  // last_seen rows: the ingest rewrites a node's every 5 s; so does each shard that applies its reports (mirrors, or the feed).
+  // last_seen rows: the ingest rewrites a node's every 5 s; so did each shard that applied its reports (mirrors before issue 22);
+  // as built a shard writes a node's row only when a report registers or changes it (rare, not modelled).
   const ingestRows = d.nodes / lastSeenWriteIntervalS();
   const shardRows = !sharded
     ? 0
@@ -929,7 +947,8 @@ export function cpuBoundRps(nodes: number): number {
  * ingests the reports (unsharded, or shard 0 before issue 22), so that shard's reports are added to
  * it. With `cpu`, capacity is in routed requests (the measured-CPU view), else in incoming calls
  * (the documented limit). The exchange interval is the protocol's own (syncMsOf), not fitted to
- * `capacity`: as built it is a constant of the code.
+ * `capacity`: as built it keeps the exchange object within EXCHANGE_OBJECT_BUDGET, a constant of
+ * the code.
  */
 export function shardsNeeded(
   d: Deployment,
@@ -1134,7 +1153,7 @@ function cpuSource(): string {
 interface Figures {
   designN: number;
   designSync: number;
-  /** Monthly bills at the design point: before issue 22, built (default logging), built with logs at 1%, built with the changes not made. */
+  /** Monthly bills at the design point: before issue 22, built (default logging), built with logs at 1%, built with the change not made (analytics sampled). */
   beforeBill: number;
   builtBill: number;
   builtLogsBill: number;
@@ -1201,7 +1220,7 @@ function partA(out: string[]): void {
   out.push("");
   const consistency: Record<OptionId, string> = {
     direct: "-",
-    single: `one writer per prefix; shards share load every ${SHARD_LOAD_SYNC_MS}-${ms(exchangeIntervalMs(MAX_SHARDS))} ms (by shard count)`,
+    single: `one writer per prefix; shards share load every ${SHARD_LOAD_SYNC_MS}-${ms(exchangeIntervalMs(MAX_SHARDS, nodesPerRegion / REPORT_INTERVAL_S))} ms (by shards and node reports)`,
     preconnect: "as (1)",
     relay: "as (1)",
     snapshot: `up to ${fmt(EDGE_COLOS)} deciders per region, each blind to the others' dispatches for the snapshot age`,
@@ -1349,11 +1368,16 @@ function partB(out: string[]): Figures {
   const nodesPerRegion = NODES / REGIONS;
   const regionReports = nodesPerRegion / REPORT_INTERVAL_S;
   const mirrorsPerShard = nodesPerRegion / mirrorIntervalS();
+  // The exchanges a second the exchange object leaves the shards, and the most shards at the shortest interval.
+  const room = Math.max(MIN_EXCHANGES_PER_SECOND, EXCHANGE_OBJECT_BUDGET - regionReports);
+  const growsAt = Math.floor((SHARD_LOAD_SYNC_MS * room) / 1000);
+  const overBudgetNodes = EXCHANGE_REPORTS_OVER_BUDGET * REPORT_INTERVAL_S;
+  const overLimitNodes = (DO_SOFT_LIMIT_RPS - MIN_EXCHANGES_PER_SECOND) * REPORT_INTERVAL_S;
   out.push("## B. Internet scale");
   out.push("");
   out.push(
     wrap(
-      `Per routed request, as built: an edge Worker invocation (a billed request) that forwards it over a service binding to its region's worker (an invocation that is not a billed request; its CPU is billed: B6), which opens one RPC session with the prompt's shard: \`route\`, then \`firstByte\` and \`complete\` on the RouteSession \`route\` returns (durable-objects/region.ts; src/region/dispatch.ts), ${DO_CALLS_STREAMED} calls if the answer streams, ${DO_CALLS_UNSTREAMED} if it does not (\`complete\` then carries the first byte), modelled as ${STREAMED_SHARE === 1 ? "every request streaming" : `${pct(STREAMED_SHARE)} of requests streaming`} (ASSUMPTION), and one billed object request; the origin fetch (an unbilled subrequest), an Analytics Engine point, a decision line and each worker's invocation in the logs. A stored response whose id names another shard also calls \`rememberResponse\` there (rare, not modelled). Per node report (${fmt(NODES / REPORT_INTERVAL_S)}/s): an edge invocation (src/edge/api/nodes.ts), a region worker invocation and one object request to the region's ingest, its one object or, sharded, its exchange (src/region/app.ts; \`regionIngestStub\`, src/config/load.ts), which rewrites the node's \`last_seen\` row every ${fmt(lastSeenWriteReports())} reports (${fmt(lastSeenWriteIntervalS())} s and a little: the agent sleeps ${fmt(REPORT_INTERVAL_S)} s after each answer, ${AGENT_SOURCE}). The exchange hands the accepted reports to each shard in its answer to the shard's next exchange, and each shard rewrites the node's row too as it applies them (\`applyReport\`). A report that registers or changes a node also goes to every shard directly (\`mirrorReport\`; rare, not modelled). Shards call the exchange every \`exchangeIntervalMs(shards)\` = max(${SHARD_LOAD_SYNC_MS}, shards x 1000 / ${EXCHANGE_CALLS_PER_SECOND}) ms (durable-objects/region.ts): ${SHARD_LOAD_SYNC_MS} ms up to ${Math.floor((SHARD_LOAD_SYNC_MS * EXCHANGE_CALLS_PER_SECOND) / 1000)} shards, ${ms(exchangeIntervalMs(MAX_SHARDS))} ms at ${MAX_SHARDS}. Prices (USD):`,
+      `Per routed request, as built: an edge Worker invocation (a billed request) that forwards it over a service binding to its region's worker (an invocation that is not a billed request; its CPU is billed: B6), which opens one RPC session with the prompt's shard: \`route\`, then \`firstByte\` and \`complete\` on the RouteSession \`route\` returns (durable-objects/region.ts; src/region/dispatch.ts), ${DO_CALLS_STREAMED} calls if the answer streams, ${DO_CALLS_UNSTREAMED} if it does not (\`complete\` then carries the first byte), modelled as ${STREAMED_SHARE === 1 ? "every request streaming" : `${pct(STREAMED_SHARE)} of requests streaming`} (ASSUMPTION), and one billed object request; the origin fetch (an unbilled subrequest), an Analytics Engine point, a decision line and each worker's invocation in the logs. A stored response whose id names another shard also calls \`rememberResponse\` there (rare, not modelled). Per node report (${fmt(NODES / REPORT_INTERVAL_S)}/s): an edge invocation (src/edge/api/nodes.ts), a region worker invocation and one object request to the region's ingest, its one object or, sharded, its exchange (src/region/app.ts; \`regionIngestStub\`, src/config/load.ts), which rewrites the node's \`last_seen\` row every ${fmt(lastSeenWriteReports())} reports (${fmt(lastSeenWriteIntervalS())} s and a little: the agent sleeps ${fmt(REPORT_INTERVAL_S)} s after each answer, ${AGENT_SOURCE}). The exchange hands the accepted reports to each shard in its answer to the shard's next exchange; a shard applies them to its router and writes a node's row only when the report registers or changes the node (\`applyReport(..., seenIsDurable = false)\`): the exchange keeps \`last_seen\` durably, and a restarted shard takes the whole feed at its first exchange (it keeps its shard number, so it hears the feed before its alarm expires anyone). A report that registers or changes a node also goes to every shard directly (\`mirrorReport\`; rare, not modelled). Shards call the exchange every \`exchangeIntervalMs(shards, reportsPerSecond)\` = max(${SHARD_LOAD_SYNC_MS}, shards x 1000 / max(${MIN_EXCHANGES_PER_SECOND}, ${EXCHANGE_OBJECT_BUDGET} - reportsPerSecond)) ms (durable-objects/region.ts: EXCHANGE_OBJECT_BUDGET, MIN_EXCHANGES_PER_SECOND; reportsPerSecond is the region's node reports as its exchange counted them over its last 10 s and told the shards): at ${fmt(regionReports)} reports a second, ${SHARD_LOAD_SYNC_MS} ms up to ${growsAt} shards, ${ms(exchangeIntervalMs(MAX_SHARDS, regionReports))} ms at ${MAX_SHARDS}. Prices (USD):`,
     ),
   );
   out.push("");
@@ -1451,10 +1475,9 @@ function partB(out: string[]): Figures {
   const d1 = objectLoad(BASE_DEPLOYMENT, BEFORE);
   const b1 = objectLoad(BASE_DEPLOYMENT, BUILT);
   const exchangeFull = Math.floor((DO_SOFT_LIMIT_RPS * SHARD_LOAD_SYNC_MS) / 1000);
-  const growsAt = Math.floor((SHARD_LOAD_SYNC_MS * EXCHANGE_CALLS_PER_SECOND) / 1000);
   out.push(
     wrap(
-      `Before issue 22 (first rows; \`git show bb04529^:src/proxy/dispatch.ts\`): one worker made ${DO_CALLS_STREAMED} billed calls a streamed request, one object per region took ${fmt(d1.shardRps(1))} calls a second, every report went to shard 0, which had the worker pass each node's report on to every other shard every ${fmt(mirrorIntervalS())} s (${fmt(mirrorsPerShard)} a second per shard), and the exchange ran every ${SHARD_LOAD_SYNC_MS} ms: over ${fmt(DO_SOFT_LIMIT_RPS)} calls a second beyond ${exchangeFull} shards. Built: one billed request per routed request, and unsharded the region's object takes ${fmt(b1.shardRps(1))} calls a second if the session's calls count as one. Sharded, the shards take no reports: the exchange ingests them (one call each) and hands them on in its answers; it takes ${fmt(1000 / SHARD_LOAD_SYNC_MS)} exchanges a second per shard up to ${growsAt} shards and ${fmt(EXCHANGE_CALLS_PER_SECOND)} a second beyond, plus the region's ${fmt(regionReports)} reports: ${fmt(EXCHANGE_CALLS_PER_SECOND + regionReports)} a second, the documented limit, from ${growsAt} shards on (EXCHANGE_CALLS_PER_SECOND is sized for ${fmt(DO_SOFT_LIMIT_RPS - EXCHANGE_CALLS_PER_SECOND)} reports a second; more nodes per region put the exchange over). The session does not cut the rows written: every shard still rewrites each node's \`last_seen\` every ${fmt(lastSeenWriteIntervalS())} s, as the mirrors did, and the exchange does too. Whether a session's calls count against an object's request rate is not documented: "${BUILT_COUNTED.countedCallsPerRequest} counted" assumes so, "1 counted" not; the headline uses "1 counted".`,
+      `Before issue 22 (first rows; \`git show bb04529^:src/proxy/dispatch.ts\`): one worker made ${DO_CALLS_STREAMED} billed calls a streamed request, one object per region took ${fmt(d1.shardRps(1))} calls a second, every report went to shard 0, which had the worker pass each node's report on to every other shard every ${fmt(mirrorIntervalS())} s (${fmt(mirrorsPerShard)} a second per shard), and the exchange ran every ${SHARD_LOAD_SYNC_MS} ms: over ${fmt(DO_SOFT_LIMIT_RPS)} calls a second beyond ${exchangeFull} shards. Built: one billed request per routed request, and unsharded the region's object takes ${fmt(b1.shardRps(1))} calls a second if the session's calls count as one. Sharded, the shards take no reports: the exchange ingests them (one call each) and hands them on in its answers; it takes the region's ${fmt(regionReports)} reports and ${fmt(1000 / SHARD_LOAD_SYNC_MS)} exchanges a second per shard up to ${growsAt} shards, ${fmt(room)} a second beyond (EXCHANGE_OBJECT_BUDGET, ${fmt(EXCHANGE_OBJECT_BUDGET)}, less the reports): ${fmt(room + regionReports)} a second from ${growsAt} shards on, ${pct(EXCHANGE_OBJECT_BUDGET / DO_SOFT_LIMIT_RPS)} of the documented limit, for any region of up to ${fmt(overBudgetNodes)} nodes (past that, B7). Rows written: only the ingest rewrites a node's \`last_seen\`, every ${fmt(lastSeenWriteIntervalS())} s; a shard writes a node's row only when a report registers or changes it, where before issue 22 every mirror wrote one. Whether a session's calls count against an object's request rate is not documented: "${BUILT_COUNTED.countedCallsPerRequest} counted" assumes so, "1 counted" not; the headline uses "1 counted".`,
     ),
   );
   out.push("");
@@ -1539,9 +1562,10 @@ function partB(out: string[]): Figures {
   );
   out.push("");
   const low = objectLoad({ ...BASE_DEPLOYMENT, shardsPerRegion: MAX_SHARDS }, BUILT);
+  const lowRoom = Math.max(MIN_EXCHANGES_PER_SECOND, DO_PLANNING_LOW_RPS - regionReports);
   out.push(
     wrap(
-      `\\* bench/SHARDS.md workloads. A deeper shard key (block 16) split Mooncake over 2-8 shards at ${fmt(SHARDS_DEEP_KEY_TTFT_RATIO[0], 2)}-${fmt(SHARDS_DEEP_KEY_TTFT_RATIO[1], 2)}x the single object's mean TTFT (bench/SHARDS.md). ‡ The shards fit, the exchange object does not: it takes up to ${fmt(low.exchangeRps)} calls a second (its ${fmt(EXCHANGE_CALLS_PER_SECOND)} exchanges and ${fmt(regionReports)} reports), a constant of the code; an exchange budget of ${fmt(DO_PLANNING_LOW_RPS - regionReports)} calls a second (EXCHANGE_CALLS_PER_SECOND) would fit it, at ${fmt(EXCHANGE_CALLS_PER_SECOND / (DO_PLANNING_LOW_RPS - regionReports))}x the interval.`,
+      `\\* bench/SHARDS.md workloads. A deeper shard key (block 16) split Mooncake over 2-8 shards at ${fmt(SHARDS_DEEP_KEY_TTFT_RATIO[0], 2)}-${fmt(SHARDS_DEEP_KEY_TTFT_RATIO[1], 2)}x the single object's mean TTFT (bench/SHARDS.md). ‡ The shards fit, the exchange object does not: it takes up to ${fmt(low.exchangeRps)} calls a second (${fmt(low.exchangeRps - regionReports)} exchanges and ${fmt(regionReports)} reports), within EXCHANGE_OBJECT_BUDGET (${fmt(EXCHANGE_OBJECT_BUDGET)}), a constant of the code; ${lowRoom + regionReports <= DO_PLANNING_LOW_RPS ? `a budget of ${fmt(DO_PLANNING_LOW_RPS)} would fit it, leaving the shards ${fmt(lowRoom)} exchanges a second, at ${fmt(room / lowRoom)}x the interval.` : `no budget would: the fewest exchanges (${fmt(MIN_EXCHANGES_PER_SECOND)} a second) and the reports are over ${fmt(DO_PLANNING_LOW_RPS)}.`}`,
     ),
   );
   out.push("");
@@ -1556,7 +1580,7 @@ function partB(out: string[]): Figures {
     ),
   );
   out.push("");
-  const designSync = exchangeIntervalMs(designN);
+  const designSync = exchangeIntervalMs(designN, regionReports);
   out.push(
     wrap(
       `The shard count is a function of skew. Past Zipf 0.6: a deeper key for the few hot first blocks only (for everything it cost Mooncake the ratios above, as prefixes shorter than the key are learned by every shard; for blocks cached on many nodes it should cost less, unmeasured), or more regions. The measured-CPU row (one thread at ${pct(TARGET_UTILISATION)}, no documented limit) is the optimistic bound; one object under production load is the measurement that would settle B3. bench/SHARDS.md's shards receive every report, as the built shards do through the feed, but share load every ${SHARD_LOAD_SYNC_MS} ms: the built exchange runs every ${ms(designSync)} ms at ${designN} shards, which it does not measure.`,
@@ -1609,7 +1633,7 @@ function partB(out: string[]): Figures {
     { label: `before issue 22${beforeFits ? "" : " (infeasible, B3)"}`, lines: monthlyCost(design, BEFORE) },
     { label: "built", lines: monthlyCost(design, BUILT) },
     { label: "built, logs 1%", lines: monthlyCost(logsSampled, BUILT) },
-    { label: "+ not made: analytics 1%, shards' last_seen on change", lines: monthlyCost(allSampled, LAST_SEEN_ON_CHANGE) },
+    { label: "+ not made: analytics 1%", lines: monthlyCost(allSampled, BUILT) },
   ];
   out.push(`### B5. Monthly bill at ${fmt(TOTAL_RPS)} requests/s, ${designN} shards per region (USD, 30 days)`);
   out.push("");
@@ -1633,6 +1657,7 @@ function partB(out: string[]): Figures {
   const analytics = (lines: CostLine[]) => lines.filter((l) => l.item.startsWith("Analytics")).reduce((a, l) => a + l.usd, 0);
   const logs = (lines: CostLine[]) => lines.filter((l) => l.item.startsWith("Workers Logs")).reduce((a, l) => a + l.usd, 0);
   const line = (b: number, item: string) => bills[b]!.lines.find((l) => l.item === item)!.usd;
+  const rewriteRows = monthlyCost(design, SHARDS_REWRITE_LAST_SEEN).find((l) => l.item === "SQLite rows written")!.usd;
   out.push(
     `Per million routed requests: ${bills.map((b) => `${b.label} ${usd((totalUsd(b.lines) / (TOTAL_RPS * MONTH_S)) * 1e6, 2)}`).join("; ")}. ` +
       `The floor is the requests themselves: a Worker request and one billed object request, ${usd(PRICES.workerRequestPerMillion + PRICES.doRequestPerMillion, 2)} per million, ${usd(floorMonth)} a month.`,
@@ -1640,7 +1665,7 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `What issue 22 bought: the RPC session, ${usd(line(0, "Durable Object requests"))} -> ${usd(line(1, "Durable Object requests"))} of object requests (reports ingested once took the mirrors out too). What it did not cut: rows written (${usd(line(0, "SQLite rows written"))} -> ${usd(line(1, "SQLite rows written"))}), as every shard applies each node's reports from the exchange's feed and rewrites its \`last_seen\` every ${fmt(lastSeenWriteIntervalS())} s (\`applyReport\`, durable-objects/region.ts), the exchange too; and two workers log two invocation events per request (Workers Logs ${usd(logs(bills[0]!.lines))} -> ${usd(logs(bills[1]!.lines))}, ASSUMPTION on their size). By configuration: logs sampled at 1% (\`decision_log_sample_rate\` and each worker's \`head_sampling_rate\`, which scripts/deploy/generate.ts copies from the environment's \`observability\`): ${usd(logs(bills[1]!.lines))} -> ${usd(logs(bills[2]!.lines))}. Not made: sampled Analytics Engine points (src/proxy/decision-log.ts writes one per request: ${usd(analytics(bills[2]!.lines))} -> ${usd(analytics(bills[3]!.lines))}) and shards that write a node's row only when a report registers or changes it (${usd(line(2, "SQLite rows written"))} -> ${usd(line(3, "SQLite rows written"))}; a restarted shard would take presence from its first exchange, whose feed starts from every node's latest report).`,
+      `What issue 22 bought: the RPC session, ${usd(line(0, "Durable Object requests"))} -> ${usd(line(1, "Durable Object requests"))} of object requests (reports ingested once took the mirrors out too), and rows written, ${usd(line(0, "SQLite rows written"))} -> ${usd(line(1, "SQLite rows written"))}: only the ingest rewrites a node's \`last_seen\` (every ${fmt(lastSeenWriteIntervalS())} s), the shards writing a node's row only when a report registers or changes it (\`applyReport\`, durable-objects/region.ts; with every shard rewriting it from the exchange's feed, as until commit 82c00f8, ${usd(rewriteRows)}). What it did not cut: two workers log two invocation events per request (Workers Logs ${usd(logs(bills[0]!.lines))} -> ${usd(logs(bills[1]!.lines))}, ASSUMPTION on their size). By configuration: logs sampled at 1% (\`decision_log_sample_rate\` and each worker's \`head_sampling_rate\`, which scripts/deploy/generate.ts copies from the environment's \`observability\`): ${usd(logs(bills[1]!.lines))} -> ${usd(logs(bills[2]!.lines))}. Not made: sampled Analytics Engine points (src/proxy/decision-log.ts writes one per request: ${usd(analytics(bills[2]!.lines))} -> ${usd(analytics(bills[3]!.lines))}).`,
     ),
   );
   out.push("");
@@ -1692,7 +1717,13 @@ function partB(out: string[]): Figures {
           "requests/s into the exchange object",
           `${fmt(DO_SOFT_LIMIT_RPS)} (soft)`,
           `${fmt(beforeLoad.exchangeRps)} (${ms(beforeLoad.syncMs)} ms)`,
-          `${fmt(builtLoad.exchangeRps)} (${ms(builtLoad.syncMs)} ms, reports included)`,
+          `${fmt(builtLoad.exchangeRps)} (${ms(builtLoad.syncMs)} ms, reports included; budget ${fmt(EXCHANGE_OBJECT_BUDGET)})`,
+        ],
+        [
+          "node reports/s into one object (one a node)",
+          `${fmt(DO_SOFT_LIMIT_RPS)} (soft), with its other calls`,
+          `${fmt(regionReports)} into shard 0, with its share of the requests`,
+          `${fmt(regionReports)} into the exchange: over its budget past ${fmt(overBudgetNodes)} nodes a region, over ${fmt(DO_SOFT_LIMIT_RPS)} past ${fmt(overLimitNodes)}`,
         ],
         [
           "subrequests per worker invocation (worst case, defaults)",
@@ -1726,7 +1757,7 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `**Made** in the code modelled here: the edge worker and a worker per region placed by its GPUs (src/edge/, src/region/, scripts/deploy/generate.ts; A); one billed object request per client request, \`route\` returning a RouteSession on which the region worker reports the first byte and the completion (durable-objects/region.ts, src/region/dispatch.ts); reports ingested once per region, by the region's object or its exchange, which hands the accepted reports to the shards in its answers (\`regionIngestStub\`, src/config/load.ts; src/region/app.ts passes a report that registers or changes a node to every shard as well); an exchange that slows with the shards (\`exchangeIntervalMs\`: ${SHARD_LOAD_SYNC_MS} ms up to ${growsAt} shards, ${ms(designSync)} ms at ${designN}); a non-streamed answer's first byte riding with \`complete\` (CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts); a ticket keeping its prompt's hashes as one string (16 bytes a block); each shard sizing its index of a node by its share of the node's recent prefill (\`minCacheShare\`, src/core/region/settings.ts). **Not made**: sampled Analytics Engine points; shards that rewrite a node's row only on a registration or change (B5); an exchange budget that follows the region's nodes (EXCHANGE_CALLS_PER_SECOND assumes ${fmt(DO_SOFT_LIMIT_RPS - EXCHANGE_CALLS_PER_SECOND)} reports a second); a measurement of exchanges slower than ${SHARD_LOAD_SYNC_MS} ms (\`npm run bench:shards\` should add 50, 100 ms); tenant rate limits outside the shards (B2)${MEASURED_CPU.edgeMs === undefined ? `; the edge's and the region worker's CPU measured apart (${E2E_RESULTS} reports one figure)` : ""}. Not modelled: the digest calls (each edge isolate asks each region at most once per ${fmt(DIGEST_TTL_MS / 1000)} s, for long prompts only: isolates / ${fmt(DIGEST_TTL_MS / 1000)} calls a second into every shard, and the number of isolates is not published), a registration's or change's call to every shard, and \`rememberResponse\` on another shard.`,
+      `**Made** in the code modelled here: the edge worker and a worker per region placed by its GPUs (src/edge/, src/region/, scripts/deploy/generate.ts; A); one billed object request per client request, \`route\` returning a RouteSession on which the region worker reports the first byte and the completion (durable-objects/region.ts, src/region/dispatch.ts); reports ingested once per region, by the region's object or its exchange, which hands the accepted reports to the shards in its answers (\`regionIngestStub\`, src/config/load.ts; src/region/app.ts passes a report that registers or changes a node to every shard as well); shards that write a node's row only when a report registers or changes it, the exchange keeping \`last_seen\` (\`applyReport\`'s \`seenIsDurable\`; a restarted shard takes the whole feed, and keeps its shard number to hear it before its alarm expires anyone); an exchange budget that follows the region's shards and nodes, the interval stretching so that the exchanges and the reports stay within ${fmt(EXCHANGE_OBJECT_BUDGET)} calls a second of one object (\`exchangeIntervalMs(shards, reportsPerSecond)\`: at ${fmt(regionReports)} reports a second, ${SHARD_LOAD_SYNC_MS} ms up to ${growsAt} shards, ${ms(designSync)} ms at ${designN}); a non-streamed answer's first byte riding with \`complete\` (CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts); a ticket keeping its prompt's hashes as one string (16 bytes a block); each shard sizing its index of a node by its share of the node's recent prefill (\`minCacheShare\`, src/core/region/settings.ts). **Limit**: one object, the exchange, ingests a region's reports, so past ${fmt(overBudgetNodes)} nodes a region (a report a second each) it is over its budget whatever the interval (the shards exchange at least ${fmt(MIN_EXCHANGES_PER_SECOND)} times a second in all, MIN_EXCHANGES_PER_SECOND), and past ${fmt(overLimitNodes)} over the documented ${fmt(DO_SOFT_LIMIT_RPS)}; this deployment has ${fmt(nodesPerRegion)}. **Not made**: sampled Analytics Engine points; a measurement of exchanges slower than ${SHARD_LOAD_SYNC_MS} ms (\`npm run bench:shards\` should add 50, 100 ms); tenant rate limits outside the shards (B2)${MEASURED_CPU.edgeMs === undefined ? `; the edge's and the region worker's CPU measured apart (${E2E_RESULTS} reports one figure)` : ""}. Not modelled: the digest calls (each edge isolate asks each region at most once per ${fmt(DIGEST_TTL_MS / 1000)} s, for long prompts only: isolates / ${fmt(DIGEST_TTL_MS / 1000)} calls a second into every shard, and the number of isolates is not published), a registration's or change's call to every shard, and \`rememberResponse\` on another shard.`,
     ),
   );
   out.push("");
@@ -1767,12 +1798,12 @@ function summary(f: Figures): string[] {
       "  ",
     ),
     wrap(
-      `**Object load as built: ${billedObjectRequests(BUILT_OPTION)} billed object request per client request** (\`route\`, then \`firstByte\` and \`complete\` on its RouteSession: ${DO_CALLS_STREAMED} calls in one RPC session; ${DO_CALLS_STREAMED} billed before issue 22). The per-object ceiling is Cloudflare's documented soft limit of ${fmt(DO_SOFT_LIMIT_RPS)} requests/s (the measured CPU would allow ${fmt(f.cpuRps)} routed/s at ${pct(TARGET_UTILISATION)} busy). The headline counts a session as 1 request against that limit ("1 counted"; not documented either way): **${lo === undefined || hi === undefined ? "none" : range(lo, hi)} shards per region for ${fmt(regionRps)} requests/s** up to Zipf 0.6 over first blocks (${f.designN} shards: busiest shard ${fmt(f.busiestRps)} calls/s, exchange every ${ms(f.designSync)} ms taking ${fmt(f.exchangeRps)} calls/s with the region's reports, at the limit). ${f.countedFits ? `If all ${BUILT_COUNTED.countedCallsPerRequest} calls count, more shards (B3)` : `If all ${BUILT_COUNTED.countedCallsPerRequest} calls count, no workload fits within ${MAX_SHARDS} shards (B3)`}; before issue 22 ${f.beforeFits ? "some did" : "none did"}. **Skew decides the rest**: at Zipf 0.8 the hottest first block alone is ${fmt(f.hotZipf08)} requests/s, which no first-block sharding splits.`,
+      `**Object load as built: ${billedObjectRequests(BUILT_OPTION)} billed object request per client request** (\`route\`, then \`firstByte\` and \`complete\` on its RouteSession: ${DO_CALLS_STREAMED} calls in one RPC session; ${DO_CALLS_STREAMED} billed before issue 22). The per-object ceiling is Cloudflare's documented soft limit of ${fmt(DO_SOFT_LIMIT_RPS)} requests/s (the measured CPU would allow ${fmt(f.cpuRps)} routed/s at ${pct(TARGET_UTILISATION)} busy). The headline counts a session as 1 request against that limit ("1 counted"; not documented either way): **${lo === undefined || hi === undefined ? "none" : range(lo, hi)} shards per region for ${fmt(regionRps)} requests/s** up to Zipf 0.6 over first blocks (${f.designN} shards: busiest shard ${fmt(f.busiestRps)} calls/s, exchange every ${ms(f.designSync)} ms taking ${fmt(f.exchangeRps)} calls/s with the region's reports, its budget ${fmt(EXCHANGE_OBJECT_BUDGET)}; that one object ingests the region's reports, so past ${fmt(EXCHANGE_REPORTS_OVER_BUDGET * REPORT_INTERVAL_S)} nodes a region it is over budget: B7). ${f.countedFits ? `If all ${BUILT_COUNTED.countedCallsPerRequest} calls count, more shards (B3)` : `If all ${BUILT_COUNTED.countedCallsPerRequest} calls count, no workload fits within ${MAX_SHARDS} shards (B3)`}; before issue 22 ${f.beforeFits ? "some did" : "none did"}. **Skew decides the rest**: at Zipf 0.8 the hottest first block alone is ${fmt(f.hotZipf08)} requests/s, which no first-block sharding splits.`,
       "- ",
       "  ",
     ),
     wrap(
-      `**Cost at ${fmt(TOTAL_RPS)} requests/s** (${REGIONS} regions, ${fmt(NODES)} nodes, ${f.designN} shards per region), as built: **${usd(f.builtLogsBill)} a month (${perMillion(f.builtLogsBill)} per million requests) with logs sampled at 1%** (configuration), ${usd(f.builtBill)} at the default of logging every request; ${usd(f.notMadeBill)} with the two changes not made (sampled Analytics Engine points, shards' \`last_seen\` on change: B5); the floor (one Worker request and one billed object request per request) is ${usd(f.floorMonth)}. Before issue 22, default logging: ${usd(f.beforeBill)}. The workers' CPU is measured (${cpuWords()} a request, an upper bound for short answers: B6).`,
+      `**Cost at ${fmt(TOTAL_RPS)} requests/s** (${REGIONS} regions, ${fmt(NODES)} nodes, ${f.designN} shards per region), as built: **${usd(f.builtLogsBill)} a month (${perMillion(f.builtLogsBill)} per million requests) with logs sampled at 1%** (configuration), ${usd(f.builtBill)} at the default of logging every request; ${usd(f.notMadeBill)} with the change not made (Analytics Engine points sampled at 1%: B5); the floor (one Worker request and one billed object request per request) is ${usd(f.floorMonth)}. Before issue 22, default logging: ${usd(f.beforeBill)}. The workers' CPU is measured (${cpuWords()} a request, an upper bound for short answers: B6).`,
       "- ",
       "  ",
     ),
