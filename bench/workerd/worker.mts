@@ -115,8 +115,8 @@ function benchRegion(env: BenchEnv): LoadedRegion {
 
 /**
  * One request's bookkeeping with the region object, as src/region/dispatch.ts does it: `route`
- * (with the region's init, validated and applied by the object), then `complete` with the answer's
- * usage. The prompt is pool prompt `i`; the answer reports the predicted cached tokens as cached.
+ * (with the region's init, validated and applied by the object), then `complete` on the session it
+ * returned, with the answer's usage. The prompt is pool prompt `i`; the answer reports the predicted cached tokens as cached.
  */
 async function pair(env: BenchEnv, region: LoadedRegion, i: number): Promise<boolean> {
   const stub = regionStub(env as unknown as Env, region);
@@ -136,7 +136,8 @@ async function pair(env: BenchEnv, region: LoadedRegion, i: number): Promise<boo
     cachedTokens: Math.floor(routed.predictedCachedTokens),
     completionTokens: COMPLETION_TOKENS,
   };
-  return await stub.complete(routed.ticket, { status: "ok", usage });
+  // First byte and completion are calls of the session `route` opened (one billed request).
+  return await routed.session.complete({ status: "ok", usage });
 }
 
 /**
