@@ -10,7 +10,8 @@
  * three kinds of input, each a named constant below with its source beside it:
  *
  * - **measured** here: the CPU of hashing and routing in workerd (bench/workerd/RESULTS.md), the
- *   workers' CPU per request in workerd (read from bench/e2e/RESULTS.md when this runs), the
+ *   workers' CPU per request, the whole path in one workerd (read from bench/wan/results.json when
+ *   this runs: an upper bound, with the object and local stand-ins), the
  *   index's memory bound (src/core/prefix-index.ts, bench/ROUTE_COST.md), the busiest shard's share
  *   and the cost of sharing load between shards (bench/SHARDS.md), the protocol itself (how many
  *   calls a request and a node report make to the region's objects, and what they write:
@@ -395,79 +396,82 @@ export const PAIR_WORK_US = 34.5;
 export const RPC_FLOOR_PAIR_US = 55.2;
 /** ASSUMPTION: the share of an object's one thread to plan for (at 70% an M/M/1 queue waits 2.3x the service time). */
 export const TARGET_UTILISATION = 0.7;
-/** The workers' CPU per request as bench/e2e/RESULTS.md reports it (parseE2eCpu). */
+/** The workers' CPU per request as bench/wan/results.json reports it (parseWanCpu). */
 export interface MeasuredCpu {
-  /** CPU ms per request of the edge and the region worker together (and whatever else shared their process). */
+  /**
+   * CPU ms per request of the whole path in one workerd process: the edge worker, the service
+   * binding, the region worker and the Durable Object, with the local stand-ins that shared it.
+   */
   totalMs: number;
-  /** The edge's and the region worker's own figures, when the file reports them apart. */
-  edgeMs?: number;
-  regionMs?: number;
+  /** The `path` of the row read from the `cpu` array. */
+  path: string;
+  /** Whether the figure counts the Node host (Miniflare, receiving the log lines) as well as workerd. */
+  includesHost: boolean;
+  /** The host's own CPU, when the file reports it apart (then not in totalMs). */
+  hostMs?: number;
   /** The commit and time the file says it was generated at. */
   commit?: string;
   generatedAt?: string;
 }
 
-/** Where the measured worker CPU comes from. */
-export const E2E_RESULTS = "bench/e2e/RESULTS.md";
+/** Where the measured worker CPU comes from (npm run bench:wan, bench/wan/run.ts). */
+export const WAN_RESULTS = "bench/wan/results.json";
+/** The row of WAN_RESULTS's `cpu` array read: the whole path in one process. */
+export const WAN_CPU_PATH = "warmpath-one-process";
 
 /**
- * The workers' CPU per routed request from bench/e2e/RESULTS.md's section "The router in workerd
- * alone": its row `workerd alone ...`, the first column headed "CPU ms/req" (one request at a time,
- * workerd CPU). If the section reports the edge and the region worker apart (CPU columns naming
- * "edge" and "region"), both are read and the total is their sum. Throws when the section, the row
- * or the column is missing: the document is generated from the file or not at all.
+ * The workers' CPU per routed request from bench/wan/results.json's `cpu` array: the row whose
+ * `path` is WAN_CPU_PATH, its `cpu_ms_per_request` (one workerd process and its Node host, CPU from
+ * /proc less the idle rate, one request at a time, round trip 0). A file of the later layout, which
+ * names the row `one-process` and reports workerd (`workerd_ms`) and its host (`by_process`) apart,
+ * gives workerd's figure, the host's beside it. Throws when the array, the row or the figure is
+ * missing: the document is generated from the file or not at all.
  */
-export function parseE2eCpu(markdown: string): MeasuredCpu {
-  const lines = markdown.split("\n");
-  const heading = lines.findIndex((l) => /^#+ .*workerd alone/i.test(l));
-  if (heading < 0) throw new Error(`${E2E_RESULTS}: no section "The router in workerd alone"`);
-  const start = lines.findIndex((l, i) => i > heading && l.startsWith("|"));
-  if (start < 0) throw new Error(`${E2E_RESULTS}: no table under "The router in workerd alone"`);
-  const cells = (l: string) =>
-    l
-      .trim()
-      .replace(/^\||\|$/g, "")
-      .split("|")
-      .map((c) => c.trim());
-  const rows: string[][] = [];
-  for (let i = start; i < lines.length && lines[i]!.startsWith("|"); i++) rows.push(cells(lines[i]!));
-  const [header, , ...body] = rows;
-  const row = body.find((r) => /^workerd alone/i.test(r[0] ?? ""));
-  if (!header || !row) throw new Error(`${E2E_RESULTS}: no "workerd alone" row under "The router in workerd alone"`);
-  const first = header.findIndex((h) => /CPU ms\/req/i.test(h));
-  if (first < 0) throw new Error(`${E2E_RESULTS}: no "CPU ms/req" column in "The router in workerd alone"`);
-  const value = (i: number) => {
-    const m = /\d+(?:\.\d+)?/.exec(row[i] ?? "");
-    const x = m ? Number(m[0]) : Number.NaN;
-    if (!Number.isFinite(x) || x <= 0)
-      throw new Error(`${E2E_RESULTS}: "${header[i]}" of the workerd alone row is not a figure: ${row[i]}`);
+export function parseWanCpu(json: string): MeasuredCpu {
+  let data: unknown;
+  try {
+    data = JSON.parse(json);
+  } catch (e) {
+    throw new Error(`${WAN_RESULTS}: not JSON (${(e as Error).message})`);
+  }
+  const d = (data ?? {}) as { cpu?: unknown; generated_at?: unknown; machine?: { commit?: unknown } };
+  if (!Array.isArray(d.cpu)) throw new Error(`${WAN_RESULTS}: no "cpu" array`);
+  const rows = d.cpu as Array<Record<string, unknown>>;
+  const figure = (row: Record<string, unknown>, key: string) => {
+    const x = row[key];
+    if (typeof x !== "number" || !Number.isFinite(x) || x <= 0)
+      throw new Error(`${WAN_RESULTS}: "${key}" of the cpu row "${String(row.path)}" is not a figure: ${JSON.stringify(x)}`);
     return x;
   };
-  const cpuColumn = (name: RegExp) => header.findIndex((h, i) => i >= first && name.test(h) && /CPU|workerd/i.test(h));
-  const edge = cpuColumn(/\bedge\b/i);
-  const region = cpuColumn(/\bregion\b/i);
-  const commit = /commit `([0-9a-f]{7,40})`/.exec(markdown)?.[1];
-  const generatedAt = /on (\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2} UTC)?)/.exec(markdown)?.[1];
+  const commit = typeof d.machine?.commit === "string" ? /^[0-9a-f]{7,40}/.exec(d.machine.commit)?.[0] : undefined;
+  const generatedAt =
+    typeof d.generated_at === "string" ? d.generated_at.replace(/^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}).*$/, "$1 $2 UTC") : undefined;
   const where = { ...(commit ? { commit } : {}), ...(generatedAt ? { generatedAt } : {}) };
-  if (edge >= 0 && region >= 0 && edge !== region) {
-    const edgeMs = value(edge);
-    const regionMs = value(region);
-    return { totalMs: edgeMs + regionMs, edgeMs, regionMs, ...where };
+  const row = rows.find((r) => r?.path === WAN_CPU_PATH);
+  if (row) return { totalMs: figure(row, "cpu_ms_per_request"), path: WAN_CPU_PATH, includesHost: true, ...where };
+  const later = rows.find((r) => r?.path === "one-process" && (r.rtt_ms ?? 0) === 0);
+  if (later) {
+    const byProcess = (later.by_process ?? {}) as Record<string, unknown>;
+    const host = Object.entries(byProcess)
+      .filter(([k, v]) => / host$/.test(k) && typeof v === "number")
+      .reduce((s, [, v]) => s + (v as number), 0);
+    return { totalMs: figure(later, "workerd_ms"), path: "one-process", includesHost: false, hostMs: host, ...where };
   }
-  return { totalMs: value(first), ...where };
+  throw new Error(`${WAN_RESULTS}: no "${WAN_CPU_PATH}" row in its "cpu" array (run npm run bench:wan)`);
 }
 
 /**
- * Measured: the workers' CPU per routed request (bench/e2e/RESULTS.md, "The router in workerd
- * alone", one request at a time; read when this runs, so a regenerated RESULTS.md flows into the
- * document). An upper bound for short answers: the same process also ran the region object's work,
- * the HTTP server and the local simulations of the rate limiter and Analytics Engine bindings. Not
- * in it: the requests were short (~330 characters: a 10,000-character prompt adds ~11 µs of
- * hashing) with one-token answers, so relaying a 343-event stream is not measured (B6 shows
- * 0.5-5 ms). Both workers' CPU is billed: a service binding adds no billed request, and its
- * callee's CPU is counted here with the caller's.
+ * Measured: the workers' CPU per routed request (bench/wan/results.json, the `cpu` row of the whole
+ * path in one workerd process; read when this runs, so a rerun of bench:wan flows into the
+ * document). It replaces bench/e2e/RESULTS.md's 2.00 ms, measured on a single worker before the
+ * edge/region split (commit 43f19cc). An upper bound for the workers with short answers: it counts
+ * the region object's CPU and local stand-ins that do not exist in production (Miniflare's
+ * simulation of the edge rate limiter, the Durable Object in the same process, the log relay to
+ * the host). Not in it: the nodes answer a one-token stream in one write, so relaying a 343-event
+ * stream is not measured (B6 shows 0.5-5 ms and the figure). Both workers' CPU is billed: a service
+ * binding adds no billed request, and its callee's CPU is counted here with the caller's.
  */
-export const MEASURED_CPU: MeasuredCpu = parseE2eCpu(readFileSync(ROOT + E2E_RESULTS, "utf8"));
+export const MEASURED_CPU: MeasuredCpu = parseWanCpu(readFileSync(ROOT + WAN_RESULTS, "utf8"));
 export const WORKER_CPU_MS = MEASURED_CPU.totalMs;
 /**
  * ASSUMPTION: the workers' CPU per node report, edge and region worker together (authenticate the
@@ -1134,20 +1138,20 @@ function callsLabel(option: OptionId): string {
 
 /** The workers' measured CPU per request, as the document words it. */
 function cpuWords(digits = 2): string {
-  const c = MEASURED_CPU;
-  return c.edgeMs !== undefined && c.regionMs !== undefined
-    ? `${fmt(c.totalMs, digits)} ms (edge ${fmt(c.edgeMs, digits)} ms + region worker ${fmt(c.regionMs, digits)} ms)`
-    : `${fmt(c.totalMs, digits)} ms`;
+  return `${fmt(MEASURED_CPU.totalMs, digits)} ms`;
 }
 
-/** Where the measured CPU comes from, and whether it is one figure or two. */
+/** Where the measured CPU comes from. */
 function cpuSource(): string {
   const c = MEASURED_CPU;
-  const at = c.commit ? ` at commit ${c.commit}` : "";
-  return c.edgeMs !== undefined
-    ? `${E2E_RESULTS}${at}, "The router in workerd alone": the edge and the region worker apart`
-    : `${E2E_RESULTS}${at}, "The router in workerd alone": one figure for the edge and the region worker together, which it does not report apart`;
+  const at = [c.generatedAt ? `generated ${c.generatedAt}` : "", c.commit ? `at commit ${c.commit}` : ""].filter(Boolean).join(" ");
+  const what = c.includesHost ? "workerd and its Node host" : `workerd alone, its Node host's ${fmt(c.hostMs ?? 0, 1)} ms not counted`;
+  return `${WAN_RESULTS}${at ? ` (${at})` : ""}, \`cpu\` row "${c.path}": the whole path (edge worker, service binding, region worker, Durable Object) in one workerd process, ${what}, CPU from /proc less idle, one request at a time`;
 }
+
+/** What the measured CPU counts beyond the workers: why it is an upper bound. */
+const CPU_UPPER_BOUND =
+  "an upper bound for the workers' CPU: it includes the region object's CPU and local stand-ins that do not exist in production (Miniflare's simulation of the edge rate limiter, the Durable Object in the same process, the log relay to the host)";
 
 /** Everything the summary needs from parts A and B. */
 interface Figures {
@@ -1179,7 +1183,7 @@ function partA(out: string[]): void {
   out.push("");
   out.push(
     wrap(
-      `Option 5 is built (issue 22): an edge worker (src/edge/) and one worker per region, placed by the region's GPUs (src/region/; scripts/deploy/generate.ts, placement from \`regions[].placement\`). The other options are the alternatives considered, (1) the single worker it replaced. A path is a list of round trips at ${fmt(ROUND_TRIP_MS_PER_KM, 3)} ms per great-circle km (src/core/region-select.ts). Assumed: the object ${fmt(OBJECT_TO_GPU_KM)} km from the GPUs (a location hint names an area), a placed worker ${fmt(PLACED_WORKER_TO_GPU_KM)} km, the client ${fmt(ACCESS_KM)} km from its edge. Processing is not counted (part B: ${fmt(objectUsPerRequest(nodesPerRegion))} µs of object CPU per request; the workers', ${cpuWords()} measured with short answers: B6).`,
+      `Option 5 is built (issue 22): an edge worker (src/edge/) and one worker per region, placed by the region's GPUs (src/region/; scripts/deploy/generate.ts, placement from \`regions[].placement\`). The other options are the alternatives considered, (1) the single worker it replaced. A path is a list of round trips at ${fmt(ROUND_TRIP_MS_PER_KM, 3)} ms per great-circle km (src/core/region-select.ts). Assumed: the object ${fmt(OBJECT_TO_GPU_KM)} km from the GPUs (a location hint names an area), a placed worker ${fmt(PLACED_WORKER_TO_GPU_KM)} km, the client ${fmt(ACCESS_KM)} km from its edge. Processing is not counted (part B: ${fmt(objectUsPerRequest(nodesPerRegion))} µs of object CPU per request; the workers', ${cpuWords()} measured with short answers, an upper bound: B6).`,
     ),
   );
   out.push("");
@@ -1671,7 +1675,8 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push("### B6. The workers' CPU per request (third column of B5)");
   out.push("");
-  const cpuCases = [...new Set([0.5, 1, WORKER_CPU_MS, 5])].sort((a, b) => a - b);
+  // 2 ms: bench/e2e/RESULTS.md's single worker before the split, the figure this model used until bench:wan measured the split.
+  const cpuCases = [...new Set([0.5, 1, 2, WORKER_CPU_MS, 10])].sort((a, b) => a - b);
   out.push(
     cpuCases
       .map((c) => {
@@ -1684,7 +1689,7 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `The measured ${cpuWords()} (${cpuSource()}; one request at a time) is an upper bound for the workers with short answers: the same workerd also ran the region object's work (B1: ${fmt(objUs)} µs on ${fmt(nodesPerRegion)} nodes; less on the benchmark's 4), the HTTP server and the local simulations of the rate limiter and Analytics Engine bindings, on a shared 2-core machine. It is not an upper bound for long answers: its requests were ~330 characters (a ${fmt(PROMPT_CHARS)}-character prompt adds ${fmt(HASH_US_10K, 1)} µs of hashing) with one-token answers, so relaying a ${fmt(OUTPUT_TOKENS_MEAN)}-event stream, which both workers now pass on, is not in it.`,
+      `The measured ${cpuWords()} (${cpuSource()}) is ${CPU_UPPER_BOUND}; the object's share of it is small against the workers' (B1: ${fmt(objUs)} µs on ${fmt(nodesPerRegion)} nodes; less on the benchmark's 2), and it ran on a shared 2-core machine. It replaces bench/e2e/RESULTS.md's 2.00 ms, measured on a single worker before the edge/region split (commit 43f19cc), which did not count the split's service binding and second worker. It is not an upper bound for long answers: its nodes answer a one-token stream in one write (bench/wan/node.ts), so relaying a ${fmt(OUTPUT_TOKENS_MEAN)}-event stream, which both workers pass on, is not in it, nor the hashing of a long prompt (${fmt(HASH_US_10K, 1)} µs per ${fmt(PROMPT_CHARS)} characters).`,
     ),
   );
   out.push("");
@@ -1757,7 +1762,7 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `**Made** in the code modelled here: the edge worker and a worker per region placed by its GPUs (src/edge/, src/region/, scripts/deploy/generate.ts; A); one billed object request per client request, \`route\` returning a RouteSession on which the region worker reports the first byte and the completion (durable-objects/region.ts, src/region/dispatch.ts); reports ingested once per region, by the region's object or its exchange, which hands the accepted reports to the shards in its answers (\`regionIngestStub\`, src/config/load.ts; src/region/app.ts passes a report that registers or changes a node to every shard as well); shards that write a node's row only when a report registers or changes it, the exchange keeping \`last_seen\` (\`applyReport\`'s \`seenIsDurable\`; a restarted shard takes the whole feed, and keeps its shard number to hear it before its alarm expires anyone); an exchange budget that follows the region's shards and nodes, the interval stretching so that the exchanges and the reports stay within ${fmt(EXCHANGE_OBJECT_BUDGET)} calls a second of one object (\`exchangeIntervalMs(shards, reportsPerSecond)\`: at ${fmt(regionReports)} reports a second, ${SHARD_LOAD_SYNC_MS} ms up to ${growsAt} shards, ${ms(designSync)} ms at ${designN}); a non-streamed answer's first byte riding with \`complete\` (CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts); a ticket keeping its prompt's hashes as one string (16 bytes a block); each shard sizing its index of a node by its share of the node's recent prefill (\`minCacheShare\`, src/core/region/settings.ts). **Limit**: one object, the exchange, ingests a region's reports, so past ${fmt(overBudgetNodes)} nodes a region (a report a second each) it is over its budget whatever the interval (the shards exchange at least ${fmt(MIN_EXCHANGES_PER_SECOND)} times a second in all, MIN_EXCHANGES_PER_SECOND), and past ${fmt(overLimitNodes)} over the documented ${fmt(DO_SOFT_LIMIT_RPS)}; this deployment has ${fmt(nodesPerRegion)}. **Not made**: sampled Analytics Engine points; a measurement of exchanges slower than ${SHARD_LOAD_SYNC_MS} ms (\`npm run bench:shards\` should add 50, 100 ms); tenant rate limits outside the shards (B2)${MEASURED_CPU.edgeMs === undefined ? `; the edge's and the region worker's CPU measured apart (${E2E_RESULTS} reports one figure)` : ""}. Not modelled: the digest calls (each edge isolate asks each region at most once per ${fmt(DIGEST_TTL_MS / 1000)} s, for long prompts only: isolates / ${fmt(DIGEST_TTL_MS / 1000)} calls a second into every shard, and the number of isolates is not published), a registration's or change's call to every shard, and \`rememberResponse\` on another shard.`,
+      `**Made** in the code modelled here: the edge worker and a worker per region placed by its GPUs (src/edge/, src/region/, scripts/deploy/generate.ts; A); one billed object request per client request, \`route\` returning a RouteSession on which the region worker reports the first byte and the completion (durable-objects/region.ts, src/region/dispatch.ts); reports ingested once per region, by the region's object or its exchange, which hands the accepted reports to the shards in its answers (\`regionIngestStub\`, src/config/load.ts; src/region/app.ts passes a report that registers or changes a node to every shard as well); shards that write a node's row only when a report registers or changes it, the exchange keeping \`last_seen\` (\`applyReport\`'s \`seenIsDurable\`; a restarted shard takes the whole feed, and keeps its shard number to hear it before its alarm expires anyone); an exchange budget that follows the region's shards and nodes, the interval stretching so that the exchanges and the reports stay within ${fmt(EXCHANGE_OBJECT_BUDGET)} calls a second of one object (\`exchangeIntervalMs(shards, reportsPerSecond)\`: at ${fmt(regionReports)} reports a second, ${SHARD_LOAD_SYNC_MS} ms up to ${growsAt} shards, ${ms(designSync)} ms at ${designN}); a non-streamed answer's first byte riding with \`complete\` (CompletionOutcome.firstByteMsAgo, src/contracts/routing.ts); a ticket keeping its prompt's hashes as one string (16 bytes a block); each shard sizing its index of a node by its share of the node's recent prefill (\`minCacheShare\`, src/core/region/settings.ts). **Limit**: one object, the exchange, ingests a region's reports, so past ${fmt(overBudgetNodes)} nodes a region (a report a second each) it is over its budget whatever the interval (the shards exchange at least ${fmt(MIN_EXCHANGES_PER_SECOND)} times a second in all, MIN_EXCHANGES_PER_SECOND), and past ${fmt(overLimitNodes)} over the documented ${fmt(DO_SOFT_LIMIT_RPS)}; this deployment has ${fmt(nodesPerRegion)}. **Not made**: sampled Analytics Engine points; a measurement of exchanges slower than ${SHARD_LOAD_SYNC_MS} ms (\`npm run bench:shards\` should add 50, 100 ms); tenant rate limits outside the shards (B2); the edge's and the region worker's CPU measured apart, without the local stand-ins (${WAN_RESULTS} reports the whole path). Not modelled: the digest calls (each edge isolate asks each region at most once per ${fmt(DIGEST_TTL_MS / 1000)} s, for long prompts only: isolates / ${fmt(DIGEST_TTL_MS / 1000)} calls a second into every shard, and the number of isolates is not published), a registration's or change's call to every shard, and \`rememberResponse\` on another shard.`,
     ),
   );
   out.push("");
@@ -1803,7 +1808,7 @@ function summary(f: Figures): string[] {
       "  ",
     ),
     wrap(
-      `**Cost at ${fmt(TOTAL_RPS)} requests/s** (${REGIONS} regions, ${fmt(NODES)} nodes, ${f.designN} shards per region), as built: **${usd(f.builtLogsBill)} a month (${perMillion(f.builtLogsBill)} per million requests) with logs sampled at 1%** (configuration), ${usd(f.builtBill)} at the default of logging every request; ${usd(f.notMadeBill)} with the change not made (Analytics Engine points sampled at 1%: B5); the floor (one Worker request and one billed object request per request) is ${usd(f.floorMonth)}. Before issue 22, default logging: ${usd(f.beforeBill)}. The workers' CPU is measured (${cpuWords()} a request, an upper bound for short answers: B6).`,
+      `**Cost at ${fmt(TOTAL_RPS)} requests/s** (${REGIONS} regions, ${fmt(NODES)} nodes, ${f.designN} shards per region), as built: **${usd(f.builtLogsBill)} a month (${perMillion(f.builtLogsBill)} per million requests) with logs sampled at 1%** (configuration), ${usd(f.builtBill)} at the default of logging every request; ${usd(f.notMadeBill)} with the change not made (Analytics Engine points sampled at 1%: B5); the floor (one Worker request and one billed object request per request) is ${usd(f.floorMonth)}. Before issue 22, default logging: ${usd(f.beforeBill)}. The workers' CPU is measured (${cpuWords()} a request for the whole path in one workerd, an upper bound including the object and local stand-ins: B6).`,
       "- ",
       "  ",
     ),
@@ -1821,7 +1826,7 @@ function unsourced(): string[] {
       "  ",
     ),
     wrap(
-      `The workers' CPU per report (${fmt(REPORT_CPU_MS, 1)} ms, edge and region worker together); per request it is measured (${cpuWords()}, an upper bound for short answers: B6).`,
+      `The workers' CPU per report (${fmt(REPORT_CPU_MS, 1)} ms, edge and region worker together); per request it is measured (${cpuWords()}, ${WAN_RESULTS}: an upper bound, including the object and local stand-ins, for short answers: B6).`,
       "- ",
       "  ",
     ),
@@ -1844,10 +1849,10 @@ export function report(): string {
     "# Scaling warmpath: the production path, and 100,000 requests a second",
     "",
     wrap(
-      `Generated by \`npm run --silent bench:scale > docs/SCALING.md\` (bench/scale-model.ts, tested by bench/test/scale-model.test.ts), then \`npx prettier --write docs/SCALING.md\`: a model, not a measurement; rerun it, do not edit this file. It models the protocol built in issue 22: an edge worker and a worker per region placed by its GPUs, one RPC session per request with the region's object, reports ingested once per region. Its inputs are constants at the top of bench/scale-model.ts, each with its source: bench/workerd/RESULTS.md and ${E2E_RESULTS} (CPU, the latter read as this runs), bench/SHARDS.md (busiest shard, cost of shared load), src/edge/forward.ts, src/edge/api/nodes.ts, src/region/dispatch.ts, src/region/app.ts and durable-objects/region.ts (calls and writes per request and per report). Assumptions are listed at the end; prices read 2026-12-04.`,
+      `Generated by \`npm run --silent bench:scale > docs/SCALING.md\` (bench/scale-model.ts, tested by bench/test/scale-model.test.ts), then \`npx prettier --write docs/SCALING.md\`: a model, not a measurement; rerun it, do not edit this file. It models the protocol built in issue 22: an edge worker and a worker per region placed by its GPUs, one RPC session per request with the region's object, reports ingested once per region. Its inputs are constants at the top of bench/scale-model.ts, each with its source: bench/workerd/RESULTS.md and ${WAN_RESULTS} (CPU, the latter read as this runs), bench/SHARDS.md (busiest shard, cost of shared load), src/edge/forward.ts, src/edge/api/nodes.ts, src/region/dispatch.ts, src/region/app.ts and durable-objects/region.ts (calls and writes per request and per report). Assumptions are listed at the end; prices read 2026-12-04.`,
     ),
     "",
-    `Measured inputs: hashing ${fmt(HASH_US_10K, 1)} µs per ${fmt(PROMPT_CHARS)} characters; a route ${ROUTE_US_BY_NODES.map(([n, u]) => `${fmt(u, 1)} µs on ${n}`).join(", ")} nodes (100,000 index entries); ${fmt(RPC_FLOOR_PAIR_US, 1)} µs for two RPCs; ${fmt(PAIR_WORK_US, 1)} µs of object work per route + complete (bench/workerd/RESULTS.md); the workers' CPU, ${cpuWords()} per request (${cpuSource()}: an upper bound that includes the region object, with one-token answers); the index bound ${mib(indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES))} at ${fmt(DEFAULT_MAX_INDEX_ENTRIES)} entries (src/core/prefix-index.ts); ${fmt(OUTPUT_TOKENS_MEAN)} tokens per answer (Mooncake). Assumed: ${STREAMED_SHARE === 1 ? "every answer streams" : `${pct(STREAMED_SHARE)} of answers stream`} (${DO_CALLS_STREAMED} object calls a request in one RPC session; ${DO_CALLS_UNSTREAMED} for one that does not).`,
+    `Measured inputs: hashing ${fmt(HASH_US_10K, 1)} µs per ${fmt(PROMPT_CHARS)} characters; a route ${ROUTE_US_BY_NODES.map(([n, u]) => `${fmt(u, 1)} µs on ${n}`).join(", ")} nodes (100,000 index entries); ${fmt(RPC_FLOOR_PAIR_US, 1)} µs for two RPCs; ${fmt(PAIR_WORK_US, 1)} µs of object work per route + complete (bench/workerd/RESULTS.md); the workers' CPU, ${cpuWords()} per request (${cpuSource()}: ${CPU_UPPER_BOUND}; one-token answers); the index bound ${mib(indexMemoryBound(DEFAULT_MAX_INDEX_ENTRIES))} at ${fmt(DEFAULT_MAX_INDEX_ENTRIES)} entries (src/core/prefix-index.ts); ${fmt(OUTPUT_TOKENS_MEAN)} tokens per answer (Mooncake). Assumed: ${STREAMED_SHARE === 1 ? "every answer streams" : `${pct(STREAMED_SHARE)} of answers stream`} (${DO_CALLS_STREAMED} object calls a request in one RPC session; ${DO_CALLS_UNSTREAMED} for one that does not).`,
     "",
     ...summary(figures),
     ...a,

@@ -15,7 +15,6 @@ import {
   DO_CALLS_PER_REQUEST,
   DO_CALLS_STREAMED,
   DO_CALLS_UNSTREAMED,
-  E2E_RESULTS,
   EXCHANGE_OBJECT_BUDGET,
   EXCHANGE_REPORTS_OVER_BUDGET,
   HANDSHAKE_ROUND_TRIPS,
@@ -34,6 +33,8 @@ import {
   SHARDS_REWRITE_LAST_SEEN,
   STREAMED_SHARE,
   TOTAL_RPS,
+  WAN_CPU_PATH,
+  WAN_RESULTS,
   WORKER_CPU_MS,
   billedObjectRequests,
   blocksFor,
@@ -51,7 +52,7 @@ import {
   objectCallsPerRequest,
   objectLoad,
   objectUsPerRequest,
-  parseE2eCpu,
+  parseWanCpu,
   pathMs,
   report,
   retryLegs,
@@ -295,45 +296,58 @@ describe("object load", () => {
   });
 });
 
-describe("the measured workers' CPU (bench/e2e/RESULTS.md)", () => {
-  const section = (header: string, row: string) =>
-    ["# x", "", "Generated ... on 2026-12-04 05:14 UTC, commit `abc1234`.", "", "## The router in workerd alone", "", header, row].join(
-      "\n",
-    );
+describe("the measured workers' CPU (bench/wan/results.json)", () => {
+  const file = (cpu: unknown[]) =>
+    JSON.stringify({ generated_at: "2026-12-04T13:58:01.123Z", machine: { commit: "abc1234 (uncommitted changes in the tree)" }, cpu });
 
-  test("is read from the file when the model loads, and is the figure in its workerd-alone row", () => {
-    const md = readFileSync(ROOT + E2E_RESULTS, "utf8");
-    assert.deepEqual(parseE2eCpu(md), MEASURED_CPU);
+  test("is read from the file when the model loads, and is the figure of its whole-path, one-process row", () => {
+    const json = readFileSync(ROOT + WAN_RESULTS, "utf8");
+    assert.deepEqual(parseWanCpu(json), MEASURED_CPU);
     assert.equal(WORKER_CPU_MS, MEASURED_CPU.totalMs);
     assert.equal(BASE_DEPLOYMENT.workerCpuMs, WORKER_CPU_MS);
-    const row = md.split("\n").find((l) => /^\| workerd alone/.test(l));
-    assert.ok(row, "a workerd alone row");
-    assert.ok(row.includes(MEASURED_CPU.totalMs.toFixed(2)) || MEASURED_CPU.edgeMs !== undefined, row);
+    // The figure is the JSON's own, read independently of the parser.
+    const rows = (JSON.parse(json) as { cpu: Array<Record<string, unknown>> }).cpu;
+    const row = rows.find((r) => r.path === WAN_CPU_PATH) ?? rows.find((r) => r.path === "one-process" && r.rtt_ms === 0);
+    assert.ok(row, `a "${WAN_CPU_PATH}" row`);
+    assert.equal(WORKER_CPU_MS, row.path === WAN_CPU_PATH ? row.cpu_ms_per_request : row.workerd_ms);
+    assert.equal(MEASURED_CPU.path, row.path);
+    // No longer the single worker's 2.00 ms from bench/e2e/RESULTS.md (before the edge/region split).
+    assert.notEqual(WORKER_CPU_MS, 2);
   });
 
-  test("one CPU column: one figure, the edge and the region worker together", () => {
-    const md = section(
-      "| router runs in | added p50 | CPU ms/req one at a time: workerd with the worker | proxy workerd |\n| --- | --- | --- | --- |",
-      "| wrangler dev | 5.21 | 5.26 | 1.55 |\n| workerd alone (median round) | 1.57 | 2.00 | – |",
-    );
-    assert.deepEqual(parseE2eCpu(md), { totalMs: 2, commit: "abc1234", generatedAt: "2026-12-04 05:14 UTC" });
+  test("the warmpath-one-process row: its cpu_ms_per_request, with the host, and where the file says it was made", () => {
+    const json = file([
+      { rtt_ms: 0, path: "warmpath", cpu_ms_per_request: 5.48 },
+      { rtt_ms: 0, path: "warmpath-one-process", cpu_ms_per_request: 5.04 },
+      { rtt_ms: 20, path: "warmpath", cpu_ms_per_request: 6.22 },
+    ]);
+    assert.deepEqual(parseWanCpu(json), {
+      totalMs: 5.04,
+      path: "warmpath-one-process",
+      includesHost: true,
+      commit: "abc1234",
+      generatedAt: "2026-12-04 13:58 UTC",
+    });
   });
 
-  test("the edge and the region worker reported apart: both, and their sum", () => {
-    const md = section(
-      "| router runs in | added p50 | CPU ms/req one at a time: edge workerd | region workerd | proxy workerd |\n| --- | --- | --- | --- | --- |",
-      "| workerd alone (median round) | 1.57 | 0.80 | 1.45 | – |",
-    );
-    const cpu = parseE2eCpu(md);
-    assert.equal(cpu.edgeMs, 0.8);
-    assert.equal(cpu.regionMs, 1.45);
-    close(cpu.totalMs, 2.25);
+  test("the later layout (one-process, workerd and host apart): workerd's figure, the host's beside it", () => {
+    const json = file([
+      { rtt_ms: 0, path: "warmpath", by_process: { "edge workerd": 3.2 }, workerd_ms: 6.25 },
+      { rtt_ms: 0, path: "one-process", by_process: { "one-process host": 0.9, "one-process workerd": 5.65 }, workerd_ms: 5.65 },
+      { rtt_ms: 20, path: "one-process", by_process: {}, workerd_ms: 9.9 },
+    ]);
+    const cpu = parseWanCpu(json);
+    assert.equal(cpu.totalMs, 5.65);
+    assert.equal(cpu.includesHost, false);
+    assert.equal(cpu.hostMs, 0.9);
   });
 
-  test("a file without the section, the row or a figure is refused, not guessed", () => {
-    assert.throws(() => parseE2eCpu("# nothing here"), /workerd alone/);
-    assert.throws(() => parseE2eCpu(section("| router runs in | CPU ms/req |\n| --- | --- |", "| wrangler dev | 5.26 |")), /workerd alone/);
-    assert.throws(() => parseE2eCpu(section("| router runs in | CPU ms/req |\n| --- | --- |", "| workerd alone | – |")), /not a figure/);
+  test("a file without the array, the row or a figure is refused, not guessed", () => {
+    assert.throws(() => parseWanCpu("not json"), /not JSON/);
+    assert.throws(() => parseWanCpu(JSON.stringify({ rows: [] })), /no "cpu" array/);
+    assert.throws(() => parseWanCpu(file([{ rtt_ms: 0, path: "warmpath", cpu_ms_per_request: 5.48 }])), /no "warmpath-one-process" row/);
+    assert.throws(() => parseWanCpu(file([{ rtt_ms: 0, path: "warmpath-one-process" }])), /not a figure/);
+    assert.throws(() => parseWanCpu(file([{ rtt_ms: 0, path: "warmpath-one-process", cpu_ms_per_request: 0 }])), /not a figure/);
   });
 });
 
@@ -485,6 +499,12 @@ test("the report describes what is built: option 5 made, one billed request, the
     [headline[1], headline[2]],
   );
   if (MEASURED_CPU.commit) assert.ok(md.includes(`commit ${MEASURED_CPU.commit}`));
+  // The CPU's source, and that it is an upper bound counting the object and the local stand-ins.
+  const flat = md.replace(/\s+/g, " ");
+  assert.ok(flat.includes(`${WAN_RESULTS}`) && flat.includes(`\`cpu\` row "${MEASURED_CPU.path}"`), "the CPU's source");
+  assert.ok(flat.includes("an upper bound for the workers' CPU: it includes the region object's CPU and local stand-ins"));
+  assert.ok(flat.includes(`${WORKER_CPU_MS.toFixed(2)} ms (measured)`), "B6 prices the measured figure");
+  assert.ok(!flat.includes("bench/e2e/RESULTS.md at commit"), "no longer read from bench/e2e/RESULTS.md");
   // The old protocol is there only as the comparison, never as what runs today.
   assert.ok(!/today's protocol/i.test(md));
 });
