@@ -19,8 +19,10 @@
  * 2. A new boot id when the agent starts, after an outage deregistered the node, or when the
  *    engine's markers show a restart the agent did not see as an outage (agent/boot.ts).
  *
- * 3. Post the report. Failure: logged once ("router failing"), retried with bounded exponential
- *    backoff with jitter (agent/backoff.ts); the next success logs once ("router ok").
+ * 3. Post the report. It names the engine (`engine`: `vllm`, `sglang` or `llama.cpp`), the one
+ *    `--engine` forced, else the one detected on this scrape's metrics. Failure: logged once
+ *    ("router failing"), retried with bounded exponential backoff with jitter (agent/backoff.ts);
+ *    the next success logs once ("router ok").
  *
  * 4. Identity (agent/credentials.ts): the first report registers the node with the
  *    region's node token and the answer carries the node's own secret ("registered"), which every
@@ -231,6 +233,9 @@ export function startAgent(o: AgentOptions): Agent {
       waiting: s.load.waiting,
       kv_usage: s.load.kvUsage,
       boot_id: bootId,
+      // The engine detected on this page, or the one --engine forced: the router decides from it
+      // whether a stream that broke can be continued on this node.
+      engine: s.engine.reportedAs,
     };
     mayBeRegistered = true; // even a report that timed out may have reached the router
     try {

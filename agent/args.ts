@@ -74,7 +74,9 @@ Required:
 Options:
   --engine-url URL          the server as this agent reaches it (default: --url)
   --metrics-url URL         its Prometheus metrics (default: <engine-url>/metrics)
-  --engine NAME             vllm, sglang or llamacpp (default: auto, from the metric names)
+  --engine NAME             vllm, sglang or llamacpp (default: auto, from the metric names); each
+                            report names it (engine: vllm, sglang or llama.cpp), which tells the
+                            router whether a broken stream can be continued on this node
   --models A,B              models to report (default: the server's GET /v1/models, every tick)
   --kv-capacity-tokens N    KV cache size in tokens (default: read from the server: vLLM
                             vllm:cache_config_info, SGLang sglang:max_total_num_tokens,

@@ -10,7 +10,8 @@
  *     config(key TEXT PRIMARY KEY, value TEXT NOT NULL)
  *       'init'  -> JSON RegionInit (settings, static nodes, fingerprint) last applied
  *     nodes(id TEXT PRIMARY KEY, url TEXT, models TEXT (JSON array), kv_capacity_tokens INTEGER,
- *           static INTEGER (0/1), last_seen INTEGER (ms epoch), boot_id TEXT NULL)
+ *           static INTEGER (0/1), last_seen INTEGER (ms epoch), boot_id TEXT NULL,
+ *           engine TEXT NULL (added by ALTER TABLE to objects created before it))
  *     node_secrets(id TEXT PRIMARY KEY, sha256 TEXT): the SHA-256 of each registered node's secret
  *           (src/core/node-identity.ts), never the secret; a table of its own so that objects
  *           created before node secrets need no migration (their nodes simply have none)
@@ -20,7 +21,7 @@
  * `complete` touch no storage.
  */
 import { DurableObject, RpcTarget } from "cloudflare:workers";
-import { nodeIdSchema, nodeReportSchema, type NodeReport } from "../src/contracts/node.ts";
+import { nodeEngineSchema, nodeIdSchema, nodeReportSchema, type NodeReport } from "../src/contracts/node.ts";
 import {
   completionOutcomeSchema,
   exchangeRequestSchema,
@@ -134,6 +135,7 @@ interface NodeRow extends Record<string, SqlStorageValue> {
   static: number;
   last_seen: number;
   boot_id: string | null;
+  engine: string | null;
 }
 
 export class RegionDurableObject extends DurableObject<Env> {
@@ -169,7 +171,10 @@ export class RegionDurableObject extends DurableObject<Env> {
       this.sql.exec(`CREATE TABLE IF NOT EXISTS config (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
       this.sql.exec(`CREATE TABLE IF NOT EXISTS nodes (
         id TEXT PRIMARY KEY, url TEXT NOT NULL, models TEXT NOT NULL, kv_capacity_tokens INTEGER NOT NULL,
-        static INTEGER NOT NULL, last_seen INTEGER NOT NULL, boot_id TEXT)`);
+        static INTEGER NOT NULL, last_seen INTEGER NOT NULL, boot_id TEXT, engine TEXT)`);
+      // An object created before nodes reported their engine gains the column (NULL: not said).
+      const columns = this.sql.exec<{ name: string }>(`PRAGMA table_info(nodes)`).toArray();
+      if (!columns.some((c) => c.name === "engine")) this.sql.exec(`ALTER TABLE nodes ADD COLUMN engine TEXT`);
       this.sql.exec(`CREATE TABLE IF NOT EXISTS node_secrets (id TEXT PRIMARY KEY, sha256 TEXT NOT NULL)`);
       const row = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'init'`).toArray()[0];
       // Validated before it was stored; a stored init this version no longer accepts is dropped, and
@@ -239,15 +244,16 @@ export class RegionDurableObject extends DurableObject<Env> {
       static: r.static === 1,
       lastSeen: r.last_seen,
       bootId: r.boot_id ?? undefined,
+      engine: r.engine === null ? undefined : nodeEngineSchema.catch("other").parse(r.engine),
     };
   }
 
   private persist(spec: NodeSpec): void {
     this.sql.exec(
-      `INSERT INTO nodes (id, url, models, kv_capacity_tokens, static, last_seen, boot_id) VALUES (?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO nodes (id, url, models, kv_capacity_tokens, static, last_seen, boot_id, engine) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(id) DO UPDATE SET url = excluded.url, models = excluded.models,
          kv_capacity_tokens = excluded.kv_capacity_tokens, static = excluded.static,
-         last_seen = excluded.last_seen, boot_id = excluded.boot_id`,
+         last_seen = excluded.last_seen, boot_id = excluded.boot_id, engine = excluded.engine`,
       spec.id,
       spec.url,
       JSON.stringify(spec.models),
@@ -255,6 +261,7 @@ export class RegionDurableObject extends DurableObject<Env> {
       spec.static ? 1 : 0,
       spec.lastSeen,
       spec.bootId ?? null,
+      spec.engine ?? null,
     );
     this.persistedSeen.set(spec.id, spec.lastSeen);
   }
@@ -498,6 +505,7 @@ export class RegionDurableObject extends DurableObject<Env> {
       before.url !== spec.url ||
       before.kvCapacityTokens !== spec.kvCapacityTokens ||
       before.bootId !== spec.bootId ||
+      before.engine !== spec.engine ||
       JSON.stringify(before.models) !== JSON.stringify(spec.models);
     const lastWrite = this.persistedSeen.get(spec.id) ?? 0;
     if (changed || (seenIsDurable && now - lastWrite > router.settings.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION)) this.persist(spec);

@@ -19,6 +19,19 @@ export const FaultsSchema = z.strictObject({
    * socket stays open until the client goes or the node crashes). null: off.
    */
   hang_after_tokens: z.number().int().min(1).nullable(),
+  /**
+   * A streamed answer sends this many tokens, then the node's connection is reset (TCP RST, no
+   * `data: [DONE]`, no end of the chunked body), as when its process crashes. null: off.
+   */
+  die_after_tokens: z.number().int().min(1).nullable(),
+  /**
+   * A streamed answer sends this many tokens, then vLLM's mid-stream error event
+   * (`data: {"error": {..., "type": "InternalServerError", "code": 500}}`), then `data: [DONE]`, and
+   * ends. null: off.
+   */
+  error_event_after_tokens: z.number().int().min(1).nullable(),
+  /** A streamed answer sends this many tokens, then a `data:` line that is not JSON, then ends. null: off. */
+  malformed_after_tokens: z.number().int().min(1).nullable(),
   /** Answer inference requests 307 with this Location (a URL the client must never see). null: off. */
   redirect_to: z.url({ protocol: /^https?$/ }).nullable(),
   /** Prefill takes this many times as long as the node's prefill rate says (1: normal). */
@@ -30,11 +43,23 @@ export const NO_FAULTS: Faults = {
   extra_latency_ms: 0,
   hang: false,
   hang_after_tokens: null,
+  die_after_tokens: null,
+  error_event_after_tokens: null,
+  malformed_after_tokens: null,
   redirect_to: null,
   prefill_slowdown: 1,
 };
 
+/**
+ * The inference engine a node says it runs, in its load reports (the router continues an
+ * interrupted stream only on engines that can continue a final assistant message). The simulator
+ * behaves the same whatever it says: vLLM's request and response shapes.
+ */
+export const NODE_ENGINES = ["vllm", "sglang", "llama.cpp", "other"] as const;
+export type NodeEngine = (typeof NODE_ENGINES)[number];
+
 const NodeFields = {
+  engine: z.enum(NODE_ENGINES),
   models: z.array(z.string().min(1)).min(1),
   kv_capacity_tokens: z.number().int().min(16),
   prefill_tokens_per_second: z.number().positive(),
@@ -51,6 +76,7 @@ const NodeFields = {
 };
 
 export const NODE_DEFAULTS = {
+  engine: "vllm" as NodeEngine,
   models: ["llama-3.1-8b-instruct"],
   kv_capacity_tokens: 200_000,
   prefill_tokens_per_second: 5_000,
@@ -89,6 +115,7 @@ export interface NodeConfig {
   id: string;
   region: string;
   port: number;
+  engine: NodeEngine;
   models: string[];
   kv_capacity_tokens: number;
   prefill_tokens_per_second: number;

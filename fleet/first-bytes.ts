@@ -3,6 +3,8 @@
  * (`[request-tag:<id>]`): how a fault-injection run shows that no request's generation was started
  * twice. A router that retried after the first byte would leave the same tag on two nodes (or twice
  * on one). The record belongs to the node, not to its process: a crash must not erase the evidence.
+ * A request that continues an interrupted answer (continuation.ts) starts no generation again: the
+ * node counts its first byte in a record of its own (`continued_tags`).
  */
 
 /** Letters, digits, `.`, `_`, `-`, at most 64: a client-chosen id, nothing a prompt says by chance. */

@@ -54,6 +54,7 @@ export async function startFleet(config: FleetConfig, options: FleetOptions = {}
             id: n.id,
             region: r.name,
             port: n.port,
+            engine: n.engine,
             models: n.models,
             kvCapacityTokens: n.kv_capacity_tokens,
             prefillTokensPerSecond: n.prefill_tokens_per_second,

@@ -7,7 +7,7 @@
 import type { Server } from "node:http";
 import { randomBytes } from "node:crypto";
 import { Engine } from "./engine.ts";
-import { NO_FAULTS, type Faults } from "./config.ts";
+import { NO_FAULTS, type Faults, type NodeEngine } from "./config.ts";
 import { FirstByteTags } from "./first-bytes.ts";
 import { Histogram, TTFT_BUCKETS } from "./metrics.ts";
 import type { LoadReport, Reporter } from "./report.ts";
@@ -15,6 +15,8 @@ import type { LoadReport, Reporter } from "./report.ts";
 export interface NodeOptions {
   id: string;
   region: string;
+  /** The engine the node says it runs in its reports. Default "vllm". */
+  engine?: NodeEngine;
   models: string[];
   kvCapacityTokens: number;
   prefillTokensPerSecond: number;
@@ -38,6 +40,7 @@ export interface NodeState {
   url: string;
   up: boolean;
   boot_id: string;
+  engine: NodeEngine;
   models: string[];
   kv_capacity_tokens: number;
   running: number;
@@ -46,8 +49,12 @@ export interface NodeState {
   cached_blocks: number;
   cached_tokens: number;
   faults: Faults;
-  /** First bytes sent, by request tag (first-bytes.ts), across restarts. */
+  /** First bytes sent, by request tag (first-bytes.ts), across restarts; continuations not counted. */
   first_byte_tags: Record<string, number>;
+  /** First bytes sent by continuations of an interrupted answer, by request tag, across restarts. */
+  continued_tags: Record<string, number>;
+  /** Streams cut by each `*_after_tokens` fault, across restarts. */
+  injected_faults: Record<string, number>;
   /** Engine queue wait (ms) of each tagged request, for the fault runner's flood measurement. */
   queue_waits_ms: Record<string, number>;
 }
@@ -62,10 +69,15 @@ export class NodeRuntime {
   readonly maxModelLen: number;
   /** The model named in metrics labels. */
   readonly model: string;
+  readonly engineName: NodeEngine;
   faults: Faults;
   port: number;
   /** Kept across restarts, like the faults: the record is the test's, not the process's. */
   readonly firstBytes = new FirstByteTags();
+  /** First bytes of continuations (a chat `continue_final_message`, or a prompt ending in an answer's start), by tag. */
+  readonly continuedBytes = new FirstByteTags();
+  /** Streams cut by each `*_after_tokens` fault (kept across restarts, like the tags). */
+  readonly injectedFaults: Record<string, number> = {};
   server: Server | undefined;
   reporter: Reporter | undefined;
   engine!: Engine;
@@ -83,6 +95,7 @@ export class NodeRuntime {
     this.defaultMaxTokens = o.defaultMaxTokens ?? 64;
     this.maxModelLen = Math.min(MAX_MODEL_LEN, o.kvCapacityTokens);
     this.model = o.models[0]!;
+    this.engineName = o.engine ?? "vllm";
     this.faults = { ...NO_FAULTS, ...o.faults };
     this.port = o.port ?? 0;
   }
@@ -116,6 +129,7 @@ export class NodeRuntime {
       url: this.url(),
       up: this.up,
       boot_id: this.bootId,
+      engine: this.engineName,
       models: this.o.models,
       kv_capacity_tokens: this.o.kvCapacityTokens,
       running: engine.numRunning,
@@ -125,6 +139,8 @@ export class NodeRuntime {
       cached_tokens: engine.cache.heldBlocks * engine.cache.blockTokens,
       faults: this.faults,
       first_byte_tags: this.firstBytes.toJSON(),
+      continued_tags: this.continuedBytes.toJSON(),
+      injected_faults: { ...this.injectedFaults },
       queue_waits_ms: this.firstBytes.waitsJSON(),
     };
   }
@@ -141,6 +157,7 @@ export class NodeRuntime {
       waiting: engine.numWaiting,
       kv_usage: engine.cache.usage(),
       boot_id: this.bootId,
+      engine: this.engineName,
     };
   }
 

@@ -36,8 +36,15 @@ function contentText(content: unknown, param: string): string {
   return out;
 }
 
-/** Renders a chat completion request's tools and messages through a simple chat template. */
-export function renderChat(body: Record<string, unknown>): string {
+/** The assistant header that ends a prompt with `add_generation_prompt` (the default). */
+const GENERATION_PROMPT = "<|start_header_id|>assistant<|end_header_id|>\n\n";
+
+/**
+ * A chat request's tools and messages through the template. `openLast`: the final message is left
+ * open (no `<|eot_id|>`, no generation prompt), for `continue_final_message`; `lastAt` is where
+ * that message's header ends, i.e. the length of what the prompt was without it.
+ */
+function render(body: Record<string, unknown>, openLast: boolean): { text: string; lastAt: number } {
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) {
     throw new RequestError("messages must be a non-empty array", "messages");
@@ -47,18 +54,67 @@ export function renderChat(body: Record<string, unknown>): string {
     if (!Array.isArray(body.tools)) throw new RequestError("tools must be an array", "tools");
     text += "<|start_header_id|>tools<|end_header_id|>\n\n" + JSON.stringify(body.tools) + "<|eot_id|>";
   }
+  let lastAt = 0;
   messages.forEach((m: unknown, i: number) => {
     if (!m || typeof m !== "object") throw new RequestError("each message must be an object", `messages[${i}]`);
     const msg = m as Record<string, unknown>;
     if (typeof msg.role !== "string") throw new RequestError("message role must be a string", `messages[${i}].role`);
     text += `<|start_header_id|>${msg.role}<|end_header_id|>\n\n`;
+    lastAt = text.length;
     text += contentText(msg.content, `messages[${i}].content`);
     if (msg.tool_calls !== undefined && msg.tool_calls !== null) text += JSON.stringify(msg.tool_calls);
     if (typeof msg.tool_call_id === "string") text += `<|tool_call_id|>${msg.tool_call_id}`;
-    text += "<|eot_id|>";
+    if (!(openLast && i === messages.length - 1)) text += "<|eot_id|>";
   });
   // add_generation_prompt: the assistant header is part of the prompt.
-  return text + "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return openLast ? { text, lastAt } : { text: text + GENERATION_PROMPT, lastAt };
+}
+
+/** Renders a chat completion request's tools and messages through a simple chat template. */
+export function renderChat(body: Record<string, unknown>): string {
+  return render(body, false).text;
+}
+
+/** A chat request's prompt, and what it carries of an answer when it continues its final message. */
+export interface ChatPrompt {
+  prompt: string;
+  /**
+   * `continue_final_message`: the prompt the request would have had without its final assistant
+   * message (the request that message continues), and that message's text.
+   */
+  continued?: { before: string; content: string };
+}
+
+/**
+ * A chat request's prompt, with vLLM's `continue_final_message`: the final message (which must be
+ * the assistant's) is left open, so the model continues it instead of starting a new turn. With
+ * the Llama-3 template the open message is exactly the generation prompt followed by its text, so
+ * the prompt extends the one the request had without it, block for block. `add_generation_prompt`
+ * is otherwise not modelled (the generation prompt is always added), as before.
+ */
+export function renderChatPrompt(body: Record<string, unknown>): ChatPrompt {
+  const cfm = body.continue_final_message;
+  if (cfm !== undefined && cfm !== null && typeof cfm !== "boolean") {
+    throw new RequestError("continue_final_message must be a boolean", "continue_final_message");
+  }
+  if (cfm !== true) return { prompt: renderChat(body) };
+  // vLLM's ChatCompletionRequest.check_generation_prompt: only an explicit true conflicts (its default is true).
+  if (body.add_generation_prompt === true) {
+    throw new RequestError("Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
+  }
+  const { text, lastAt } = render(body, true);
+  const messages = body.messages as Record<string, unknown>[];
+  const last = messages[messages.length - 1]!;
+  if (last.role !== "assistant") {
+    throw new RequestError(
+      "continue_final_message is set but the final message is not from the assistant: there is no message to continue.",
+      `messages[${messages.length - 1}].role`,
+    );
+  }
+  return {
+    prompt: text,
+    continued: { before: text.slice(0, lastAt), content: contentText(last.content, `messages[${messages.length - 1}].content`) },
+  };
 }
 
 /** The prompt of a text completion request: a string, or a one-element array of a string. */

@@ -2,6 +2,7 @@
  * A simulated node's load reports to the router, as a real node agent would push them: the
  * fleet's report body, sent by the node agent's shared loop (agent/report-loop.ts).
  */
+import type { NodeEngine } from "./config.ts";
 import { NodeCredentials, startReportLoop, type ReportLoop, type ReportLoopEvent } from "../agent/report-loop.ts";
 
 /**
@@ -19,6 +20,8 @@ export interface LoadReport {
   waiting: number;
   kv_usage: number;
   boot_id: string;
+  /** The engine the node runs: `vllm`, `sglang`, `llama.cpp` or `other` (the fleet file's `engine`). */
+  engine: NodeEngine;
 }
 
 export interface ReporterOptions {

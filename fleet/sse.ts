@@ -20,3 +20,33 @@ export function writeEvent(res: ServerResponse, obj: unknown): void {
 export function endEventStream(res: ServerResponse): void {
   res.end("data: [DONE]\n\n");
 }
+
+/**
+ * vLLM's mid-stream failure: its stream generator catches the error, yields
+ * `data: {"error": {...}}` and then `data: [DONE]` (serving_chat.py / serving_completion.py).
+ */
+export function endWithErrorEvent(res: ServerResponse, error: unknown): void {
+  writeEvent(res, error);
+  endEventStream(res);
+}
+
+/** A `data:` line that is not JSON (`text` must not parse), then the end of the body and of the connection. */
+export function endWithMalformedEvent(res: ServerResponse, text: string): void {
+  const socket = res.socket;
+  res.end(`data: ${text}\n\n`, () => socket?.end());
+}
+
+/**
+ * The connection dies as a crashed process's would: no terminator, no end of the chunked body,
+ * the socket reset (RST). What is already written reaches the client first; what is still queued
+ * in the process is lost, as it would be.
+ */
+export function resetConnection(res: ServerResponse): void {
+  const socket = res.socket;
+  if (!socket) return void res.destroy();
+  setImmediate(() => {
+    if (socket.destroyed) return;
+    if (typeof socket.resetAndDestroy === "function") socket.resetAndDestroy();
+    else socket.destroy();
+  });
+}

@@ -37,6 +37,8 @@ export interface FakeNode {
   waiting?: number;
   kvUsage?: number;
   bootId?: string;
+  /** The engine it reports (default: none, which the router takes for `other`). */
+  engine?: string;
 }
 
 export function nodeUrl(n: { id: string; mode?: string }): string {
@@ -65,6 +67,7 @@ function postReport(n: FakeNode, token: string): Promise<Response> {
       waiting: n.waiting ?? 0,
       kv_usage: n.kvUsage ?? 0,
       ...(n.bootId ? { boot_id: n.bootId } : {}),
+      ...(n.engine ? { engine: n.engine } : {}),
     }),
   });
 }

@@ -71,6 +71,7 @@ function single(scrape: EngineScrape, name: string): number | undefined {
 
 export const llamacpp: Engine = {
   name: "llamacpp",
+  reportedAs: "llama.cpp",
   prefix: "llamacpp:",
   capacityEndpoint: "/props",
   readLoad(scrape: EngineScrape) {

@@ -35,6 +35,7 @@ const REPLICA_LABEL = "dp_rank";
 
 export const sglang: Engine = {
   name: "sglang",
+  reportedAs: "sglang",
   prefix: "sglang:",
   readLoad({ samples }: EngineScrape) {
     const running = sumOverReplicas(series(samples, SGLANG_METRICS.running), REPLICA_LABEL);

@@ -7,6 +7,13 @@ import type { Sample } from "../prometheus.ts";
 
 export type EngineName = "vllm" | "sglang" | "llamacpp";
 
+/**
+ * How the node report's `engine` field names each engine: src/contracts/node.ts `NODE_ENGINES`
+ * (agent/agent.ts builds the report as that contract's type, so a name it does not accept fails
+ * the typecheck). Its `other` is never sent: the agent only reports an engine it recognises.
+ */
+export type ReportedEngine = "vllm" | "sglang" | "llama.cpp";
+
 /** A node's load, as the router's report wants it. */
 export interface EngineLoad {
   /** Requests being computed (prefill or decode). */
@@ -34,6 +41,8 @@ export interface EngineScrape {
 
 export interface Engine {
   name: EngineName;
+  /** Its name in the report's `engine` field (llama.cpp: `llama.cpp`, not the flag's `llamacpp`). */
+  reportedAs: ReportedEngine;
   /** The prefix of its metric names, which identifies it (`vllm:`). */
   prefix: string;
   /** Extra JSON endpoint the capacity needs, read once per engine boot (llama.cpp: `/props`). */

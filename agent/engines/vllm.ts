@@ -38,6 +38,7 @@ const REPLICA_LABEL = "engine";
 
 export const vllm: Engine = {
   name: "vllm",
+  reportedAs: "vllm",
   prefix: "vllm:",
   readLoad({ samples }: EngineScrape) {
     const running = sumOverReplicas(series(samples, VLLM_METRICS.running), REPLICA_LABEL);

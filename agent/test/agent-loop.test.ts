@@ -94,6 +94,7 @@ test("registers, reports load changes, and takes a counter reset for a restart (
         waiting: 0,
         kv_usage: 0,
         boot_id: "",
+        engine: "vllm",
       },
     );
     const boot = first.boot_id;

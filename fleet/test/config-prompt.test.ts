@@ -19,6 +19,7 @@ test("the default fleet loads: two regions of three nodes, defaults applied", ()
   const n = f.regions[0]!.nodes[0]!;
   assert.equal(n.kv_capacity_tokens, 200_000);
   assert.equal(n.max_running, 64);
+  assert.equal(n.engine, "vllm");
   assert.deepEqual(n.faults, NO_FAULTS);
 });
 
@@ -37,6 +38,16 @@ test("invalid fleet files are rejected naming the bad field", () => {
   bad({ regions: [{ name: "r", nodes: [{ id: "a", faults: { redirect_to: "/relative" } }] }] }, /nodes\[0\]\.faults\.redirect_to/);
   bad({ regions: [{ name: "r", nodes: [{ id: "a", faults: { prefill_slowdown: 0 } }] }] }, /nodes\[0\]\.faults\.prefill_slowdown/);
   bad({ regions: [{ name: "r", nodes: [{ id: "a", faults: { hang_after_tokens: 1.5 } }] }] }, /nodes\[0\]\.faults\.hang_after_tokens/);
+  bad({ regions: [{ name: "r", nodes: [{ id: "a", faults: { die_after_tokens: 0 } }] }] }, /nodes\[0\]\.faults\.die_after_tokens/);
+  bad(
+    { defaults: { faults: { error_event_after_tokens: "2" } }, regions: [{ name: "r", nodes: [{ id: "a" }] }] },
+    /defaults\.faults\.error_event_after_tokens/,
+  );
+  bad(
+    { regions: [{ name: "r", nodes: [{ id: "a", faults: { malformed_after_tokens: -1 } }] }] },
+    /nodes\[0\]\.faults\.malformed_after_tokens/,
+  );
+  bad({ regions: [{ name: "r", nodes: [{ id: "a", engine: "tgi" }] }] }, /regions\[0\]\.nodes\[0\]\.engine/);
 });
 
 test("node fields override defaults, faults merge field by field", () => {

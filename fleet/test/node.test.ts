@@ -256,6 +256,7 @@ test("reports reach the router with the bearer; a restart loses the cache and ch
   assert.equal(last.auth, "Bearer tok");
   assert.deepEqual(Object.keys(last.body).sort(), [
     "boot_id",
+    "engine",
     "kv_capacity_tokens",
     "kv_usage",
     "models",
@@ -266,6 +267,7 @@ test("reports reach the router with the bearer; a restart loses the cache and ch
     "waiting",
   ]);
   assert.equal(last.body.url, node.url);
+  assert.equal(last.body.engine, "vllm", "a node that names no engine reports vLLM");
 
   const oldBoot = node.bootId;
   assert.ok(node.state().cached_tokens > 8000);

@@ -137,6 +137,7 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
       url: n.url,
       models: n.models,
       kvCapacityTokens: n.kv_capacity_tokens,
+      ...(n.engine === undefined ? {} : { engine: n.engine }),
     }));
     const fingerprint = JSON.stringify([settings, staticNodes]);
     return {

@@ -10,7 +10,7 @@
  * of another policy is an unknown key too.
  */
 import { z } from "zod";
-import { nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "../contracts/node.ts";
+import { nodeEngineSchema, nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "../contracts/node.ts";
 import { policySpecSchema } from "../core/policies/index.ts";
 import { DEFAULT_PREFIX_SETTINGS } from "../core/prefix.ts";
 import { DEFAULT_REGION_SETTINGS } from "../core/region/index.ts";
@@ -35,6 +35,11 @@ export const staticNodeSchema = z.strictObject({
   url: nodeUrlSchema.describe("Where the router sends the node's requests."),
   models: nodeModelsSchema.describe("Models (and LoRA adapters) the node serves."),
   kv_capacity_tokens: z.number().int().positive().describe("KV cache size in tokens."),
+  engine: nodeEngineSchema
+    .optional()
+    .describe(
+      "Its engine (`vllm`, `sglang`, `llama.cpp`, `other`), as a reporting node's agent says: whether a stream it serves can be continued elsewhere. Default: not said (`other`).",
+    ),
 });
 
 export const locationSchema = z.strictObject({
@@ -166,6 +171,13 @@ export const regionSchema = z.strictObject({
     .describe(
       "`cache_salt`: the forwarded body carries the tenant's cache namespace as `cache_salt` (vLLM, SGLang), so two tenants never share KV blocks on a node; `none`: the body as sent (engines without a salt: dedicate nodes instead).",
     ),
+  continuation_engines: z
+    .array(nodeEngineSchema)
+    .max(4)
+    .default(["vllm", "sglang", "llama.cpp"])
+    .describe(
+      "Engines a stream whose node failed after its first byte may be continued on (docs/CONTINUATION.md): those that take the text so far as a final assistant message. `[]` turns continuation off in the region; add `other` for OpenAI-compatible servers declared to continue the same way.",
+    ),
   node_tenants: z
     .record(nodeIdSchema, z.array(name()).min(1))
     .default({})
@@ -247,6 +259,15 @@ export const limitsSchema = z.strictObject({
     .positive()
     .default(60_000)
     .describe("Longest silence from a node between two chunks of its answer: past it the stream ends with an error event."),
+  continuations: z
+    .number()
+    .int()
+    .min(0)
+    .max(5)
+    .default(2)
+    .describe(
+      "Times a streamed chat completion or completion whose node failed after its first byte is continued on another node, within the request's deadline (docs/CONTINUATION.md); 0: such a stream ends with an error event.",
+    ),
   request_deadline_ms: z
     .number()
     .int()

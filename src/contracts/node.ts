@@ -21,6 +21,15 @@ export const nodeUrlSchema = z.url({ protocol: /^https?$/, error: "must be an ht
 export const nodeModelsSchema = z.array(z.string().min(1).max(256)).min(1).max(64);
 
 /**
+ * The inference engines warmpath knows how to continue a stream on (src/region/continuation.ts):
+ * vLLM and SGLang take `continue_final_message`, llama.cpp's server continues a final assistant
+ * message. `other` is any other OpenAI-compatible server.
+ */
+export const NODE_ENGINES = ["vllm", "sglang", "llama.cpp", "other"] as const;
+export const nodeEngineSchema = z.enum(NODE_ENGINES);
+export type NodeEngine = z.infer<typeof nodeEngineSchema>;
+
+/**
  * A node's load report. The first valid report registers the node in its region. Unknown fields
  * are dropped rather than refused, so an agent newer than the router can still report.
  */
@@ -35,6 +44,8 @@ export const nodeReportSchema = z.object({
   kv_usage: z.number().min(0).max(1),
   /** Changes when the node restarts (its cache is then forgotten). */
   boot_id: z.string().min(1).max(128).optional(),
+  /** The engine serving (what `warmpath-agent` detects); an engine this router does not know is `other`. */
+  engine: nodeEngineSchema.catch("other").optional(),
 });
 
 export type NodeReport = z.infer<typeof nodeReportSchema>;

@@ -4,7 +4,7 @@
  * consumes it; the worker's configuration loader produces it.
  */
 import { z } from "zod";
-import { nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "./node.ts";
+import { nodeEngineSchema, nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "./node.ts";
 import { regionSettingsSchema } from "../core/region/index.ts";
 
 /** A node declared in configuration: it needs no reports and never expires by silence. */
@@ -13,6 +13,7 @@ export const staticNodeSchema = z.strictObject({
   url: nodeUrlSchema,
   models: nodeModelsSchema,
   kvCapacityTokens: z.number().int().positive(),
+  engine: nodeEngineSchema.optional(),
 });
 
 export const regionInitSchema = z.strictObject({

@@ -6,7 +6,7 @@
  * cheap (no per-hash regex) because `route` runs on every request.
  */
 import { z } from "zod";
-import { nodeIdSchema, nodeReportSchema } from "./node.ts";
+import { NODE_ENGINES, nodeEngineSchema, nodeIdSchema, nodeReportSchema } from "./node.ts";
 import { MAX_SHARDS } from "../core/shard.ts";
 
 /**
@@ -116,6 +116,10 @@ export const routeRequestSchema = z.object({
   sessionKey: z.string().max(1024).optional(),
   /** Nodes already tried for this request (a retry). */
   exclude: z.array(nodeIdSchema).max(16).optional(),
+  /** It continues a stream another node of the region failed mid-way (not a retry: the client has part of the answer). */
+  continuation: z.boolean().optional(),
+  /** Only nodes running one of these engines (a node that reports none is `other`): a stream's continuation. */
+  engines: z.array(nodeEngineSchema).max(NODE_ENGINES.length).optional(),
   /** The tenant's id (never its key), for per-tenant counters. */
   tenant: z.string().min(1).max(64).optional(),
   /** The nearer region that could not take the request: this one is its failover. */
@@ -186,6 +190,8 @@ export const routeResultSchema = z.discriminatedUnion("ok", [
     ticket: ticketSchema,
     nodeId: nodeIdSchema,
     url: z.string(),
+    /** The node's engine, as reported or configured. */
+    engine: nodeEngineSchema.optional(),
     decision: decisionSchema,
     policy: z.string(),
     matchBlocks: z.number().int().min(0),
@@ -220,6 +226,20 @@ export const failureReasonSchema = z.enum(["timeout", "connection", "http-429", 
 
 export type FailureReason = z.infer<typeof failureReasonSchema>;
 
+/** How a node's stream failed after its first byte (src/proxy/relay.ts). */
+export const streamFailureSchema = z.enum(["connection", "idle-timeout", "truncated", "error-event", "malformed", "deadline"]);
+export type StreamFailureKind = z.infer<typeof streamFailureSchema>;
+
+/**
+ * What became of a stream that failed after its first byte (src/region/continue.ts): `continued`
+ * on another node; `finished` (the node had sent its finish reason: only the terminator was
+ * missing); not continued because the request or the stream could not be continued exactly
+ * (`not-continuable`), the request's continuations were spent (`limit`) or its deadline near
+ * (`deadline`), no node could take it (`no-node`), or every node tried failed (`failed`).
+ */
+export const continuationOutcomeSchema = z.enum(["continued", "finished", "not-continuable", "limit", "deadline", "no-node", "failed"]);
+export type ContinuationOutcome = z.infer<typeof continuationOutcomeSchema>;
+
 /** The longest a request lives (a day): no first byte is reported further back than that. */
 const MAX_FIRST_BYTE_AGO_MS = 86_400_000;
 
@@ -241,6 +261,8 @@ export const completionOutcomeSchema = z.object({
    * follows the first byte at once, so a separate call would only cost the object a request.
    */
   firstByteMsAgo: z.number().int().min(0).max(MAX_FIRST_BYTE_AGO_MS).optional(),
+  /** With `stream-error`: how the stream failed, and whether another node continued it. */
+  continuation: z.object({ reason: streamFailureSchema, outcome: continuationOutcomeSchema }).optional(),
 });
 
 export type CompletionOutcome = z.infer<typeof completionOutcomeSchema>;

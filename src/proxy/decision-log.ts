@@ -10,6 +10,17 @@
 import type { Considered, Decision } from "../contracts/routing.ts";
 import type { Usage } from "./usage.ts";
 
+/** One continuation, as src/region/continue.ts records it. */
+export interface ContinuationLog {
+  node: string;
+  reason: string;
+  tokens_carried: number;
+  outcome: string;
+  detail?: string;
+  to_node?: string;
+  first_byte_ms?: number;
+}
+
 /** One request, as logged. Fields absent from a request no region could place are left out. */
 export interface DecisionLine {
   event: "request";
@@ -48,6 +59,12 @@ export interface DecisionLine {
   considered?: Considered[];
   /** Every region and node tried, and how each attempt ended. */
   attempts: Array<{ region: string; node?: string; outcome: string }>;
+  /**
+   * A stream whose node failed after its first byte: each continuation (the failed node, how it
+   * failed, tokens carried over, what became of it, the node that carried on and how soon its
+   * first byte came). `usage` and `measured_cached_tokens` are then the last node's.
+   */
+  continuations?: ContinuationLog[] | undefined;
   first_byte_ms?: number;
   duration_ms: number;
   /** How the answer's body ended (`ok`, `stream-error`, `cancelled`). */
@@ -60,10 +77,10 @@ export interface DecisionLine {
 
 /**
  * Whether the line is written: every request that did not end cleanly (an error status, a broken
- * or cancelled stream, no capacity) always; clean answers at the configured rate.
+ * or cancelled stream, a stream another node had to continue, no capacity) always; clean answers at the configured rate.
  */
 export function shouldLog(line: DecisionLine, sampleRate: number, random: () => number): boolean {
-  const clean = line.status < 400 && (line.end === undefined || line.end === "ok");
+  const clean = line.status < 400 && (line.end === undefined || line.end === "ok") && line.continuations === undefined;
   return !clean || random() < sampleRate;
 }
 

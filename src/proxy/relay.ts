@@ -13,13 +13,45 @@
  * transport can turn a broken connection into a clean end of body, so the relay checks the
  * protocol's own terminator rather than trusting the transport. The tail of the text is kept to
  * read `usage`.
+ *
+ * A failed stream may be resumed rather than ended: given `resume`, the relay asks it for another
+ * node's body to carry on with (src/region/continue.ts), drops whatever partial event the failed
+ * node left, and relays the new body through the same filter (which makes its events read as the
+ * first node's: src/region/seam.ts). Only when there is none does the client see the error event.
  */
+import type { StreamFailureKind } from "../contracts/routing.ts";
 import { sseErrorEvent } from "../http/errors.ts";
 import { openaiStreamEnd, type StreamEnd } from "./stream-end.ts";
-import type { UsageEventFilter } from "./stream-usage.ts";
 import { USAGE_TAIL_CHARS, parseAnswerTail, type Usage } from "./usage.ts";
 
 export type RelayEnd = "ok" | "stream-error" | "cancelled";
+
+export type { StreamFailureKind };
+
+/** Thrown by a filter that finds the node's stream failed in its events (an error event, a malformed one). */
+export class StreamFailure extends Error {
+  readonly kind: StreamFailureKind;
+  constructor(kind: StreamFailureKind, message: string) {
+    super(message);
+    this.kind = kind;
+  }
+}
+
+/** What the client gets of the node's bytes: a filter of whole events (stream-usage.ts, src/region/seam.ts). */
+export interface EventFilter {
+  /** The bytes of `chunk` to pass on now; throws {@link StreamFailure} when the events show the node failed. */
+  push(chunk: Uint8Array): Uint8Array;
+  /** Whatever is left at the end of the stream (an unterminated last event). */
+  flush(): Uint8Array;
+  /** Drops an unfinished event of a node that failed (before another node's body is relayed). */
+  abandon?(): void;
+}
+
+/** Another node's body to carry on with: its first chunk (already read) and the rest. */
+export interface Segment {
+  first: Uint8Array | undefined;
+  reader: ReadableStreamDefaultReader<Uint8Array>;
+}
 
 export interface RelayOptions {
   /** The upstream body's first chunk, already read. */
@@ -29,8 +61,13 @@ export interface RelayOptions {
   sse: boolean;
   /** For the relay's own log lines. */
   requestId: string;
-  /** Takes the usage event the router asked for out of the client's stream (stream-usage.ts). */
-  filter?: UsageEventFilter | undefined;
+  /** Takes the usage event the router asked for out of the client's stream (stream-usage.ts), or joins continued streams (src/region/seam.ts). */
+  filter?: EventFilter | undefined;
+  /**
+   * A failed SSE stream's next node (a continuation), or undefined to end it with the error
+   * event. Never asked after the deadline. Default: none.
+   */
+  resume?: ((failure: StreamFailureKind) => Promise<Segment | undefined>) | undefined;
   /** Whether an SSE stream's tail shows it finished (stream-end.ts). Default: OpenAI's `data: [DONE]`. */
   streamEnd?: StreamEnd | undefined;
   /** Called once, just after the body ends, fails or is cancelled (in a task of its own). */
@@ -42,7 +79,7 @@ export interface RelayOptions {
 }
 
 /** What a read of the node's body came to: a chunk, its end, or a timeout. */
-type Read = ReadableStreamReadResult<Uint8Array> | { timeout: "idle" | "deadline" };
+type Read = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>> | { timeout: "idle" | "deadline" };
 
 /** The node's next chunk, or a timeout: the idle wait or the request's deadline, whichever is first. */
 function readWithin(
@@ -60,18 +97,33 @@ function readWithin(
   return Promise.race([reader.read(), timeout]).finally(() => clearTimeout(timer));
 }
 
+/** A failure's message and code for the client's error event. */
+function failureMessage(kind: StreamFailureKind, idleTimeoutMs: number | undefined): { message: string; code: string } {
+  if (kind === "idle-timeout") {
+    return { message: `The model node sent nothing for ${Math.round((idleTimeoutMs ?? 0) / 1000)} s`, code: "upstream_stream_timeout" };
+  }
+  if (kind === "deadline")
+    return { message: "The request reached its deadline before the answer ended", code: "request_deadline_exceeded" };
+  return { message: "The model node failed while streaming the answer", code: "upstream_stream_error" };
+}
+
+/** What one read of the node's body came to: read again, the stream is over, or the node failed. */
+type Step = "more" | "done" | { failure: StreamFailureKind };
+
 export function relay({
   first,
-  reader,
+  reader: firstReader,
   sse,
   requestId,
   filter,
+  resume,
   onEnd,
   streamEnd = openaiStreamEnd,
   idleTimeoutMs,
   deadlineAt,
 }: RelayOptions): ReadableStream<Uint8Array> {
-  const decoder = new TextDecoder();
+  let reader = firstReader;
+  let decoder = new TextDecoder();
   let tail = "";
   let bytes = 0;
   let ended = false;
@@ -81,9 +133,9 @@ export function relay({
     if (tail.length > USAGE_TAIL_CHARS * 2) tail = tail.slice(-USAGE_TAIL_CHARS);
   };
   /**
-   * What the client gets of a chunk: all of it, or all but the usage event the router asked for.
-   * Returns whether anything was enqueued: a chunk that was only the usage event, or only part of
-   * an event, gives the client nothing yet.
+   * What the client gets of a chunk: all of it, or what the filter passes. Returns whether
+   * anything was enqueued: a chunk that was only the usage event, or only part of an event, gives
+   * the client nothing yet.
    */
   const emit = (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array): boolean => {
     const out = filter ? filter.push(chunk) : chunk;
@@ -95,16 +147,6 @@ export function relay({
     const rest = filter?.flush();
     if (rest && rest.byteLength > 0) controller.enqueue(rest);
   };
-  const failStream = (
-    controller: ReadableStreamDefaultController<Uint8Array>,
-    message = "The model node failed while streaming the answer",
-    code = "upstream_stream_error",
-  ) => {
-    flush(controller);
-    controller.enqueue(new TextEncoder().encode(sseErrorEvent(message, code)));
-    controller.close();
-    end("stream-error");
-  };
   const end = (how: RelayEnd) => {
     if (ended) return;
     ended = true;
@@ -113,33 +155,84 @@ export function relay({
     // in the closing task held the end of the body back by ~1 ms).
     setTimeout(() => onEnd(how, parseAnswerTail(tail), bytes), 0);
   };
+  /** Ends the answer after a failure: an SSE stream with the error event, a JSON body broken. */
+  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, kind: StreamFailureKind) => {
+    if (ended) return; // the client went: nobody to tell
+    const { message, code } = failureMessage(kind, idleTimeoutMs);
+    if (sse) {
+      if (filter?.abandon) filter.abandon();
+      else flush(controller);
+      controller.enqueue(new TextEncoder().encode(sseErrorEvent(message, code)));
+      controller.close();
+    } else controller.error(new Error(message));
+    end("stream-error");
+  };
+  /**
+   * Another node carries on (a continuation): the failed node's reader is let go, its unfinished
+   * event dropped, and the new node's first chunk relayed: "done" when that gave the client
+   * something, "more" when not yet, undefined when there is no other node.
+   */
+  const resumeAfter = async (
+    controller: ReadableStreamDefaultController<Uint8Array>,
+    kind: StreamFailureKind,
+  ): Promise<"done" | "more" | undefined> => {
+    if (!resume || !sse || kind === "deadline") return undefined;
+    void reader.cancel(new Error(`stream ${kind}`)).catch(() => {});
+    filter?.abandon?.();
+    const next = await resume(kind);
+    if (!next) return undefined;
+    reader = next.reader;
+    // The tail is the answering node's: its usage, its terminator.
+    decoder = new TextDecoder();
+    tail = "";
+    if (!next.first) return "more";
+    observe(next.first);
+    return emit(controller, next.first) ? "done" : "more";
+  };
+  /** A step whose error is how the node failed (a filter's {@link StreamFailure}, else a broken connection). */
+  const attempt = async <T>(step: () => Promise<T>): Promise<T | Step> => {
+    try {
+      return await step();
+    } catch (e) {
+      console.log(JSON.stringify({ event: "upstream_stream_error", request_id: requestId, message: String(e) }));
+      return { failure: e instanceof StreamFailure ? e.kind : "connection" };
+    }
+  };
+  let firstFailure: StreamFailureKind | undefined;
   if (first) observe(first);
 
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
-        if (first && first.byteLength > 0) emit(controller, first);
+        if (!first || first.byteLength === 0) return;
+        try {
+          emit(controller, first);
+        } catch (e) {
+          // The first chunk already shows the node failed: handled by the first pull, which may resume.
+          firstFailure = e instanceof StreamFailure ? e.kind : "malformed";
+        }
       },
       async pull(controller) {
-        try {
-          // Read until something reaches the client (or the body ends). A pull that returns
-          // without enqueueing is never called again for the same pending read (the streams
-          // spec re-pulls only when asked during a pull), and with no upstream read or timer left
-          // the runtime cancels the request as hung: this lost one stream in ~1,000 whenever the
-          // node's usage event (taken out by the filter) or a fragment of an event arrived as a
-          // chunk of its own.
-          for (;;) {
-            const more = await pullOnce(controller);
-            if (!more) return;
+        // Read until something reaches the client (or the body ends). A pull that returns
+        // without enqueueing is never called again for the same pending read (the streams
+        // spec re-pulls only when asked during a pull), and with no upstream read or timer left
+        // the runtime cancels the request as hung: this lost one stream in ~1,000 whenever the
+        // node's usage event (taken out by the filter) or a fragment of an event arrived as a
+        // chunk of its own.
+        for (;;) {
+          let step: Step | undefined = firstFailure && { failure: firstFailure };
+          firstFailure = undefined;
+          step ??= await attempt(() => pullOnce(controller));
+          // A failed node: carried on by another (whose first chunk may fail too), or the end. Not
+          // once the client has gone (a cancelled stream makes every enqueue throw: each would
+          // look like one more failure to resume).
+          while (typeof step === "object") {
+            if (ended) return;
+            const resumed = await attempt(() => resumeAfter(controller, (step as { failure: StreamFailureKind }).failure));
+            if (resumed === undefined) return fail(controller, step.failure);
+            step = resumed;
           }
-        } catch (e) {
-          console.log(JSON.stringify({ event: "upstream_stream_error", request_id: requestId, message: String(e) }));
-          if (sse) {
-            failStream(controller);
-          } else {
-            controller.error(e);
-            end("stream-error");
-          }
+          if (step === "done") return;
         }
       },
       async cancel(reason) {
@@ -151,40 +244,29 @@ export function relay({
   );
 
   /**
-   * One read of the node's body, relayed: returns true when the read gave the client nothing yet
-   * (read again), false when a chunk was enqueued or the stream was ended.
+   * One read of the node's body, relayed: "more" when the read gave the client nothing yet (read
+   * again), "done" when a chunk was enqueued or the stream ended, or how the node failed.
    */
-  async function pullOnce(controller: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> {
+  async function pullOnce(controller: ReadableStreamDefaultController<Uint8Array>): Promise<Step> {
     const read = await readWithin(reader, idleTimeoutMs, deadlineAt);
     if ("timeout" in read) {
-      // The node went silent (or the request ran out of time): end the answer with an error
-      // rather than hold the client, and stop the node's work on it.
+      // The node went silent (or the request ran out of time): stop the node's work on it.
       console.log(JSON.stringify({ event: `upstream_stream_${read.timeout}_timeout`, request_id: requestId }));
       void reader.cancel(new Error(`${read.timeout} timeout`)).catch(() => {});
-      const message =
-        read.timeout === "idle"
-          ? `The model node sent nothing for ${Math.round((idleTimeoutMs ?? 0) / 1000)} s`
-          : "The request reached its deadline before the answer ended";
-      if (sse) failStream(controller, message, read.timeout === "idle" ? "upstream_stream_timeout" : "request_deadline_exceeded");
-      else {
-        controller.error(new Error(message));
-        end("stream-error");
-      }
-      return false;
+      return { failure: read.timeout === "idle" ? "idle-timeout" : "deadline" };
     }
     const { done, value } = read;
     if (done) {
       if (sse && !streamEnd(tail)) {
         console.log(JSON.stringify({ event: "upstream_stream_truncated", request_id: requestId }));
-        failStream(controller);
-        return false;
+        return { failure: "truncated" };
       }
       flush(controller);
       controller.close();
       end("ok");
-      return false;
+      return "done";
     }
     observe(value);
-    return !emit(controller, value);
+    return emit(controller, value) ? "done" : "more";
   }
 }

@@ -16,11 +16,11 @@
  * latter kind.
  */
 
-import { concatBytes } from "../http/body.ts";
+import type { EventFilter } from "./relay.ts";
+import { SseEventSplitter, eventData, joinEvents } from "./sse-events.ts";
 
 const INJECTED = new TextEncoder().encode('"stream_options":{"include_usage":true},');
 const OPEN_BRACE = 0x7b;
-const NEWLINE = 0x0a;
 
 /** A stream whose request says nothing of usage: the router asks for it. */
 export function asksNoUsage(parsed: Record<string, unknown>): boolean {
@@ -45,47 +45,31 @@ export function requestStreamUsage(raw: Uint8Array, parsed: Record<string, unkno
 
 /**
  * Removes the usage-only event from an SSE byte stream, passing every other event through
- * unchanged. Events are cut at blank lines (`\n\n`, or `\r\n\r\n`, whose last two bytes are also
- * `\n`-separated lines); bytes after the last complete event wait for the next chunk, so the
- * client receives whole events, never a partial one held longer than its own arrival.
+ * unchanged, whole (sse-events.ts).
  */
-export class UsageEventFilter {
-  private pending: Uint8Array = new Uint8Array(0);
+export class UsageEventFilter implements EventFilter {
+  private readonly events = new SseEventSplitter();
   private readonly decoder = new TextDecoder();
 
   /** The bytes of `chunk` to pass on now. */
   push(chunk: Uint8Array): Uint8Array {
-    const data = this.pending.length ? concatBytes([this.pending, chunk]) : chunk;
-    const out: Uint8Array[] = [];
-    let start = 0;
-    for (let i = 1; i < data.length; i++) {
-      // An event ends at a blank line: "\n\n" (possibly "\n\r\n").
-      if (data[i] !== NEWLINE) continue;
-      const prev = data[i - 1] === 0x0d ? data[i - 2] : data[i - 1];
-      if (prev !== NEWLINE) continue;
-      const event = data.subarray(start, i + 1);
-      if (!this.isUsageOnly(event)) out.push(event);
-      start = i + 1;
-    }
-    this.pending = data.slice(start);
-    return out.length === 0 ? new Uint8Array(0) : concatBytes(out);
+    return joinEvents(this.events.push(chunk).filter((event) => !isUsageOnlyEvent(this.decoder.decode(event))));
   }
 
   /** Whatever is left at the end of the stream (an unterminated last event), as received. */
   flush(): Uint8Array {
-    const rest = this.pending;
-    this.pending = new Uint8Array(0);
-    return rest;
+    return this.events.rest();
   }
+}
 
-  private isUsageOnly(event: Uint8Array): boolean {
-    const text = this.decoder.decode(event).trim();
-    if (!text.startsWith("data:") || !text.includes('"usage"')) return false;
-    try {
-      const json = JSON.parse(text.slice(5)) as { choices?: unknown; usage?: unknown };
-      return Array.isArray(json.choices) && json.choices.length === 0 && json.usage !== null && typeof json.usage === "object";
-    } catch {
-      return false;
-    }
+/** An event carrying only usage: a chunk with no choices and a `usage` object (what `include_usage` adds). */
+export function isUsageOnlyEvent(event: string): boolean {
+  const data = eventData(event);
+  if (data === undefined || !data.includes('"usage"')) return false;
+  try {
+    const json = JSON.parse(data) as { choices?: unknown; usage?: unknown };
+    return Array.isArray(json.choices) && json.choices.length === 0 && json.usage !== null && typeof json.usage === "object";
+  } catch {
+    return false;
   }
 }

@@ -42,8 +42,8 @@ export function firstByteTimeoutMs(
   return Math.max(1, Math.min(limits.first_byte_timeout_ms, adaptive, untilDeadlineMs));
 }
 
-/** Calls the node and waits for its first body byte (or a definitive non-retryable answer). */
-export async function callNode(rc: RegionContext, placed: Placed): Promise<Upstream> {
+/** Calls the node with `body` and waits for its first body byte (or a definitive non-retryable answer). */
+export async function callNode(rc: RegionContext, placed: Placed, body: Uint8Array): Promise<Upstream> {
   const { limits } = rc.config.raw;
   const timeoutMs = firstByteTimeoutMs(placed.estimatedTtftMs, limits, deadlineOf(rc) - Date.now());
   const headers = new Headers();
@@ -62,7 +62,7 @@ export async function callNode(rc: RegionContext, placed: Placed): Promise<Upstr
     const response = await fetch(new URL(rc.request.path, placed.url.endsWith("/") ? placed.url : placed.url + "/").toString(), {
       method: "POST",
       headers,
-      body: rc.body,
+      body,
       signal: controller.signal,
       // Never follow a node's redirect: a 307 would re-send the customer's body wherever Location
       // points, a 302 would turn into a GET. A redirect is a misbehaving node (tried elsewhere), and

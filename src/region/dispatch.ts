@@ -18,8 +18,10 @@ import type { RouteRequest } from "../contracts/routing.ts";
 import { tenantMayUse } from "../core/region/candidates.ts";
 import { shardOf } from "../core/shard.ts";
 import { callNode, type Placed, type Upstream } from "./call-node.ts";
-import type { RegionContext } from "./context.ts";
+import { deadlineOf, type RegionContext } from "./context.ts";
 import { answersAsSse, logBookkeepingError, respond } from "./respond.ts";
+import { concatBytes } from "../http/body.ts";
+import type { NodeEngine } from "../contracts/node.ts";
 import { chooseStateless, countStateless, rememberNode } from "./stateless.ts";
 
 export { firstByteTimeoutMs } from "./call-node.ts";
@@ -27,8 +29,8 @@ export { firstByteTimeoutMs } from "./call-node.ts";
 const ignore = () => {};
 
 /** A request placed on a node: by the object (with its session), or statelessly (without). */
-type Placement =
-  { ok: true; placed: Placed; session: Extract<RouteAnswer, { ok: true }>["session"] | undefined } | Extract<RouteAnswer, { ok: false }>;
+type Session = Extract<RouteAnswer, { ok: true }>["session"];
+type Placement = { ok: true; placed: Placed; session: Session | undefined } | Extract<RouteAnswer, { ok: false }>;
 
 /** The region's answer to the edge: the node's (relayed), or the region's refusal. */
 export type RegionOutcome = { ok: true; response: Response } | { ok: false; refusal: RegionRefusal };
@@ -36,29 +38,70 @@ export type RegionOutcome = { ok: true; response: Response } | { ok: false; refu
 export async function serveInRegion(rc: RegionContext): Promise<RegionOutcome> {
   const { request } = rc;
   const region = rc.region.config.name;
-  const { limits } = rc.config.raw;
   // A sharded region: the shard owning the prompt's first block decides (src/core/shard.ts); a
   // follow-up of a stored response asks the shard that remembers the response's node.
   const shards = rc.region.init.settings.shards;
   const shard = shards > 1 ? shardOf(request.previousResponseId ?? request.hashes[0], shards) : 0;
-  const attempts: Attempt[] = [...request.attempts];
   const own: Attempt[] = [];
   const exclude: string[] = [];
+  const tried = await tryNodes(rc, { shard, exclude, body: rc.body, own });
+  if (!tried.ok) return { ok: false, refusal: tried.refusal };
+  const { placed, session, upstream } = tried;
+  const { sse, foldFirstByte } = accept(rc, placed, session, upstream, shard);
+  return {
+    ok: true,
+    response: respond(rc, {
+      session,
+      shard: shards > 1 ? shard : undefined,
+      placed,
+      upstream,
+      attempts: request.attempts,
+      own,
+      shardIndex: shard,
+      exclude,
+      sse,
+      foldFirstByte,
+    }),
+  };
+}
+
+/** Where {@link tryNodes} places a request, with what body, and where it notes its attempts. */
+export interface NodePlan {
+  shard: number;
+  /** Nodes not to try (grows with each failure). */
+  exclude: string[];
+  /** The node's body, or how to build it for the placed node (a continuation's depends on its engine). */
+  body: Uint8Array | ((placed: Placed) => Uint8Array);
+  own: Attempt[];
+  /** A continuation (continue.ts): only these engines, and the prompt grown by the text carried over. */
+  continuation?: { engines: RouteRequest["engines"]; promptTokens: number } | undefined;
+}
+
+/** A node that produced its first byte. */
+export type Answering = { ok: true; placed: Placed; session: Session | undefined; upstream: Extract<Upstream, { ok: true }> };
+export type { Session };
+
+/**
+ * Places the request and calls nodes until one produces its first byte: at most `1 + max_retries`
+ * nodes, each failure noted in `plan.own` and its session completed as failed. Once the region's
+ * object has failed for this request, the rest of its attempts are stateless.
+ */
+export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answering | { ok: false; refusal: RegionRefusal }> {
+  const region = rc.region.config.name;
   let lastMessage = `region ${region} could not place the request`;
-  // Once the region's object has failed for this request, the rest of its attempts are stateless.
   let stateless = false;
-  for (let attempt = 0; attempt <= limits.max_retries; attempt++) {
+  for (let attempt = 0; attempt <= rc.config.raw.limits.max_retries; attempt++) {
     let placement: Placement | undefined;
     if (!stateless) {
-      placement = await ask(rc, shard, exclude).catch((e: unknown) => {
-        console.error(JSON.stringify({ event: "region_error", request_id: request.requestId, region, message: String(e) }));
+      placement = await ask(rc, plan).catch((e: unknown) => {
+        console.error(JSON.stringify({ event: "region_error", request_id: rc.request.requestId, region, message: String(e) }));
         stateless = true;
         return undefined;
       });
     }
-    placement ??= placeStateless(rc, exclude);
+    placement ??= placeStateless(rc, plan);
     if (!placement.ok) {
-      own.push({ region, outcome: placement.reason });
+      plan.own.push({ region, outcome: placement.reason });
       return {
         ok: false,
         refusal: {
@@ -67,48 +110,36 @@ export async function serveInRegion(rc: RegionContext): Promise<RegionOutcome> {
           retryAfterSeconds: placement.retryAfterSeconds,
           waitSeconds: placement.waitSeconds,
           rateLimit: placement.rateLimit,
-          attempts: own,
+          attempts: plan.own,
         },
       };
     }
     const { placed, session } = placement;
-    const upstream = await callNode(rc, placed);
+    const upstream = await wholeIfJson(rc, await callNode(rc, placed, typeof plan.body === "function" ? plan.body(placed) : plan.body));
     if (!upstream.ok) {
-      own.push({ region, node: placed.nodeId, outcome: upstream.detail });
+      plan.own.push({ region, node: placed.nodeId, outcome: upstream.detail });
       lastMessage = `node ${placed.nodeId} in ${region} failed: ${upstream.detail}`;
       if (session)
         rc.ctx.waitUntil(
           Promise.resolve(session.complete({ status: "failed", reason: upstream.reason })).then(ignore, logBookkeepingError),
         );
       else countStateless(region, placed.nodeId, -1);
-      exclude.push(placed.nodeId);
+      plan.exclude.push(placed.nodeId);
       continue;
     }
-    own.push({ region, node: placed.nodeId, outcome: "ok" });
-    const { sse, foldFirstByte } = accept(rc, placed, session, upstream, shard);
-    return {
-      ok: true,
-      response: respond(rc, {
-        session,
-        shard: shards > 1 ? shard : undefined,
-        placed,
-        upstream,
-        attempts: [...attempts, ...own],
-        sse,
-        foldFirstByte,
-      }),
-    };
+    plan.own.push({ region, node: placed.nodeId, outcome: "ok" });
+    return { ok: true, placed, session, upstream };
   }
-  return { ok: false, refusal: { reason: "failed", message: lastMessage, retryAfterSeconds: 1, attempts: own } };
+  return { ok: false, refusal: { reason: "failed", message: lastMessage, retryAfterSeconds: 1, attempts: plan.own } };
 }
 
 /**
  * Asks the region's object (its shard) for a node. A `retryable` error (a broken connection to the
  * object) is tried once more; an `overloaded` one is not: asking again only adds to the overload.
  */
-async function ask(rc: RegionContext, shard: number, exclude: readonly string[]): Promise<Placement> {
-  const stub = regionStub(rc.env, rc.region, shard);
-  const route = () => stub.route(rc.region.init, routeRequest(rc, shard, exclude)) as Promise<RouteAnswer>;
+async function ask(rc: RegionContext, plan: NodePlan): Promise<Placement> {
+  const stub = regionStub(rc.env, rc.region, plan.shard);
+  const route = () => stub.route(rc.region.init, routeRequest(rc, plan)) as Promise<RouteAnswer>;
   const answer = await route().catch((e: unknown) => {
     const err = e as { retryable?: boolean; overloaded?: boolean };
     if (err.retryable === true && err.overloaded !== true) return route();
@@ -116,12 +147,12 @@ async function ask(rc: RegionContext, shard: number, exclude: readonly string[])
   });
   if (!answer.ok) return answer;
   const { session, ...placed } = answer;
-  rememberNode(rc.region.config.name, placed.nodeId, placed.url, rc.request.model, Date.now());
+  rememberNode(rc.region.config.name, placed.nodeId, placed.url, rc.request.model, Date.now(), placed.engine);
   return { ok: true, placed, session };
 }
 
 /** What the region's object is asked. */
-function routeRequest(rc: RegionContext, shard: number, exclude: readonly string[]): RouteRequest {
+function routeRequest(rc: RegionContext, { shard, exclude, continuation }: NodePlan): RouteRequest {
   const r = rc.request;
   const shards = rc.region.init.settings.shards;
   return {
@@ -130,9 +161,11 @@ function routeRequest(rc: RegionContext, shard: number, exclude: readonly string
     tenantWeight: r.tenant.weight,
     model: r.model,
     hashes: r.hashes,
-    promptTokens: r.promptTokens,
+    promptTokens: continuation?.promptTokens ?? r.promptTokens,
     sessionKey: r.sessionKey,
     exclude: exclude.length ? [...exclude] : undefined,
+    continuation: continuation ? true : undefined,
+    engines: continuation?.engines,
     failoverFrom: r.failoverFrom,
     previousResponseId: r.previousResponseId,
     waitToBeatSeconds: r.waitToBeatSeconds,
@@ -158,7 +191,7 @@ function limitsOf(tenant: RegionContext["request"]["tenant"], shards: number): R
  * call instead of two. A stored response's id is not: its follow-up may come as soon as the client
  * has the answer, so the object must know its node first.
  */
-function accept(
+export function accept(
   rc: RegionContext,
   placed: Placed,
   session: Extract<Placement, { ok: true }>["session"],
@@ -197,15 +230,54 @@ export function responseIdOf(first: Uint8Array | undefined, tenant: string): str
   return m ? `${tenant}:${m[1]}` : undefined;
 }
 
+/** The largest non-streamed answer read whole before it is relayed (past it, the rest is relayed as it comes). */
+const MAX_WHOLE_ANSWER_BYTES = 16 * 1024 * 1024;
+
+/**
+ * A non-streamed answer is read whole before the client gets any of it: a node that breaks off
+ * part-way has then sent the client nothing, and the request is tried whole on another node like
+ * any failure before the first byte. Engines write such an answer at once, when it is done, so
+ * reading it whole costs no time to first byte. Bounded by MAX_WHOLE_ANSWER_BYTES and the idle
+ * timeout.
+ */
+async function wholeIfJson(rc: RegionContext, upstream: Upstream): Promise<Upstream> {
+  if (!upstream.ok || !upstream.reader || answersAsSse(rc.request.stream, upstream.response)) return upstream;
+  const { reader } = upstream;
+  const chunks: Uint8Array[] = upstream.first ? [upstream.first] : [];
+  let size = upstream.first?.byteLength ?? 0;
+  const idleMs = rc.config.raw.limits.stream_idle_timeout_ms;
+  for (;;) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waitMs = Math.max(1, Math.min(idleMs, deadlineOf(rc) - Date.now()));
+    const read = await Promise.race([reader.read(), new Promise<"idle">((resolve) => (timer = setTimeout(() => resolve("idle"), waitMs)))])
+      .catch(() => "broken" as const)
+      .finally(() => clearTimeout(timer));
+    if (read === "idle" || read === "broken") {
+      void reader.cancel().catch(() => {});
+      return { ok: false, reason: read === "idle" ? "timeout" : "connection", detail: `answer broke off after ${size} bytes (${read})` };
+    }
+    if (read.done) break;
+    chunks.push(read.value);
+    size += read.value.byteLength;
+    // Too large to hold: relayed from here as it comes, as a stream is.
+    if (size > MAX_WHOLE_ANSWER_BYTES) return { ...upstream, first: concatBytes(chunks) };
+  }
+  const done = new ReadableStream<Uint8Array>({ start: (c) => c.close() }).getReader();
+  return { ...upstream, first: concatBytes(chunks), reader: done };
+}
+
 /**
  * A placement without the region's object (stateless.ts), shaped as the object's own answer so
  * the rest of the region's steps are the same; no session, no bookkeeping.
  */
-function placeStateless(rc: RegionContext, exclude: readonly string[]): Placement {
+function placeStateless(rc: RegionContext, { exclude, continuation }: NodePlan): Placement {
   const region = rc.region.config.name;
   const { request } = rc;
-  // A node dedicated to other tenants stays theirs without the object too.
-  const may = (nodeId: string) => tenantMayUse(rc.region.config.node_tenants, nodeId, request.tenant.id);
+  // A node dedicated to other tenants stays theirs without the object too; a continuation goes
+  // only to a node whose engine can continue (as its last placement said).
+  const may = (nodeId: string, engine: NodeEngine | undefined) =>
+    tenantMayUse(rc.region.config.node_tenants, nodeId, request.tenant.id) &&
+    (!continuation?.engines || continuation.engines.includes(engine ?? "other"));
   const choice = chooseStateless(region, request.model, request.hashes[0] ?? "", exclude, Date.now(), may);
   if (!choice) return { ok: false, reason: "saturated", message: `region ${region} is unavailable`, retryAfterSeconds: 1 };
   countStateless(region, choice.nodeId, 1);
@@ -217,6 +289,7 @@ function placeStateless(rc: RegionContext, exclude: readonly string[]): Placemen
       ticket: "stateless",
       nodeId: choice.nodeId,
       url: choice.url,
+      engine: choice.engine,
       decision: "stateless",
       policy: "stateless",
       matchBlocks: 0,

@@ -5,7 +5,7 @@
  */
 import { CONTRACT_HEADER, REGION_CONTRACT_VERSION, type Attempt } from "../contracts/region-service.ts";
 import type { RouteSessionApi } from "../contracts/region-object.ts";
-import type { Usage } from "../contracts/routing.ts";
+import type { CompletionOutcome, Usage } from "../contracts/routing.ts";
 import { recordDecision, type DecisionLine } from "../proxy/decision-log.ts";
 import { rateLimitHeaders } from "../proxy/rate-limit-headers.ts";
 import { relay, type RelayEnd } from "../proxy/relay.ts";
@@ -13,6 +13,8 @@ import { streamEndOf } from "../proxy/stream-end.ts";
 import { UsageEventFilter } from "../proxy/stream-usage.ts";
 import type { Placed, Upstream } from "./call-node.ts";
 import { deadlineOf, type RegionContext } from "./context.ts";
+import { continuable, continuer, type ContinuationContext, type ContinuationRecord, type Live } from "./continue.ts";
+import { SeamFilter } from "./seam.ts";
 import { regionSinks } from "./sinks.ts";
 import { countStateless } from "./stateless.ts";
 
@@ -31,7 +33,12 @@ export interface Answer {
   shard: number | undefined;
   placed: Placed;
   upstream: Extract<Upstream, { ok: true }>;
+  /** Attempts before this region's, and this region's own (which a continuation adds to). */
   attempts: Attempt[];
+  own: Attempt[];
+  /** The shard that placed it (0 unsharded), and the nodes this request already failed on: where a continuation is placed. */
+  shardIndex: number;
+  exclude: string[];
   /** The answer is relayed as SSE ({@link answersAsSse}). */
   sse: boolean;
   /** The first byte is reported with the completion (no firstByte call was made). */
@@ -55,7 +62,7 @@ function explain(rc: RegionContext, a: Answer, headers: Headers): void {
   headers.set("x-warmpath-decision", placed.decision);
   headers.set("x-warmpath-policy", placed.policy);
   headers.set("x-warmpath-prefix-match", `${placed.matchBlocks}/${placed.totalBlocks}`);
-  headers.set("x-warmpath-attempts", String(a.attempts.length));
+  headers.set("x-warmpath-attempts", String(a.attempts.length + a.own.length));
   if (a.shard !== undefined) headers.set("x-warmpath-shard", String(a.shard));
   // A long prompt sent past the nearest region to one holding its prefix says so, and what it saved.
   const warm = rc.request.warm;
@@ -67,7 +74,14 @@ function explain(rc: RegionContext, a: Answer, headers: Headers): void {
 }
 
 /** The decision line of an answered request. */
-function decisionLine(rc: RegionContext, a: Answer, end: RelayEnd, usage: Usage | undefined, bytes: number): DecisionLine {
+function decisionLine(
+  rc: RegionContext,
+  a: Answer,
+  end: RelayEnd,
+  usage: Usage | undefined,
+  bytes: number,
+  continuations: ContinuationRecord[],
+): DecisionLine {
   const { placed, upstream } = a;
   const req = rc.request;
   const warm = req.warm?.region === rc.region.config.name ? req.warm : undefined;
@@ -99,7 +113,8 @@ function decisionLine(rc: RegionContext, a: Answer, end: RelayEnd, usage: Usage 
     candidates: placed.candidates,
     held_for_others: placed.heldForOthers,
     considered: placed.considered,
-    attempts: a.attempts,
+    attempts: [...a.attempts, ...a.own],
+    continuations: continuations.length ? continuations : undefined,
     first_byte_ms: upstream.firstByteMs,
     duration_ms: Date.now() - req.startedAt,
     end,
@@ -111,22 +126,43 @@ function decisionLine(rc: RegionContext, a: Answer, end: RelayEnd, usage: Usage 
 
 /** The answer to the edge: the node's status and body, relayed, with the decision explained. */
 export function respond(rc: RegionContext, a: Answer): Response {
-  const { upstream, placed, session } = a;
+  const { upstream } = a;
   const headers = new Headers(upstream.response.headers);
   for (const h of DROPPED_RESPONSE_HEADERS) headers.delete(h);
   explain(rc, a, headers);
 
+  // A stream that may be continued on another node if this one fails (continue.ts).
+  const kind = a.sse && upstream.response.ok ? continuable(rc) : undefined;
+  const seam = kind ? new SeamFilter(kind, rc.usageInjected) : undefined;
+  const cc: ContinuationContext | undefined =
+    kind && seam
+      ? {
+          rc,
+          kind,
+          seam,
+          live: { placed: a.placed, session: a.session, upstream },
+          shard: a.shardIndex,
+          exclude: a.exclude,
+          own: a.own,
+          records: [],
+        }
+      : undefined;
+
   let finish!: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
   const finished = new Promise<void>((resolve) => {
     finish = (end, usage, bytes) => {
-      recordDecision(decisionLine(rc, a, end, usage, bytes), regionSinks(rc));
+      recordDecision(decisionLine(rc, a, end, usage, bytes, cc?.records ?? []), regionSinks(rc));
+      // The node answering last: the first, or the last continuation's.
+      const live: Live = cc?.live ?? { placed: a.placed, session: a.session, upstream };
       // A node's own client error (a context-length error, a bad parameter) computed nothing: the
       // region takes the prediction back and forgets the prompt it recorded for that node.
-      const status = upstream.response.status >= 400 ? "refused" : end;
+      const status: CompletionOutcome["status"] = live.upstream.response.status >= 400 ? "refused" : end;
       const firstByteMsAgo = a.foldFirstByte ? Math.max(0, Date.now() - upstream.firstByteAt) : undefined;
-      if (session) resolve(Promise.resolve(session.complete({ status, usage, firstByteMsAgo })).then(ignore, logBookkeepingError));
-      else {
-        countStateless(rc.region.config.name, placed.nodeId, -1);
+      if (live.session) {
+        const outcome = { status, usage, firstByteMsAgo, continuation: live.continuation };
+        resolve(Promise.resolve(live.session.complete(outcome)).then(ignore, logBookkeepingError));
+      } else {
+        countStateless(rc.region.config.name, live.placed.nodeId, -1);
         resolve();
       }
     };
@@ -143,7 +179,8 @@ export function respond(rc: RegionContext, a: Answer): Response {
     reader: upstream.reader,
     sse: a.sse,
     requestId: rc.request.requestId,
-    filter: a.sse && rc.usageInjected ? new UsageEventFilter() : undefined,
+    filter: seam ?? (a.sse && rc.usageInjected ? new UsageEventFilter() : undefined),
+    resume: cc && continuer(cc),
     onEnd: finish,
     streamEnd: streamEndOf(rc.request.api),
     idleTimeoutMs: limits.stream_idle_timeout_ms,

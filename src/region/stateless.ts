@@ -12,6 +12,8 @@
  * `x-warmpath-decision: stateless`.
  */
 
+import type { NodeEngine } from "../contracts/node.ts";
+
 /** How long a node seen in a routing result is remembered: past it, it may be gone. */
 export const NODE_MEMORY_MS = 5 * 60_000;
 /** Nodes remembered per region. */
@@ -21,6 +23,8 @@ const BOUNDED_LOAD_FACTOR = 1.25;
 
 interface KnownNode {
   url: string;
+  /** Its engine, as its last placement by the object said. */
+  engine: NodeEngine | undefined;
   models: Set<string>;
   seenAt: number;
   /** Requests this isolate has in flight on it without the object. */
@@ -30,12 +34,13 @@ interface KnownNode {
 const regions = new Map<string, Map<string, KnownNode>>();
 
 /** Remembers that `nodeId` in `region` (at `url`) served `model` at `now`. */
-export function rememberNode(region: string, nodeId: string, url: string, model: string, now: number): void {
+export function rememberNode(region: string, nodeId: string, url: string, model: string, now: number, engine?: NodeEngine): void {
   let nodes = regions.get(region);
   if (!nodes) regions.set(region, (nodes = new Map()));
   const known = nodes.get(nodeId);
   if (known) {
     known.url = url;
+    known.engine = engine;
     known.models.add(model);
     known.seenAt = now;
     return;
@@ -46,7 +51,7 @@ export function rememberNode(region: string, nodeId: string, url: string, model:
     for (const [id, n] of nodes) if (oldest === undefined || n.seenAt < nodes.get(oldest)!.seenAt) oldest = id;
     if (oldest !== undefined) nodes.delete(oldest);
   }
-  nodes.set(nodeId, { url, models: new Set([model]), seenAt: now, inflight: 0 });
+  nodes.set(nodeId, { url, engine, models: new Set([model]), seenAt: now, inflight: 0 });
 }
 
 /** 32-bit FNV-1a, for rendezvous weights (no I/O, no crypto: this runs only when the object is away). */
@@ -70,12 +75,12 @@ export function chooseStateless(
   firstHash: string,
   exclude: readonly string[],
   now: number,
-  allowed: (nodeId: string) => boolean = () => true,
-): { nodeId: string; url: string } | undefined {
+  allowed: (nodeId: string, engine: NodeEngine | undefined) => boolean = () => true,
+): { nodeId: string; url: string; engine: NodeEngine | undefined } | undefined {
   const nodes = regions.get(region);
   if (!nodes) return undefined;
   const eligible = [...nodes].filter(
-    ([id, n]) => n.models.has(model) && !exclude.includes(id) && now - n.seenAt <= NODE_MEMORY_MS && allowed(id),
+    ([id, n]) => n.models.has(model) && !exclude.includes(id) && now - n.seenAt <= NODE_MEMORY_MS && allowed(id, n.engine),
   );
   if (eligible.length === 0) return undefined;
   const mean = eligible.reduce((s, [, n]) => s + n.inflight, 0) / eligible.length;
@@ -88,7 +93,7 @@ export function chooseStateless(
     if (weight > bestWeight) [best, bestWeight] = [entry, weight];
   }
   best ??= eligible.reduce((a, b) => (b[1].inflight < a[1].inflight ? b : a));
-  return { nodeId: best[0], url: best[1].url };
+  return { nodeId: best[0], url: best[1].url, engine: best[1].engine };
 }
 
 /** Counts a stateless request in flight on a node (+1 when sent, -1 when it ends). */

@@ -49,7 +49,9 @@ describe("rate limits", () => {
     await big.arrayBuffer();
     const next = await chat(body("z".repeat(4_000)), { key: INITECH_KEY, headers: { "x-warmpath-region": "us" } });
     expect(next.status).toBe(429);
-    expect(next.headers.get("x-ratelimit-remaining-tokens")).toBe("0");
+    // The bucket refills at 2,000 a minute (33 a second): what the delay between the two requests
+    // refilled (a few tokens on a loaded machine) is far below this request's ~1,000.
+    expect(Number(next.headers.get("x-ratelimit-remaining-tokens"))).toBeLessThan(100);
     expect((await next.json<{ error: { message: string } }>()).error.message).toMatch(/prompt tokens per minute/);
   });
 });

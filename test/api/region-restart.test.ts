@@ -48,7 +48,7 @@ describe("POST /admin/regions/{region}/restart", () => {
 
   it("drops the object's soft state, keeps its node table, and the next request routes", async () => {
     await registerAll([
-      { id: "rs-a", region: "us", models: ["m-us"], kvCapacityTokens: 150_000, bootId: "rs-a-boot" },
+      { id: "rs-a", region: "us", models: ["m-us"], kvCapacityTokens: 150_000, bootId: "rs-a-boot", engine: "sglang" },
       { id: "rs-b", region: "us", models: ["m-us"] },
     ]);
     const first = await ask("before the restart");
@@ -73,8 +73,9 @@ describe("POST /admin/regions/{region}/restart", () => {
     expect(after.nodes.every((n) => n.metrics.routed === 0 && n.indexBlocks === 0)).toBe(true);
     // ...but the node table came back from storage, as it was.
     const kept = after.nodes.find((n) => n.id === "rs-a")!;
-    expect(kept).toMatchObject({ url: nodeUrl({ id: "rs-a" }), kvCapacityTokens: 150_000, available: true });
-    expect(after.nodes.map((n) => n.id)).toContain("rs-b");
+    expect(kept).toMatchObject({ url: nodeUrl({ id: "rs-a" }), kvCapacityTokens: 150_000, available: true, engine: "sglang" });
+    // A node that never said its engine is `other`.
+    expect(after.nodes.find((n) => n.id === "rs-b")!.engine).toBe("other");
 
     const next = await ask("after the restart");
     expect(next.status).toBe(200);

@@ -88,3 +88,66 @@ describe("relay", () => {
     expect(ends).toEqual(["stream-error"]);
   });
 });
+
+describe("relay with resume", () => {
+  /** A node's body that sends these chunks, then breaks. */
+  function breaking(chunks: string[]): ReadableStreamDefaultReader<Uint8Array> {
+    let i = 0;
+    return new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (i < chunks.length) controller.enqueue(enc.encode(chunks[i++]!));
+        else controller.error(new Error("reset"));
+      },
+    }).getReader();
+  }
+
+  it("carries on with the next node's body after a failure, and reports the failure kind it was asked to resume", async () => {
+    const kinds: string[] = [];
+    const ends: RelayEnd[] = [];
+    const stream = relay({
+      first: undefined,
+      reader: breaking([content(0)]),
+      sse: true,
+      requestId: "r",
+      resume: async (kind) => {
+        kinds.push(kind);
+        return { first: enc.encode(content(1)), reader: upstream(["data: [DONE]\n\n"]) };
+      },
+      onEnd: (end) => ends.push(end),
+    });
+    expect(await readAll(stream)).toBe(content(0) + content(1) + "data: [DONE]\n\n");
+    expect(kinds).toEqual(["connection"]);
+    expect(ends).toEqual(["ok"]);
+  });
+
+  it("never resumes once the client has gone", async () => {
+    let resumes = 0;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const reader = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        await held;
+        controller.error(new Error("reset"));
+      },
+    }).getReader();
+    const stream = relay({
+      first: enc.encode(content(0)),
+      reader,
+      sse: true,
+      requestId: "r",
+      resume: async () => {
+        resumes++;
+        return { first: enc.encode(content(1)), reader: upstream(["data: [DONE]\n\n"]) };
+      },
+      onEnd: () => {},
+    });
+    const client = stream.getReader();
+    await client.read();
+    const pending = client.read();
+    await client.cancel("gone");
+    release();
+    await pending.catch(() => {});
+    await new Promise((r) => setTimeout(r, 10));
+    expect(resumes).toBe(0);
+  });
+});

@@ -35,6 +35,8 @@ export function eligibleNodes(
     if (!tenantMayUse(nodeTenants, n.spec.id, req.tenant)) continue;
     servesModel++;
     if (req.exclude?.includes(n.spec.id)) continue;
+    // A continuation goes only to engines that can continue a stream (src/region/continuation.ts).
+    if (req.engines && !req.engines.includes(n.spec.engine ?? "other")) continue;
     if (!table.isAvailable(n, now)) continue;
     if (n.load.inflight >= maxInflightPerNode) continue;
     nodes.push(n);

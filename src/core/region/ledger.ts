@@ -32,6 +32,11 @@ export interface LedgerCounters {
   retries: number;
   /** Requests this region took over from a nearer one, by that region's name. */
   failovers: Record<string, number>;
+  /**
+   * Streams that failed after their first byte, by `reason:outcome` (`connection:continued`,
+   * `idle-timeout:no-node`, ...; src/contracts/routing.ts): how many another node finished.
+   */
+  continuations: Record<string, number>;
   /** Per tenant id ("" for requests without one). */
   tenants: Record<string, TenantCounters>;
 }
@@ -75,12 +80,13 @@ export class RegionLedger {
   private rateLimited = 0;
   private retries = 0;
   private readonly failovers = new Map<string, number>();
+  private readonly continuations = new Map<string, number>();
   private readonly tenants = new Map<string, TenantCounters>();
   private readonly history = new RegionHistory();
   private readonly recent = new RecentDecisions();
 
   placed(req: RouteRequest, p: Placement, now: number): LedgerEntry {
-    if (req.exclude?.length) this.retries++;
+    if (req.exclude?.length && !req.continuation) this.retries++;
     const from = req.failoverFrom;
     if (from !== undefined && (this.failovers.has(from) || this.failovers.size < MAX_FAILOVER_SOURCES)) {
       this.failovers.set(from, (this.failovers.get(from) ?? 0) + 1);
@@ -138,6 +144,11 @@ export class RegionLedger {
    */
   completed(e: LedgerEntry, outcome: CompletionOutcome, now: number): void {
     const computed = nodeComputed(outcome);
+    if (outcome.continuation) {
+      // Bounded: reasons x outcomes are two closed lists.
+      const key = `${outcome.continuation.reason}:${outcome.continuation.outcome}`;
+      this.continuations.set(key, (this.continuations.get(key) ?? 0) + 1);
+    }
     const usage = outcome.usage;
     const measured = usage?.cachedTokens !== undefined ? { promptTokens: usage.promptTokens, cachedTokens: usage.cachedTokens } : undefined;
     const t = this.tenants.get(e.tenant);
@@ -175,6 +186,7 @@ export class RegionLedger {
       rejected: { saturated: this.saturated, noNode: this.noNode, overShare: this.overShare, rateLimited: this.rateLimited },
       retries: this.retries,
       failovers: Object.fromEntries(this.failovers),
+      continuations: Object.fromEntries(this.continuations),
       tenants: Object.fromEntries(this.tenants),
     };
   }

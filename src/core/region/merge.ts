@@ -58,6 +58,7 @@ export function mergeSnapshots(shards: readonly RegionSnapshot[]): RegionSnapsho
       rejected: addCounters(merged.rejected, s.rejected),
       retries: merged.retries + s.retries,
       failovers: addCounters(merged.failovers, s.failovers),
+      continuations: addCounters(merged.continuations, s.continuations),
       tenants: addCounters(merged.tenants, s.tenants),
     };
   }

@@ -3,6 +3,7 @@
  * (reporting recently, not cooling down after a failure). The router asks it which nodes are
  * available and tells it what happened; the prefix index, which it does not own, is the router's.
  */
+import type { NodeEngine } from "../../contracts/node.ts";
 import { NodeLoad } from "../node-load.ts";
 import { poolRates } from "../rate-pool.ts";
 import { emptyMetrics, type NodeMetrics } from "./metrics.ts";
@@ -20,6 +21,8 @@ export interface NodeSpec {
   lastSeen: number;
   /** Opaque id of the node process; a change means the node restarted and lost its cache. */
   bootId?: string | undefined;
+  /** The engine serving, as reported (or configured); undefined: not said. */
+  engine?: NodeEngine | undefined;
 }
 
 /**

@@ -98,7 +98,8 @@ interface Dispatched {
 
 /** The decision a placement is logged as: a failover is one whatever else happens in this region; a retry is another node after a failure. */
 function decisionOf(req: RouteRequest, choice: PolicyChoice): Decision {
-  return req.failoverFrom !== undefined ? "failover" : req.exclude?.length ? "retry" : choice.decision;
+  // A continuation's node is the policy's choice (its cache hit, its spread), not a retry's.
+  return req.failoverFrom !== undefined ? "failover" : req.exclude?.length && !req.continuation ? "retry" : choice.decision;
 }
 
 /**
@@ -247,6 +248,8 @@ export class RegionRouter {
         static: prior?.spec.static ?? false,
         lastSeen: now,
         bootId: r.boot_id,
+        // A report that does not say keeps what configuration (a static node) or an earlier report said.
+        engine: r.engine ?? prior?.spec.engine,
       },
       now,
     );
@@ -434,6 +437,7 @@ export class RegionRouter {
       ticket,
       nodeId: chosen.id,
       url: entry.spec.url,
+      engine: entry.spec.engine,
       decision,
       policy: this.policy.name,
       matchBlocks: chosen.matchBlocks,

@@ -17,6 +17,8 @@ export interface RegionSnapshot extends LedgerCounters {
     url: string;
     models: string[];
     kvCapacityTokens: number;
+    /** Its engine as reported or configured (`other` when it said none): where a stream may be continued. */
+    engine: string;
     static: boolean;
     available: boolean;
     lastSeenMsAgo: number;
@@ -58,6 +60,7 @@ export function buildSnapshot(s: SnapshotSource, now: number): RegionSnapshot {
       id: n.spec.id,
       url: n.spec.url,
       models: n.spec.models,
+      engine: n.spec.engine ?? "other",
       kvCapacityTokens: n.spec.kvCapacityTokens,
       static: n.spec.static,
       available: s.table.isAvailable(n, now),

@@ -88,6 +88,16 @@ export function renderPrometheus(regions: readonly RegionSnapshot[], now: number
     for (const [from, count] of Object.entries(r.failovers)) {
       e.add("warmpath_failovers_total", "counter", "Requests taken over from a nearer region, by that region.", { ...region, from }, count);
     }
+    for (const [key, count] of Object.entries(r.continuations ?? {})) {
+      const [reason, outcome] = key.split(":");
+      e.add(
+        "warmpath_stream_continuations_total",
+        "counter",
+        "Streams whose node failed after the first byte, by how it failed and what became of them (continued on another node, or why not).",
+        { ...region, reason: reason ?? "", outcome: outcome ?? "" },
+        count,
+      );
+    }
     e.add("warmpath_inflight_requests_region", "gauge", "Requests in flight in the region (tickets held).", region, r.inflight);
     const rejected: Record<string, number> = {
       saturated: r.rejected.saturated,

@@ -1,0 +1,164 @@
+/**
+ * Mid-stream continuation: a streamed chat completion or completion whose node fails after its
+ * first byte (a reset, silence past the idle timeout, a body cut short, its own error event, a
+ * malformed event) is finished by another node of the region, placed by the same policy (so it
+ * may well hold the prompt's prefix), and relayed as if the first node had gone on (seam.ts).
+ *
+ * The new node gets the request with the text the client already has appended
+ * (continuation-body.ts) and the token budget less what was spent. Bounded: at most `continuations`
+ * per request (limits, default 2), never past its deadline, each placed like a request (at most
+ * `1 + max_retries` nodes, the region's nodes that already failed it excluded, only the region's
+ * `continuation_engines`). Not continued (the stream ends with the error event, as it did without
+ * continuation): more than one choice, logprobs, structured output, a tool call or reasoning that
+ * was being streamed, a completion whose prompt is not one string or that echoes it; the Responses
+ * and Messages APIs, which are never handed to this module (docs/CONTINUATION.md).
+ */
+import { continuationOutcomeSchema, type ContinuationOutcome, type StreamFailureKind } from "../contracts/routing.ts";
+import type { Attempt } from "../contracts/region-service.ts";
+import { concatBytes } from "../http/body.ts";
+import type { Segment } from "../proxy/relay.ts";
+import type { Placed, Upstream } from "./call-node.ts";
+import { deadlineOf, type RegionContext } from "./context.ts";
+import { continuationBody, refusalOf } from "./continuation-body.ts";
+import { accept, tryNodes, type Session } from "./dispatch.ts";
+import { logBookkeepingError } from "./respond.ts";
+import type { SeamFilter, SeamKind } from "./seam.ts";
+import { countStateless } from "./stateless.ts";
+
+/** The node answering now, and what its completion will say of a failure it ended in. */
+export interface Live {
+  placed: Placed;
+  session: Session | undefined;
+  upstream: Extract<Upstream, { ok: true }>;
+  /** Set when this node failed and was not continued: reported with its completion. */
+  continuation?: { reason: StreamFailureKind; outcome: ContinuationOutcome } | undefined;
+}
+
+/** One continuation, as the decision line records it. */
+export interface ContinuationRecord {
+  /** The node that failed. */
+  node: string;
+  reason: StreamFailureKind;
+  /** Completion tokens the client already had (measured or estimated), carried into the new prompt. */
+  tokens_carried: number;
+  outcome: ContinuationOutcome;
+  /** Why not, when the request or its stream could not be continued. */
+  detail?: string;
+  /** The node that carried on, and how long after the failure its first byte came (ms). */
+  to_node?: string;
+  first_byte_ms?: number;
+}
+
+export interface ContinuationContext {
+  rc: RegionContext;
+  kind: SeamKind;
+  seam: SeamFilter;
+  live: Live;
+  shard: number;
+  /** Nodes this request already failed on (grows with each failure). */
+  exclude: string[];
+  /** The request's attempts in this region (the decision line's). */
+  own: Attempt[];
+  records: ContinuationRecord[];
+}
+
+const ignore = () => {};
+const encoder = new TextEncoder();
+const DONE = encoder.encode("data: [DONE]\n\n");
+
+/** Whether a stream of this request may be continued at all (the region's settings and the API). */
+export function continuable(rc: RegionContext): SeamKind | undefined {
+  if (!rc.request.stream || rc.request.api !== "openai") return undefined;
+  if (rc.config.raw.limits.continuations === 0 || rc.region.config.continuation_engines.length === 0) return undefined;
+  return rc.request.path === "/v1/chat/completions" ? "chat" : rc.request.path === "/v1/completions" ? "completion" : undefined;
+}
+
+/** The relay's `resume`: another node's body to carry on with, or undefined (the failure is then the client's). */
+export function continuer(cc: ContinuationContext): (failure: StreamFailureKind) => Promise<Segment | undefined> {
+  return async (failure) => {
+    const failedAt = Date.now();
+    const failed = cc.live;
+    const state = cc.seam.snapshot();
+    const record: ContinuationRecord = { node: failed.placed.nodeId, reason: failure, tokens_carried: state.tokens, outcome: "failed" };
+    cc.records.push(record);
+    cc.exclude.push(failed.placed.nodeId);
+    const settle = (outcome: ContinuationOutcome, detail?: string): undefined => {
+      record.outcome = continuationOutcomeSchema.parse(outcome);
+      if (detail !== undefined) record.detail = detail;
+      failed.continuation = { reason: failure, outcome };
+      return undefined;
+    };
+    if (cc.records.length > cc.rc.config.raw.limits.continuations) return settle("limit");
+    if (state.finishReason !== null) {
+      // The node had finished its answer; only the end of the stream was lost.
+      settle("finished");
+      return { first: DONE, reader: ended() };
+    }
+    if (failedAt >= deadlineOf(cc.rc)) return settle("deadline");
+    if (state.blocker) return settle("not-continuable", state.blocker);
+    let parsed: Record<string, unknown>;
+    try {
+      parsed = JSON.parse(new TextDecoder().decode(cc.rc.body)) as Record<string, unknown>;
+    } catch {
+      return settle("not-continuable", "body");
+    }
+    const refused = refusalOf(parsed, cc.kind);
+    if (refused) return settle("not-continuable", refused);
+    const budget = continuationBody(parsed, cc.kind, state.text, state.tokens, undefined);
+    if (!budget.ok && "finish" in budget) {
+      // The token budget is spent: the answer ends as the node would have ended it.
+      settle("finished");
+      return { first: concatBytes([cc.seam.finishEvent(budget.finish), DONE]), reader: ended() };
+    }
+
+    const tried = await tryNodes(cc.rc, {
+      shard: cc.shard,
+      exclude: cc.exclude,
+      own: cc.own,
+      continuation: { engines: cc.rc.region.config.continuation_engines, promptTokens: cc.rc.request.promptTokens + state.tokens },
+      body: (placed) => {
+        const built = continuationBody(parsed, cc.kind, state.text, state.tokens, placed.engine);
+        return encoder.encode(JSON.stringify(built.ok ? built.body : parsed));
+      },
+    });
+    if (!tried.ok) {
+      const none = tried.refusal.reason === "no-node" || tried.refusal.reason === "saturated" || tried.refusal.reason === "over-share";
+      return settle(none ? "no-node" : "failed", tried.refusal.reason);
+    }
+    if (!tried.upstream.response.ok) {
+      // The node refused the continuation (a client error such as the context length): nothing of
+      // it can join the client's stream.
+      void tried.upstream.reader?.cancel().catch(() => {});
+      if (tried.session)
+        cc.rc.ctx.waitUntil(Promise.resolve(tried.session.complete({ status: "refused" })).then(ignore, logBookkeepingError));
+      else countStateless(cc.rc.region.config.name, tried.placed.nodeId, -1);
+      return settle("failed", `${tried.placed.nodeId} answered HTTP ${tried.upstream.response.status}`);
+    }
+    settle("continued");
+    record.to_node = tried.placed.nodeId;
+    record.first_byte_ms = Date.now() - failedAt;
+    // The failed node's part is over: its completion says so (a stateless one is only uncounted).
+    if (failed.session) {
+      const outcome = { status: "stream-error" as const, continuation: failed.continuation };
+      cc.rc.ctx.waitUntil(Promise.resolve(failed.session.complete(outcome)).then(ignore, logBookkeepingError));
+    } else countStateless(cc.rc.region.config.name, failed.placed.nodeId, -1);
+    accept(cc.rc, tried.placed, tried.session, tried.upstream, cc.shard);
+    cc.live = { placed: tried.placed, session: tried.session, upstream: tried.upstream };
+    cc.seam.beginSegment();
+    console.log(
+      JSON.stringify({
+        event: "stream_continued",
+        request_id: cc.rc.request.requestId,
+        region: cc.rc.region.config.name,
+        ...record,
+      }),
+    );
+    const reader = tried.upstream.reader ?? ended();
+    return { first: tried.upstream.first, reader };
+  };
+}
+
+/** A body already at its end. */
+function ended(): ReadableStreamDefaultReader<Uint8Array> {
+  return new ReadableStream<Uint8Array>({ start: (c) => c.close() }).getReader();
+}

@@ -1,0 +1,235 @@
+/**
+ * Mid-stream continuation (src/region/continue.ts, seam.ts): a stream whose node fails after its
+ * first byte is finished by another node, and the client reads exactly what one uninterrupted node
+ * would have sent. The nodes are story-node.ts engines, which continue deterministically from the
+ * text they are given.
+ */
+import { describe, expect, it } from "vitest";
+import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
+import { STORY_PROMPT_TOKENS, STORY_TOKENS, storyText } from "../fixtures/story-node.ts";
+import { call, nodeUrl, registerAll } from "../helpers.ts";
+
+let models = 0;
+const US = { "x-warmpath-region": "us" };
+
+interface Parsed {
+  events: Array<Record<string, unknown>>;
+  done: boolean;
+  error: { code: string } | undefined;
+  text: string;
+  roles: number;
+  finish: string | null;
+  usage: Record<string, unknown> | undefined;
+}
+
+function parse(sse: string, chat: boolean): Parsed {
+  const out: Parsed = { events: [], done: false, error: undefined, text: "", roles: 0, finish: null, usage: undefined };
+  for (const block of sse.split("\n\n")) {
+    const data = block
+      .split("\n")
+      .filter((l) => l.startsWith("data: "))
+      .map((l) => l.slice(6))
+      .join("\n");
+    if (!data) continue;
+    if (data === "[DONE]") {
+      out.done = true;
+      continue;
+    }
+    const json = JSON.parse(data) as Record<string, unknown>;
+    if (json.error) {
+      out.error = json.error as { code: string };
+      continue;
+    }
+    out.events.push(json);
+    if (json.usage) out.usage = json.usage as Record<string, unknown>;
+    for (const c of (json.choices ?? []) as Array<Record<string, unknown>>) {
+      const delta = (c.delta ?? {}) as Record<string, unknown>;
+      if (delta.role !== undefined) out.roles++;
+      const t = chat ? delta.content : c.text;
+      if (typeof t === "string") out.text += t;
+      if (c.finish_reason != null) out.finish = String(c.finish_reason);
+    }
+  }
+  return out;
+}
+
+/** Registers `nodes` (engine vLLM unless said) for a fresh model; returns the model. */
+async function fleet(nodes: Array<{ id: string; mode: string; engine?: string | null }>): Promise<string> {
+  const model = `m-cont-${models++}`;
+  await registerAll(
+    nodes.map((n) => ({
+      id: n.id,
+      region: "us",
+      mode: n.mode,
+      models: [model],
+      ...(n.engine === null ? {} : { engine: n.engine ?? "vllm" }),
+    })),
+  );
+  return model;
+}
+
+/**
+ * Sends streamed requests (distinct prompts) until one is placed on `first`, and returns that one's
+ * answer. Cold prompts are spread over the nodes; any answered by another node is checked whole.
+ */
+async function streamVia(
+  first: string | string[],
+  path: "/v1/chat/completions" | "/v1/completions",
+  body: Record<string, unknown>,
+): Promise<{ res: Response; parsed: Parsed }> {
+  const chat = path === "/v1/chat/completions";
+  for (let i = 0; i < 12; i++) {
+    const prompt = `question ${i} ${Math.random()}`;
+    const res = await call(path, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${ACME_KEY}`, ...US },
+      body: JSON.stringify({ ...body, stream: true, ...(chat ? { messages: [{ role: "user", content: prompt }] } : { prompt }) }),
+      cf: { latitude: "39", longitude: "-77", continent: "NA" },
+    });
+    expect(res.status).toBe(200);
+    const parsed = parse(await res.text(), chat);
+    if ([first].flat().includes(res.headers.get("x-warmpath-node")!)) return { res, parsed };
+  }
+  throw new Error(`no request was placed on ${String(first)}`);
+}
+
+const bodiesOf = async (id: string, mode: string) =>
+  (await (await fetch(`${nodeUrl({ id, mode })}/_bodies`)).json()) as Array<Record<string, unknown>>;
+
+describe("a stream whose node fails after its first byte is finished by another node", () => {
+  for (const kind of ["die", "hang", "cut", "error", "malformed"]) {
+    for (const path of ["/v1/chat/completions", "/v1/completions"] as const) {
+      for (const includeUsage of [false, true]) {
+        it(`${kind}, ${path}, ${includeUsage ? "with" : "without"} include_usage: exactly the uninterrupted text`, async () => {
+          const a = `a-${kind}-${models}`;
+          const model = await fleet([
+            { id: a, mode: `story${kind}4` },
+            { id: `b-${models}`, mode: "story" },
+          ]);
+          const { res, parsed } = await streamVia(a, path, {
+            model,
+            ...(includeUsage ? { stream_options: { include_usage: true } } : {}),
+          });
+          // The headers describe the first node, sent before it failed.
+          expect(res.headers.get("x-warmpath-node")).toBe(a);
+          expect(parsed.error).toBeUndefined();
+          expect(parsed.done).toBe(true);
+          expect(parsed.text).toBe(storyText());
+          expect(parsed.finish).toBe("stop");
+          if (path === "/v1/chat/completions") expect(parsed.roles).toBe(1);
+          // One answer: every chunk has the first node's id, created and model.
+          const ids = new Set(parsed.events.map((e) => `${String(e.id)}/${String(e.created)}/${String(e.model)}`));
+          expect(ids.size).toBe(1);
+          expect([...ids][0]).toContain(a);
+          if (includeUsage) {
+            expect(parsed.usage).toMatchObject({
+              prompt_tokens: STORY_PROMPT_TOKENS,
+              completion_tokens: STORY_TOKENS,
+              total_tokens: STORY_PROMPT_TOKENS + STORY_TOKENS,
+            });
+            expect(parsed.events.filter((e) => e.usage).length).toBe(1);
+          } else expect(parsed.usage).toBeUndefined();
+        });
+      }
+    }
+  }
+
+  it("sends the text so far as a final assistant message to continue, with the token budget less what was spent", async () => {
+    const model = await fleet([
+      { id: "budget-a", mode: "storydie4" },
+      { id: "budget-b", mode: "story" },
+    ]);
+    const { parsed } = await streamVia("budget-a", "/v1/chat/completions", { model, max_tokens: 8 });
+    expect(parsed.text).toBe(storyText(8));
+    expect(parsed.finish).toBe("length");
+    const sent = (await bodiesOf("budget-b", "story")).filter((b) => b.model === model && b.continue_final_message === true);
+    expect(sent).toHaveLength(1);
+    const body = sent[0]!;
+    expect(body.add_generation_prompt).toBe(false);
+    expect(body.max_tokens).toBe(4);
+    const messages = body.messages as Array<{ role: string; content: string }>;
+    expect(messages.at(-1)).toEqual({ role: "assistant", content: storyText(4) });
+    expect(messages.at(-2)!.role).toBe("user");
+  });
+
+  it("ends the answer itself when the budget is spent exactly where the node failed", async () => {
+    const model = await fleet([
+      { id: "spent-a", mode: "storydie4" },
+      { id: "spent-b", mode: "story" },
+    ]);
+    const { parsed } = await streamVia("spent-a", "/v1/completions", { model, max_tokens: 4 });
+    // Four tokens were asked for and sent before the failure: nothing is left to continue.
+    expect(parsed.text).toBe(storyText(4));
+    expect(parsed.error).toBeUndefined();
+    expect(parsed.done).toBe(true);
+  });
+
+  it("continues at most `continuations` times, then ends with the error event", async () => {
+    const model = await fleet([
+      { id: "lim-a", mode: "storydie2" },
+      { id: "lim-b", mode: "storydie2" },
+      { id: "lim-c", mode: "storydie2" },
+    ]);
+    const { parsed } = await streamVia(["lim-a", "lim-b", "lim-c"], "/v1/chat/completions", { model });
+    // Three nodes, each failing after two tokens: two continuations carried six tokens, the third failure ends it.
+    expect(parsed.text).toBe(storyText(6));
+    expect(parsed.error?.code).toBe("upstream_stream_error");
+    expect(parsed.done).toBe(false);
+  });
+
+  it("only continues on engines that can (a node that reports none is `other`)", async () => {
+    const model = await fleet([
+      { id: "eng-a", mode: "storydie3" },
+      { id: "eng-b", mode: "story", engine: null },
+    ]);
+    const { parsed } = await streamVia("eng-a", "/v1/chat/completions", { model });
+    expect(parsed.text).toBe(storyText(3));
+    expect(parsed.error?.code).toBe("upstream_stream_error");
+  });
+
+  it("does not continue what it cannot continue exactly (logprobs)", async () => {
+    const model = await fleet([
+      { id: "lp-a", mode: "storydie3" },
+      { id: "lp-b", mode: "story" },
+    ]);
+    const { parsed } = await streamVia("lp-a", "/v1/chat/completions", { model, logprobs: true });
+    expect(parsed.error?.code).toBe("upstream_stream_error");
+    expect((await bodiesOf("lp-b", "story")).filter((b) => b.model === model && b.continue_final_message)).toHaveLength(0);
+  });
+
+  it("counts continuations by reason and outcome in the metrics", async () => {
+    const model = await fleet([
+      { id: "met-a", mode: "storyerror2" },
+      { id: "met-b", mode: "story" },
+    ]);
+    await streamVia("met-a", "/v1/chat/completions", { model });
+    await new Promise((r) => setTimeout(r, 100));
+    const text = await (await call("/metrics", { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).text();
+    const line = text
+      .split("\n")
+      .find((l) => l.startsWith('warmpath_stream_continuations_total{region="us",reason="error-event",outcome="continued"}'));
+    expect(line).toBeDefined();
+    expect(Number(line!.split(" ").at(-1))).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe("a non-streamed answer that breaks off part-way", () => {
+  it("has sent the client nothing: it is tried whole on another node", async () => {
+    const model = await fleet([
+      { id: "whole-a", mode: "storydie1" },
+      { id: "whole-b", mode: "story" },
+    ]);
+    for (let i = 0; i < 6; i++) {
+      const res = await call("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${ACME_KEY}`, ...US },
+        body: JSON.stringify({ model, messages: [{ role: "user", content: `whole ${i}` }] }),
+        cf: { latitude: "39", longitude: "-77", continent: "NA" },
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-warmpath-node")).toBe("whole-b");
+      const json = await res.json<{ choices: Array<{ message: { content: string } }> }>();
+      expect(json.choices[0]!.message.content).toBe(storyText());
+    }
+  });
+});
