@@ -4,7 +4,7 @@
  * would have sent. The nodes are story-node.ts engines, which continue deterministically from the
  * text they are given.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { STORY_PROMPT_TOKENS, STORY_TOKENS, storyText } from "../fixtures/story-node.ts";
 import { call, nodeUrl, registerAll } from "../helpers.ts";
@@ -195,6 +195,38 @@ describe("a stream whose node fails after its first byte is finished by another 
     const { parsed } = await streamVia("lp-a", "/v1/chat/completions", { model, logprobs: true });
     expect(parsed.error?.code).toBe("upstream_stream_error");
     expect((await bodiesOf("lp-b", "story")).filter((b) => b.model === model && b.continue_final_message)).toHaveLength(0);
+  });
+
+  it("records each continuation in the decision line: the failed node, why, tokens carried, the new node and its first byte", async () => {
+    const model = await fleet([
+      { id: "log-a", mode: "storydie5" },
+      { id: "log-b", mode: "story" },
+    ]);
+    const spy = vi.spyOn(console, "log");
+    try {
+      const { res, parsed } = await streamVia("log-a", "/v1/chat/completions", { model });
+      expect(parsed.text).toBe(storyText());
+      await new Promise((r) => setTimeout(r, 50));
+      const line = spy.mock.calls
+        .map((c) => {
+          try {
+            return JSON.parse(String(c[0])) as Record<string, unknown>;
+          } catch {
+            return {};
+          }
+        })
+        .find((l) => l.event === "request" && l.request_id === res.headers.get("x-request-id"))!;
+      expect(line).toMatchObject({ node: "log-a", end: "ok" });
+      const continuations = line.continuations as Array<Record<string, unknown>>;
+      expect(continuations).toHaveLength(1);
+      expect(continuations[0]).toMatchObject({ node: "log-a", tokens_carried: 5, outcome: "continued", to_node: "log-b" });
+      // The fake node's broken body reaches the worker through miniflare's outbound service as a
+      // clean end without [DONE] (a transport turning a reset into an end, as a proxy may).
+      expect(["connection", "truncated"]).toContain(continuations[0]!.reason);
+      expect(continuations[0]!.first_byte_ms).toEqual(expect.any(Number));
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it("counts continuations by reason and outcome in the metrics", async () => {
