@@ -6,6 +6,7 @@
  */
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { edgeCeilingPerMinute } from "./src/config/edge-ceiling.ts";
 import { handleFakeNode } from "./test/fixtures/fake-node.ts";
 import { TEST_ADMIN_TOKEN, TEST_CONFIG, TEST_NODE_TOKEN, TEST_ORIGIN_TOKEN } from "./test/fixtures/config.ts";
 
@@ -22,6 +23,8 @@ export default defineConfig({
           ORIGIN_TOKEN_TEST: TEST_ORIGIN_TOKEN,
         },
         outboundService: (request) => handleFakeNode(request as unknown as Request) as never,
+        // The edge ceiling as generated workers get it: derived from the configuration.
+        ratelimits: { RATE_LIMITER: { namespace_id: "1001", simple: { limit: edgeCeilingPerMinute(TEST_CONFIG as never)!, period: 60 } } },
       },
     }),
   ],

@@ -17,6 +17,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { parse } from "smol-toml";
+import { EDGE_CEILING_PERIOD_SECONDS, edgeCeilingPerMinute } from "../../src/config/edge-ceiling.ts";
 import { configSchema, describeIssues, type WarmpathConfig } from "../../src/config/schema.ts";
 import { MAX_WORKER_NAME_LENGTH, REGION_VAR, regionBindingName, regionWorkerName } from "../../src/contracts/topology.ts";
 
@@ -99,6 +100,27 @@ export function validateWarmpathConfig(raw: unknown, where: string): WarmpathCon
         if (!cfg.tenants.some((t) => t.id === id)) problems.push(`regions.${i}.node_tenants.${node}: unknown tenant '${id}'`);
   if (problems.length) throw new DeployConfigError(`${where}: WARMPATH_CONFIG is incomplete: ${problems.join("; ")}`);
   return cfg;
+}
+
+/** The edge's rate limiting binding (src/edge/api/inference.ts). */
+const EDGE_RATE_LIMITER = "RATE_LIMITER";
+
+/**
+ * The edge's `RATE_LIMITER` binding with its limit derived from the configuration
+ * (src/config/edge-ceiling.ts); wrangler.toml gives its name and namespace only. No tenant with a
+ * request limit: no binding (the edge then counts nobody).
+ */
+function edgeRateLimits(declared: TomlEnvironment["ratelimits"], config: WarmpathConfig): { ratelimits?: Array<Record<string, unknown>> } {
+  if (!declared) return {};
+  const ceiling = edgeCeilingPerMinute(config);
+  const out = declared.flatMap((r) =>
+    r.name !== EDGE_RATE_LIMITER
+      ? [r]
+      : ceiling === undefined
+        ? []
+        : [{ ...r, simple: { limit: ceiling, period: EDGE_CEILING_PERIOD_SECONDS } }],
+  );
+  return out.length ? { ratelimits: out } : {};
 }
 
 /** Wrangler's targeted placement for a region's configured placement. */
@@ -191,7 +213,7 @@ export function generateDeployment(options: GenerateOptions): Deployment {
           : {}),
       },
       ...(env.analytics_engine_datasets ? { analytics_engine_datasets: env.analytics_engine_datasets } : {}),
-      ...(env.ratelimits ? { ratelimits: env.ratelimits } : {}),
+      ...edgeRateLimits(env.ratelimits, config),
       services: regions.map((r) => ({ binding: regionBindingName(r.region!), service: r.name })),
       vars: { ...otherVars, WARMPATH_CONFIG: warmpathConfig },
     },

@@ -79,7 +79,8 @@ test("production generates the edge and one placed worker per region, as wrangle
       { binding: "REGION_WORKER_EU_WEST", service: "warmpath-region-eu-west" },
     ]);
     assert.equal(edge.vars.WARMPATH_REGION, undefined);
-    assert.equal(edge.ratelimits?.[0]?.name, "RATE_LIMITER");
+    // Its one tenant has no request limit: no edge ceiling (src/config/edge-ceiling.ts).
+    assert.equal(edge.ratelimits, undefined);
     assert.equal(resolve(dir, edge.assets.directory), join(ROOT, "public"));
 
     const placement = { "us-east": "aws:us-east-1", "eu-west": "aws:eu-west-1" };
@@ -115,6 +116,23 @@ test("production generates the edge and one placed worker per region, as wrangle
     assert.match(report, /npx wrangler secret put ADMIN_TOKEN --config \S+edge\.json/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the edge's rate limiting binding gets the ceiling derived from the tenants' request limits", () => {
+  const root = rootWith((config) => {
+    config.tenants[0].rate_limits = { requests_per_minute: 100 };
+    config.tenants.push({ id: "other", api_key_sha256: ["b".repeat(64)], regions: ["eu-west"], rate_limits: { requests_per_minute: 150 } });
+  });
+  const dir = tmp("ceiling");
+  try {
+    generateDeployment({ root, environment: "production", outDir: dir });
+    const edge = readJson(join(dir, "edge.json"));
+    // Twice the most one tenant may be granted: 100 a minute in each of two regions beats 150 in one.
+    assert.deepEqual(edge.ratelimits, [{ name: "RATE_LIMITER", namespace_id: "1001", simple: { limit: 400, period: 60 } }]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
   }
 });
 

@@ -11,5 +11,7 @@ export interface AppEnv {
     tenant: TenantConfig;
     /** Set by the node guard: the regions whose node token the request carries. */
     nodeRegions: LoadedRegion[];
+    /** The answer's failure already has a decision line (a region refused it): no refusal line (middleware/refusal-log.ts). */
+    decisionLogged: boolean;
   };
 }

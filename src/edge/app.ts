@@ -11,6 +11,7 @@ import { ConfigError, loadConfig, type ConfigRole } from "../config/load.ts";
 import { JsonBoundsError } from "../core/json-bounds.ts";
 import { ApiError } from "../http/errors.ts";
 import { clientCors } from "./middleware/cors.ts";
+import { refusalLog } from "./middleware/refusal-log.ts";
 import { requestBounds } from "./middleware/request-bounds.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -30,6 +31,9 @@ export function createApp(): Hono<AppEnv> {
     await next();
     c.header("x-request-id", c.get("requestId"));
   });
+
+  // Every answer without a node gets a line and a metric (a flood's are bounded).
+  app.use("*", refusalLog);
 
   // URL and header bounds (414, 431) before anything reads them.
   app.use("*", requestBounds);
@@ -60,7 +64,10 @@ export function createApp(): Hono<AppEnv> {
   app.onError((err, c) => {
     const requestId = c.get("requestId") ?? "";
     const headers = { "x-request-id": requestId };
-    if (err instanceof ApiError) return err.toResponse(headers);
+    if (err instanceof ApiError) {
+      if (err.logged) c.set("decisionLogged", true);
+      return err.toResponse(headers);
+    }
     // A value over the JSON bounds reached a walk that checks them itself (canonical.ts): the client's input, a 400.
     if (err instanceof JsonBoundsError) return ApiError.invalidRequest(err.message, null, err.code).toResponse(headers);
     if (err instanceof ConfigError) {

@@ -138,7 +138,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
         `${refusal.message}. Retry after ${refusal.retryAfterSeconds} s.`,
         refusal.retryAfterSeconds,
         rateLimitHeaders(refusal.rateLimit),
-      );
+      ).alreadyLogged();
     }
     if (refusal.reason === "over-share") overShare++;
     if (refusal.waitSeconds !== undefined) soonest = Math.min(soonest ?? Infinity, refusal.waitSeconds + roundTripSeconds);
@@ -154,15 +154,15 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
     throw ApiError.overShare(
       `This tenant is over its fair share of the capacity that could serve it (${lastMessage}; tried ${tried}). Retry after ${seconds} s.`,
       seconds,
-    );
+    ).alreadyLogged();
   }
   if (asked > 0 && unavailable === asked) {
-    throw ApiError.regionUnavailable(`No region can be reached now (tried ${asked}). Retry after ${seconds} s.`, seconds);
+    throw ApiError.regionUnavailable(`No region can be reached now (tried ${asked}). Retry after ${seconds} s.`, seconds).alreadyLogged();
   }
   throw ApiError.noCapacity(
     `No node can take this request now (${lastMessage}; tried ${tried || "nothing"}). Retry after ${seconds} s.`,
     seconds,
-  );
+  ).alreadyLogged();
 }
 
 /** The region's answer as the client gets it: unchanged, less what is between the two workers, its stream guarded. */

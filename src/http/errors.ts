@@ -22,6 +22,8 @@ export class ApiError extends Error {
   readonly code: string;
   readonly param: string | null;
   readonly headers: Record<string, string>;
+  /** A decision line already records this failure (a region refused the request): not logged again. */
+  logged = false;
 
   private constructor(status: number, type: ErrorType, code: string, message: string, options: ErrorOptions = {}) {
     super(message);
@@ -94,6 +96,27 @@ export class ApiError extends Error {
     });
   }
 
+  /**
+   * 429 with `Retry-After` and `x-ratelimit-*-requests`: the tenant is over the edge's request
+   * ceiling (src/config/edge-ceiling.ts), a backstop far above its own limits.
+   */
+  static edgeRateLimited(limitPerMinute: number, periodSeconds: number): ApiError {
+    return new ApiError(
+      429,
+      "rate_limit_error",
+      "edge_rate_limit_exceeded",
+      `This tenant sent more than ${limitPerMinute} requests a minute through this edge location, twice the most its rate limits allow. Retry after ${periodSeconds} s.`,
+      {
+        headers: {
+          "retry-after": String(periodSeconds),
+          "x-ratelimit-limit-requests": String(limitPerMinute),
+          "x-ratelimit-remaining-requests": "0",
+          "x-ratelimit-reset-requests": `${periodSeconds}s`,
+        },
+      },
+    );
+  }
+
   /** 503 with `Retry-After`: a region's worker (or every region's, for inference) could not be reached. */
   static regionUnavailable(message: string, retryAfterSeconds = 5): ApiError {
     return new ApiError(503, "server_error", "region_unavailable", message, { headers: { "retry-after": String(retryAfterSeconds) } });
@@ -102,6 +125,12 @@ export class ApiError extends Error {
   /** 500: something the operator must fix (`invalid_configuration`) or a bug (`internal_error`). */
   static server(code: string, message: string): ApiError {
     return new ApiError(500, "server_error", code, message);
+  }
+
+  /** Marks this error as already recorded by a decision line. */
+  alreadyLogged(): this {
+    this.logged = true;
+    return this;
   }
 
   /** This error as an OpenAI-shaped response. */

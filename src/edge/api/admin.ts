@@ -16,6 +16,7 @@ import { regionPath } from "../../contracts/region-service.ts";
 import type { RegionHistoryView, RegionSnapshot } from "../../core/region/index.ts";
 import { ApiError } from "../../http/errors.ts";
 import { adminAuth } from "../middleware/bearer-guard/guards.ts";
+import { edgeRefusalTotals } from "../middleware/refusal-log.ts";
 import { renderPrometheus } from "./prometheus.ts";
 import { regionJson } from "../region-client.ts";
 
@@ -51,7 +52,9 @@ adminApi.get("/admin/state", async (c) => {
 adminApi.get("/metrics", async (c) => {
   const config = c.get("config");
   const regions = await Promise.all(config.regions.map((r) => regionState(c.env, r)));
-  return c.body(renderPrometheus(regions, Date.now()), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+  return c.body(renderPrometheus(regions, Date.now(), edgeRefusalTotals()), 200, {
+    "content-type": "text/plain; version=0.0.4; charset=utf-8",
+  });
 });
 
 adminApi.get("/admin/state/:region", async (c) => {

@@ -9,6 +9,7 @@
  */
 import type { z } from "zod";
 import type { LoadedConfig, LoadedRegion } from "../../config/load.ts";
+import { EDGE_CEILING_PERIOD_SECONDS, edgeCeilingPerMinute } from "../../config/edge-ceiling.ts";
 import type { TenantConfig } from "../../config/schema.ts";
 import type { CanonicalPrompt } from "../../core/canonical.ts";
 import { anthropicPrompt, responsesPrompt } from "../../core/canonical-apis.ts";
@@ -208,17 +209,15 @@ function preferWarmRegion(
 }
 
 /**
- * The edge's per-tenant request ceiling (the `RATE_LIMITER` binding, wrangler.toml): checked before
- * the body is read or any region object is asked, so a flood costs one counter check. Cloudflare
- * counts per location and eventually, so this is a backstop above the exact per-region budgets.
+ * The edge's request ceiling (the `RATE_LIMITER` binding, its limit derived from the configuration:
+ * src/config/edge-ceiling.ts), for tenants with a configured request limit only: checked before the
+ * body is read or any region object is asked, so a flood costs one counter check.
  */
 async function edgeCeiling(rc: RequestContext): Promise<void> {
   const limiter = (rc.env as Partial<Env>).RATE_LIMITER;
-  if (!limiter) return;
+  if (!limiter || rc.tenant.rate_limits?.requests_per_minute === undefined) return;
   const { success } = await limiter.limit({ key: `tenant:${rc.tenant.id}` });
-  if (!success) {
-    throw ApiError.rateLimited("This tenant is over the deployment's request ceiling at this edge location. Retry after 60 s.", 60);
-  }
+  if (!success) throw ApiError.edgeRateLimited(edgeCeilingPerMinute(rc.config.raw) ?? 0, EDGE_CEILING_PERIOD_SECONDS);
 }
 
 /** The cache namespace: the tenant's own, or a shared one it may use (`x-warmpath-namespace`). */

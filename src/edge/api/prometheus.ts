@@ -65,8 +65,21 @@ function formatValue(v: number): string {
 }
 
 /** Renders every region's snapshot. */
-export function renderPrometheus(regions: readonly RegionSnapshot[], now: number): string {
+export function renderPrometheus(
+  regions: readonly RegionSnapshot[],
+  now: number,
+  refusals: ReadonlyArray<{ status: number; code: string; count: number }> = [],
+): string {
   const e = new Exposition();
+  for (const r of refusals) {
+    e.add(
+      "warmpath_edge_refusals_total",
+      "counter",
+      "Requests the edge answered without a node (bad input, credentials, limits, unknown routes and models, no region), by status and code: this edge isolate's since it started (every request locally; in production, Analytics Engine has every isolate's).",
+      { status: String(r.status), code: r.code },
+      r.count,
+    );
+  }
   for (const r of regions) {
     const region = { region: r.region };
     e.add("warmpath_index_entries", "gauge", "Node-block entries in the region's prefix index.", region, r.index.entries);
@@ -85,8 +98,17 @@ export function renderPrometheus(regions: readonly RegionSnapshot[], now: number
       region,
       r.retries,
     );
-    for (const [from, count] of Object.entries(r.failovers)) {
-      e.add("warmpath_failovers_total", "counter", "Requests taken over from a nearer region, by that region.", { ...region, from }, count);
+    // Every other region as a source from the start (0 until a failover), so the series exists
+    // before the first one: a rate() or an alert over it needs no special case.
+    const sources = new Set([...regions.map((o) => o.region).filter((o) => o !== r.region), ...Object.keys(r.failovers)]);
+    for (const from of sources) {
+      e.add(
+        "warmpath_failovers_total",
+        "counter",
+        "Requests taken over from a nearer region, by that region.",
+        { ...region, from },
+        r.failovers[from] ?? 0,
+      );
     }
     for (const [key, count] of Object.entries(r.continuations ?? {})) {
       const [reason, outcome] = key.split(":");
