@@ -42,6 +42,35 @@ export class UsageError extends Error {}
 export const TOKEN_ENV = "WARMPATH_NODE_TOKEN";
 export const ENGINE_KEY_ENV = "WARMPATH_ENGINE_API_KEY";
 
+/** The numeric options' defaults, by flag: the help text and docs/AGENT.md state these (agent/test/agent-docs.test.ts). */
+export const AGENT_DEFAULTS = {
+  "interval-ms": 1000,
+  "engine-timeout-ms": 3000,
+  "router-timeout-ms": 5000,
+  "max-backoff-ms": 30000,
+  "down-after": 3,
+} as const;
+
+/** Every flag (node:util parseArgs); all take a value but --help. */
+export const AGENT_OPTIONS = {
+  router: { type: "string" },
+  region: { type: "string" },
+  "node-id": { type: "string" },
+  url: { type: "string" },
+  "engine-url": { type: "string" },
+  "metrics-url": { type: "string" },
+  engine: { type: "string" },
+  models: { type: "string" },
+  "kv-capacity-tokens": { type: "string" },
+  "interval-ms": { type: "string" },
+  "engine-timeout-ms": { type: "string" },
+  "router-timeout-ms": { type: "string" },
+  "max-backoff-ms": { type: "string" },
+  "down-after": { type: "string" },
+  "state-file": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
 /** Node ids the router accepts (src/contracts/node.ts; copied, the agent does not import the router). */
 const NODE_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
@@ -82,11 +111,11 @@ Options:
                             vllm:cache_config_info, SGLang sglang:max_total_num_tokens,
                             llama.cpp /props n_ctx of one slot; the agent exits with an error if
                             it can read none and this is not given)
-  --interval-ms N           between reports (default 1000)
-  --engine-timeout-ms N     one request to the server (default 3000)
-  --router-timeout-ms N     one report to the router (default 5000)
-  --max-backoff-ms N        longest wait between retries to a failing router (default 30000)
-  --down-after N            failed scrapes in a row before the node is deregistered (default 3;
+  --interval-ms N           between reports (default ${AGENT_DEFAULTS["interval-ms"]})
+  --engine-timeout-ms N     one request to the server (default ${AGENT_DEFAULTS["engine-timeout-ms"]})
+  --router-timeout-ms N     one report to the router (default ${AGENT_DEFAULTS["router-timeout-ms"]})
+  --max-backoff-ms N        longest wait between retries to a failing router (default ${AGENT_DEFAULTS["max-backoff-ms"]})
+  --down-after N            failed scrapes in a row before the node is deregistered (default ${AGENT_DEFAULTS["down-after"]};
                             a refused connection, nothing listening, deregisters at once)
   --state-file PATH         keep the node secret in this file (mode 0600) so a restarted agent keeps
                             its node's identity (default: memory only)
@@ -132,24 +161,7 @@ export function parseAgentArgs(argv: readonly string[]): AgentConfig | undefined
       args: [...argv],
       strict: true,
       allowPositionals: false,
-      options: {
-        router: { type: "string" },
-        region: { type: "string" },
-        "node-id": { type: "string" },
-        url: { type: "string" },
-        "engine-url": { type: "string" },
-        "metrics-url": { type: "string" },
-        engine: { type: "string" },
-        models: { type: "string" },
-        "kv-capacity-tokens": { type: "string" },
-        "interval-ms": { type: "string" },
-        "engine-timeout-ms": { type: "string" },
-        "router-timeout-ms": { type: "string" },
-        "max-backoff-ms": { type: "string" },
-        "down-after": { type: "string" },
-        "state-file": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
+      options: AGENT_OPTIONS,
     }));
   } catch (e) {
     throw new UsageError((e as Error).message);
@@ -179,11 +191,11 @@ export function parseAgentArgs(argv: readonly string[]): AgentConfig | undefined
     models,
     kvCapacityTokens:
       values["kv-capacity-tokens"] === undefined ? undefined : positive("kv-capacity-tokens", values["kv-capacity-tokens"], 0),
-    intervalMs: positive("interval-ms", values["interval-ms"], 1000),
-    engineTimeoutMs: positive("engine-timeout-ms", values["engine-timeout-ms"], 3000),
-    routerTimeoutMs: positive("router-timeout-ms", values["router-timeout-ms"], 5000),
-    maxBackoffMs: positive("max-backoff-ms", values["max-backoff-ms"], 30000),
-    downAfter: positive("down-after", values["down-after"], 3),
+    intervalMs: positive("interval-ms", values["interval-ms"], AGENT_DEFAULTS["interval-ms"]),
+    engineTimeoutMs: positive("engine-timeout-ms", values["engine-timeout-ms"], AGENT_DEFAULTS["engine-timeout-ms"]),
+    routerTimeoutMs: positive("router-timeout-ms", values["router-timeout-ms"], AGENT_DEFAULTS["router-timeout-ms"]),
+    maxBackoffMs: positive("max-backoff-ms", values["max-backoff-ms"], AGENT_DEFAULTS["max-backoff-ms"]),
+    downAfter: positive("down-after", values["down-after"], AGENT_DEFAULTS["down-after"]),
     stateFile: values["state-file"] || undefined,
   };
 }

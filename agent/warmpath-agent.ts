@@ -7,9 +7,12 @@
  *   WARMPATH_NODE_TOKEN=... npx warmpath-agent --router https://warmpath.example.com \
  *     --region us-east --node-id gpu-1 --url http://10.0.0.5:8000
  *
- * Needs Node 22.18+ (it runs as TypeScript, by type stripping); the package's own `node` (22) is
- * first on PATH under `npx`/`npm exec`. Exit codes: 0 after SIGINT/SIGTERM (the node deregistered),
- * 1 on a fatal error (no KV capacity), 2 on a usage error.
+ * From the repository this file runs as TypeScript, which needs Node 22.18+ (type stripping); the
+ * package's own `node` (22) is first on PATH under `npx`/`npm exec`. On a GPU host, run the
+ * bundle instead: `npm run build:agent` (scripts/build-agent.ts) makes dist/warmpath-agent.mjs,
+ * one file with no dependencies for Node 18+ (docs/AGENT.md: installing it, systemd, containers).
+ * Exit codes: 0 after SIGINT/SIGTERM (the node deregistered), 1 on a fatal error (no KV capacity),
+ * 2 on a usage error.
  */
 import { ENGINE_KEY_ENV, HELP, TOKEN_ENV, UsageError, parseAgentArgs } from "./args.ts";
 import { startAgent } from "./agent.ts";

@@ -51,15 +51,20 @@ export function createApp(): Hono<AppEnv> {
   app.route("/", nodesApi);
   app.route("/", adminApi);
 
-  // The path is not repeated: errors never echo what the client sent.
-  app.notFound((c) =>
-    ApiError.notFound(
+  // The path is not repeated: errors never echo what the client sent. A path served for other
+  // methods is 405 with `Allow` (RFC 9110), not 404.
+  const allowedOn = methodsByPath(app);
+  app.notFound((c) => {
+    const headers = { "x-request-id": c.get("requestId") ?? "" };
+    const allowed = allowedOn(c.req.path);
+    if (allowed.length > 0) {
+      return ApiError.methodNotAllowed(`This path accepts ${allowed.join(", ")}`, allowed).toResponse(headers);
+    }
+    return ApiError.notFound(
       "route_not_found",
       `No route for ${METHODS.has(c.req.method) ? c.req.method : "this method"} on this path`,
-    ).toResponse({
-      "x-request-id": c.get("requestId") ?? "",
-    }),
-  );
+    ).toResponse(headers);
+  });
 
   app.onError((err, c) => {
     const requestId = c.get("requestId") ?? "";
@@ -71,12 +76,44 @@ export function createApp(): Hono<AppEnv> {
     // A value over the JSON bounds reached a walk that checks them itself (canonical.ts): the client's input, a 400.
     if (err instanceof JsonBoundsError) return ApiError.invalidRequest(err.message, null, err.code).toResponse(headers);
     if (err instanceof ConfigError) {
-      console.error(JSON.stringify({ event: "config_error", message: err.message }));
-      return ApiError.server("invalid_configuration", err.message).toResponse(headers);
+      // The detail (which field, which path) is the operator's, in the log; a client learns only
+      // that the router is misconfigured, never the configuration's shape.
+      console.error(JSON.stringify({ event: "config_error", request_id: requestId, message: err.message }));
+      return ApiError.server("invalid_configuration", "The router's configuration is invalid; the operator's log says why").toResponse(
+        headers,
+      );
     }
     console.error(JSON.stringify({ event: "internal_error", request_id: requestId, message: String(err), stack: (err as Error).stack }));
     return ApiError.server("internal_error", "Internal error in the router").toResponse(headers);
   });
 
   return app;
+}
+
+/**
+ * The methods the app's own routes serve on a path (middleware, registered for every method, left
+ * out), from Hono's route table: `:param` is one segment, `:param{re}` its pattern, `*` the rest.
+ */
+function methodsByPath(app: Hono<AppEnv>): (path: string) => string[] {
+  let table: Array<{ pattern: RegExp; method: string }> | undefined;
+  return (path) => {
+    table ??= app.routes
+      .filter((r) => r.method !== "ALL")
+      .map((r) => ({
+        method: r.method,
+        pattern: new RegExp(
+          "^" +
+            r.path
+              .split("/")
+              .map((seg) => {
+                const param = /^:[A-Za-z0-9_]+(?:\{(.+)\})?$/.exec(seg);
+                if (param) return param[1] ?? "[^/]+";
+                return seg === "*" ? ".*" : seg.replace(/[.+?^${}()|[\]\\]/g, "\\$&");
+              })
+              .join("/") +
+            "$",
+        ),
+      }));
+    return [...new Set(table.filter((r) => r.pattern.test(path)).map((r) => r.method))].sort();
+  };
 }

@@ -59,6 +59,11 @@ export class ApiError extends Error {
     return new ApiError(404, type, code, message, { param });
   }
 
+  /** 405 with `Allow`: the path is served, for other methods. */
+  static methodNotAllowed(message: string, allowed: readonly string[]): ApiError {
+    return new ApiError(405, "invalid_request_error", "method_not_allowed", message, { headers: { allow: allowed.join(", ") } });
+  }
+
   /** 413: the body is over the limit. */
   static tooLarge(maxBytes: number): ApiError {
     return new ApiError(413, "invalid_request_error", "request_too_large", `Request body exceeds the limit of ${maxBytes} bytes`);

@@ -8,6 +8,7 @@ import type { RouteSessionApi } from "../contracts/region-object.ts";
 import type { CompletionOutcome, Usage } from "../contracts/routing.ts";
 import { recordDecision, type DecisionLine } from "../proxy/decision-log.ts";
 import { rateLimitHeaders } from "../proxy/rate-limit-headers.ts";
+import { openaiErrorBody } from "../proxy/node-error.ts";
 import { relay, type RelayEnd } from "../proxy/relay.ts";
 import { streamEndOf } from "../proxy/stream-end.ts";
 import { UsageEventFilter } from "../proxy/stream-usage.ts";
@@ -173,9 +174,15 @@ export function respond(rc: RegionContext, a: Answer): Response {
     finish("ok", undefined, 0);
     return new Response(null, { status: upstream.response.status, headers });
   }
+  // A node's own error on an OpenAI API, read whole (dispatch.ts), is answered in OpenAI's shape.
+  const first =
+    !a.sse && upstream.response.status >= 400 && rc.request.api !== "messages" && upstream.first
+      ? (openaiErrorBody(upstream.response.status, upstream.first) ?? upstream.first)
+      : upstream.first;
+  if (first !== upstream.first) headers.set("content-type", "application/json");
   const { limits } = rc.config.raw;
   const body = relay({
-    first: upstream.first,
+    first,
     reader: upstream.reader,
     sse: a.sse,
     requestId: rc.request.requestId,

@@ -34,7 +34,8 @@ describe("GET /v1/models/{id}", () => {
     expect(await found.json()).toMatchObject({ id: "org/base-7b", object: "model", regions: ["us"] });
     const missing = await call("/v1/models/nope", auth);
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toMatchObject({ error: { code: "model_not_found", type: "not_found_error" } });
+    // One type wherever the model is unknown (the inference endpoints answer the same).
+    expect(await missing.json()).toMatchObject({ error: { code: "model_not_found", type: "invalid_request_error" } });
     expect((await call("/v1/models/org/base-7b")).status).toBe(401);
   });
 });

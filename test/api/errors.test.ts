@@ -27,6 +27,25 @@ describe("client errors", () => {
     await expectError(res, 401, "missing_api_key", "authentication_error");
   });
 
+  it("401 unsupported_authorization_scheme for a key sent with Basic (not taken for a missing one)", async () => {
+    const res = await call("/v1/chat/completions", {
+      method: "POST",
+      body: "{}",
+      headers: { "content-type": "application/json", authorization: `Basic ${btoa("user:sk-basic-secret")}` },
+    });
+    const err = await expectError(res, 401, "unsupported_authorization_scheme", "authentication_error");
+    expect(err.message).toContain("Bearer");
+  });
+
+  it("405 with Allow for another method on an API route", async () => {
+    const res = await call("/v1/chat/completions", { headers: { authorization: `Bearer ${ACME_KEY}` } });
+    expect(res.headers.get("allow")).toBe("POST");
+    await expectError(res, 405, "method_not_allowed", "invalid_request_error");
+    const models = await call("/v1/models", { method: "DELETE", headers: { authorization: `Bearer ${ACME_KEY}` } });
+    expect(models.headers.get("allow")).toBe("GET");
+    await expectError(models, 405, "method_not_allowed", "invalid_request_error");
+  });
+
   it("401 with a wrong API key, without echoing it", async () => {
     const res = await chat({ model: "m-eu", messages: [{ role: "user", content: "hi" }] }, { key: "sk-wrong-secret-123" });
     const error = await expectError(res, 401, "invalid_api_key", "authentication_error");
@@ -58,9 +77,12 @@ describe("client errors", () => {
   });
 
   it("401 for an Authorization header the guard cannot read, even where no token is needed", async () => {
-    for (const authorization of ["Basic YWRtaW46YWRtaW4=", "Bearer", "Bearer a b", "bearer"]) {
+    for (const authorization of ["Bearer", "Bearer a b", "bearer"]) {
       await expectError(await call("/admin/state", { headers: { authorization } }), 401, "missing_admin_token", "authentication_error");
     }
+    // Another scheme is named as such.
+    const basic = await call("/admin/state", { headers: { authorization: "Basic YWRtaW46YWRtaW4=" } });
+    await expectError(basic, 401, "unsupported_authorization_scheme", "authentication_error");
   });
 
   it("400 for malformed JSON", async () => {

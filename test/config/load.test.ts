@@ -1,5 +1,5 @@
 /** Configuration: validated at the boundary, loud and specific when wrong, never half-read. */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/edge/app.ts";
 import { ConfigError, loadConfig } from "../../src/config/load.ts";
 import { MAX_INDEX_ENTRIES_LIMIT } from "../../src/config/schema.ts";
@@ -102,9 +102,10 @@ describe("loadConfig", () => {
 });
 
 describe("an invalid configuration", () => {
-  it("fails every request with a 500 naming the field, and routes nothing", async () => {
+  it("fails every request with a 500, the field named in the operator's log and never to the client, and routes nothing", async () => {
     const bad = clone();
     delete (bad as Record<string, unknown>).tenants;
+    const errors = vi.spyOn(console, "error");
     const app = createApp();
     const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
     for (const path of ["/v1/models", "/v1/chat/completions"]) {
@@ -116,7 +117,8 @@ describe("an invalid configuration", () => {
       expect(res.status).toBe(500);
       const body = await res.json<{ error: { code: string; message: string } }>();
       expect(body.error.code).toBe("invalid_configuration");
-      expect(body.error.message).toContain("tenants");
+      expect(body.error.message).not.toContain("tenants");
+      expect(errors.mock.calls.map((c) => String(c[0])).some((l) => l.includes("config_error") && l.includes("tenants"))).toBe(true);
     }
   });
 });

@@ -45,6 +45,7 @@ openaiApi.get("/v1/models/:id{.+}", (c) => {
       "model_not_found",
       "The model named in the path does not exist or is not served here (GET /v1/models lists them)",
       "model",
+      "invalid_request_error",
     );
   }
   return c.json(modelObject(config, id));

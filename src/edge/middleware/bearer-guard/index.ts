@@ -2,7 +2,8 @@
  * One bearer-token guard, in the shape of Hono's `bearerAuth` middleware (a `verifyToken`
  * option), from which the tenant, node and admin guards are made (guards.ts).
  *
- * Every guard answers the same way: no token is 401 `missing_<what>`; a development credential
+ * Every guard answers the same way: no token is 401 `missing_<what>` (`unsupported_authorization_scheme`
+ * when the Authorization header uses another scheme, e.g. Basic); a development credential
  * outside a local development server is 401 `development_credential_refused` (checked before any
  * comparison, so a public credential never unlocks a deployed router); a token `verifyToken`
  * rejects is 401 `invalid_<what>`. Tokens are never echoed.
@@ -39,7 +40,15 @@ export function bearerGuard(options: BearerGuardOptions): MiddlewareHandler<AppE
     if (!token) {
       // A credential sent in a form the guard cannot read is refused, never ignored: the token-free
       // admin API of a local server does not admit `Authorization: Basic ...` as if none were sent.
-      if (tokenless?.(c) && c.req.header("authorization") === undefined) return next();
+      const authorization = c.req.header("authorization");
+      if (tokenless?.(c) && authorization === undefined) return next();
+      // A credential in another scheme (Basic, Digest) was sent, not missing: say which scheme works.
+      if (authorization !== undefined && authorization.trim() !== "" && !/^Bearer(\s|$)/i.test(authorization.trim())) {
+        throw ApiError.authentication(
+          "unsupported_authorization_scheme",
+          `The Authorization header must use the Bearer scheme: Authorization: Bearer <${credential === "api_key" ? "key" : "token"}>`,
+        );
+      }
       throw ApiError.authentication(
         `missing_${credential}`,
         `Missing ${label}: send it as Authorization: Bearer <${credential === "api_key" ? "key" : "token"}>`,
