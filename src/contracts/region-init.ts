@@ -8,7 +8,7 @@ import { nodeEngineSchema, nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from 
 import { regionSettingsSchema } from "../core/region/index.ts";
 
 /** A node declared in configuration: it needs no reports and never expires by silence. */
-export const staticNodeSchema = z.strictObject({
+export const staticNodeInitSchema = z.strictObject({
   id: nodeIdSchema,
   url: nodeUrlSchema,
   models: nodeModelsSchema,
@@ -20,7 +20,7 @@ export const regionInitSchema = z.strictObject({
   /** Changes whenever any field below changes. */
   fingerprint: z.string().min(1),
   settings: regionSettingsSchema,
-  staticNodes: z.array(staticNodeSchema),
+  staticNodes: z.array(staticNodeInitSchema),
 });
 
 export type RegionInit = z.infer<typeof regionInitSchema>;

@@ -27,10 +27,8 @@ import { nodeCredentialSchema } from "../core/node-identity.ts";
 export const REGION_CONTRACT_VERSION = 1;
 /** The oldest edge contract a region worker still serves (a compatible path while an edge catches up). */
 export const MIN_REGION_CONTRACT_VERSION = 1;
-/** Carries the contract version, both ways. */
-export const CONTRACT_HEADER = "x-warmpath-contract";
-/** Set on a region's refusal (a JSON {@link RegionRefusal}), never on a node's answer. */
-export const REFUSAL_HEADER = "x-warmpath-region-refusal";
+/** Carries the contract version both ways; a region's refusal (a JSON {@link RegionRefusal}) is marked by the other. */
+export { CONTRACT_HEADER, REFUSAL_HEADER } from "./headers.ts";
 
 /** The region worker's paths, under the region they are for. */
 export const regionPath = {

@@ -24,6 +24,7 @@ import {
   type StreamApi,
   type WarmRegion,
 } from "../contracts/region-service.ts";
+import { CONTRACT_HEADER, REQUEST_ID } from "../contracts/headers.ts";
 import { ApiError } from "../http/errors.ts";
 import { recordDecision, type DecisionSinks } from "../proxy/decision-log.ts";
 import { rateLimitHeaders } from "../proxy/rate-limit-headers.ts";
@@ -31,7 +32,7 @@ import { guardStream } from "./guard-stream.ts";
 import { RegionUnavailable, callRegion } from "./region-client.ts";
 
 /** Headers of the region worker's answer that are between the two workers only. */
-const INTERNAL_HEADERS = ["x-warmpath-contract"];
+const INTERNAL_HEADERS = [CONTRACT_HEADER];
 
 /** What the edge learned about the request: the rest comes from the {@link RequestContext}. */
 export interface ForwardInput {
@@ -169,7 +170,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
 function clientAnswer(rc: RequestContext, response: Response, stream: boolean): Response {
   const headers = new Headers(response.headers);
   for (const h of INTERNAL_HEADERS) headers.delete(h);
-  headers.set("x-request-id", rc.requestId);
+  headers.set(REQUEST_ID, rc.requestId);
   const sse = (headers.get("content-type") ?? "").includes("text/event-stream") || (stream && response.ok);
   const body = response.body && sse ? guardStream(response.body, true, rc.requestId) : response.body;
   return new Response(body, { status: response.status, headers });

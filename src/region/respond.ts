@@ -3,6 +3,7 @@
  * headers that explain the decision), relayed chunk by chunk, and, once it has ended, the
  * decision line and the completion reported on the request's session with its region object.
  */
+import { EXPLAIN, REQUEST_ID } from "../contracts/headers.ts";
 import { CONTRACT_HEADER, REGION_CONTRACT_VERSION, type Attempt } from "../contracts/region-service.ts";
 import type { RouteSessionApi } from "../contracts/region-object.ts";
 import type { CompletionOutcome, Usage } from "../contracts/routing.ts";
@@ -56,21 +57,20 @@ export function answersAsSse(stream: boolean, response: Response): boolean {
 function explain(rc: RegionContext, a: Answer, headers: Headers): void {
   const { placed } = a;
   const name = rc.region.config.name;
-  headers.set("x-request-id", rc.request.requestId);
+  headers.set(REQUEST_ID, rc.request.requestId);
   headers.set(CONTRACT_HEADER, String(REGION_CONTRACT_VERSION));
-  headers.set("x-warmpath-region", name);
-  headers.set("x-warmpath-node", placed.nodeId);
-  headers.set("x-warmpath-decision", placed.decision);
-  headers.set("x-warmpath-policy", placed.policy);
-  headers.set("x-warmpath-prefix-match", `${placed.matchBlocks}/${placed.totalBlocks}`);
-  headers.set("x-warmpath-attempts", String(a.attempts.length + a.own.length));
-  if (a.shard !== undefined) headers.set("x-warmpath-shard", String(a.shard));
+  headers.set(EXPLAIN.region, name);
+  headers.set(EXPLAIN.node, placed.nodeId);
+  headers.set(EXPLAIN.decision, placed.decision);
+  headers.set(EXPLAIN.policy, placed.policy);
+  headers.set(EXPLAIN.prefixMatch, `${placed.matchBlocks}/${placed.totalBlocks}`);
+  headers.set(EXPLAIN.attempts, String(a.attempts.length + a.own.length));
+  if (a.shard !== undefined) headers.set(EXPLAIN.shard, String(a.shard));
   // A long prompt sent past the nearest region to one holding its prefix says so, and what it saved.
   const warm = rc.request.warm;
-  if (warm?.region === name)
-    headers.set("x-warmpath-region-choice", `warm-prefix; nearest=${warm.nearest}; held-tokens=${warm.heldTokens}`);
+  if (warm?.region === name) headers.set(EXPLAIN.regionChoice, `warm-prefix; nearest=${warm.nearest}; held-tokens=${warm.heldTokens}`);
   // A flooding tenant kept off the nodes held for the others says so (fair-share.ts).
-  if (placed.heldForOthers > 0) headers.set("x-warmpath-held-nodes", String(placed.heldForOthers));
+  if (placed.heldForOthers > 0) headers.set(EXPLAIN.heldNodes, String(placed.heldForOthers));
   for (const [k, v] of Object.entries(rateLimitHeaders(placed.rateLimit))) headers.set(k, v);
 }
 

@@ -742,7 +742,7 @@ export function nodeCases(seed: number): FuzzCase[] {
     });
     add(`method ${method} on report`, { method, url: `${LOCAL}/v1/nodes/report`, headers: [bearer(TEST_NODE_TOKEN)], expect: [404, 405] });
   }
-  add("method DELETE on report", { method: "DELETE", url: `${LOCAL}/v1/nodes/report`, headers: [bearer(TEST_NODE_TOKEN)], expect: [404] });
+  add("method DELETE on report", { method: "DELETE", url: `${LOCAL}/v1/nodes/report`, headers: [bearer(TEST_NODE_TOKEN)], expect: [405] });
   for (const trick of [...pathTricks("/v1/nodes/eu/fz-eu-1"), ...pathTricks("/v1/nodes/report")]) {
     add(`${trick} without a token`, { method: "DELETE", url: LOCAL + trick, headers: [] });
     add(`${trick} POST without a token`, { method: "POST", url: LOCAL + trick, headers: json(), body: reportText });

@@ -9,6 +9,7 @@
  */
 import type { z } from "zod";
 import type { LoadedConfig, LoadedRegion } from "../../config/load.ts";
+import { HINT } from "../../contracts/headers.ts";
 import { EDGE_CEILING_PERIOD_SECONDS, edgeCeilingPerMinute } from "../../config/edge-ceiling.ts";
 import type { TenantConfig } from "../../config/schema.ts";
 import type { CanonicalPrompt } from "../../core/canonical.ts";
@@ -141,7 +142,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
   const chosen = chooseRegions(request, config, parsed.model, tenant);
   // A long prompt may go first to a farther region that already holds its prefix (warm-region.ts).
   const { regions, roundTrips, warm } = preferWarmRegion(rc, chosen.regions, chosen.roundTrips, key.hashes, key.promptTokens);
-  const hint = [request.headers.get("x-session-id"), ...parsed.hints].find((h) => typeof h === "string" && h !== "");
+  const hint = [request.headers.get(HINT.session), ...parsed.hints].find((h) => typeof h === "string" && h !== "");
 
   // The region worker asks the node for usage on a stream that did not, so every answer is
   // measured, and carries the cache namespace to engines that partition their cache by it.
@@ -222,7 +223,7 @@ async function edgeCeiling(rc: RequestContext): Promise<void> {
 
 /** The cache namespace: the tenant's own, or a shared one it may use (`x-warmpath-namespace`). */
 function resolveNamespace(request: Request, tenant: TenantConfig): string {
-  const asked = request.headers.get("x-warmpath-namespace");
+  const asked = request.headers.get(HINT.namespace);
   if (asked === null || asked === tenant.id) return `tenant:${tenant.id}`;
   if (!tenant.shared_namespaces.includes(asked)) {
     throw ApiError.permission(
@@ -245,7 +246,7 @@ function chooseRegions(
   tenant: TenantConfig,
 ): { regions: LoadedRegion[]; roundTrips: Array<number | undefined> | undefined } {
   const allowed = (r: LoadedRegion) => tenant.regions === undefined || tenant.regions.includes(r.config.name);
-  const pinned = request.headers.get("x-warmpath-region");
+  const pinned = request.headers.get(HINT.region);
   if (pinned !== null) {
     const region = config.regionByName.get(pinned);
     if (!region) {

@@ -8,33 +8,7 @@ import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../app-types.ts";
-
-const ALLOWED_HEADERS = [
-  "authorization",
-  "content-type",
-  "x-api-key",
-  "anthropic-version",
-  "anthropic-beta",
-  "openai-beta",
-  "x-session-id",
-  "x-warmpath-region",
-  "x-warmpath-namespace",
-  "x-request-id",
-];
-
-const EXPOSED_HEADERS = [
-  "x-request-id",
-  "x-warmpath-region",
-  "x-warmpath-node",
-  "x-warmpath-decision",
-  "x-warmpath-prefix-match",
-  "x-warmpath-policy",
-  "x-warmpath-attempts",
-  "x-warmpath-held-nodes",
-  "x-warmpath-shard",
-  "x-warmpath-region-choice",
-  "retry-after",
-];
+import { ALLOWED_REQUEST_HEADERS, EXPOSED_HEADERS } from "../../contracts/headers.ts";
 
 /** Preflight answers may be cached this long (seconds). */
 const MAX_AGE_SECONDS = 600;
@@ -51,7 +25,7 @@ function corsFor(allowed: readonly string[]): MiddlewareHandler {
     handler = cors({
       origin: (origin) => (allowed.includes("*") ? "*" : allowed.includes(origin) ? origin : null),
       allowMethods: ["GET", "POST", "OPTIONS"],
-      allowHeaders: ALLOWED_HEADERS,
+      allowHeaders: ALLOWED_REQUEST_HEADERS,
       exposeHeaders: EXPOSED_HEADERS,
       maxAge: MAX_AGE_SECONDS,
     });

@@ -17,6 +17,7 @@
 import { createMiddleware } from "hono/factory";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../app-types.ts";
+import { EXPLAIN } from "../../contracts/headers.ts";
 
 /** Log lines a second per isolate for one status and code; the rest are counted in a summary line. */
 export const LINES_PER_SECOND = 20;
@@ -99,7 +100,7 @@ export const refusalLog: MiddlewareHandler<AppEnv> = createMiddleware<AppEnv>(as
   const started = Date.now();
   await next();
   const res = c.res;
-  if (res.status < 400 || res.headers.has("x-warmpath-node") || c.get("decisionLogged")) return;
+  if (res.status < 400 || res.headers.has(EXPLAIN.node) || c.get("decisionLogged")) return;
   const { type, code } = await errorOf(res);
   recordRefusal(
     {

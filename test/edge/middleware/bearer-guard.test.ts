@@ -44,7 +44,7 @@ describe("bearerGuard", () => {
     const wrong = await get("api.example.com", "Bearer bad");
     expect(wrong.status).toBe(401);
     expect(await code(wrong)).toBe("invalid_widget_token");
-    expect(await code(await get("api.example.com", "Basic Z29vZA=="))).toBe("missing_widget_token");
+    expect(await code(await get("api.example.com", "Basic Z29vZA=="))).toBe("unsupported_authorization_scheme");
   });
 
   it("never echoes the token it refused", async () => {
