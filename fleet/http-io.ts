@@ -15,8 +15,16 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
-export function sendError(res: ServerResponse, status: number, message: string, type: string, param: string | null = null): void {
-  sendJson(res, status, errorBody(message, type, param, status));
+/** OpenAI's error answer; its `code` is the status (as vLLM's), unless the error names one. */
+export function sendError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  type: string,
+  param: string | null = null,
+  code: string | number = status,
+): void {
+  sendJson(res, status, errorBody(message, type, param, code));
 }
 
 /** A 307 to `location`, named in the body too, as web servers' redirect pages do. */

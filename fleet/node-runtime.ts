@@ -11,6 +11,7 @@ import { NO_FAULTS, type Faults, type NodeEngine } from "./config.ts";
 import { FirstByteTags } from "./first-bytes.ts";
 import { Histogram, TTFT_BUCKETS } from "./metrics.ts";
 import type { LoadReport, Reporter } from "./report.ts";
+import { ResponseStore } from "./response-store.ts";
 
 export interface NodeOptions {
   id: string;
@@ -57,6 +58,8 @@ export interface NodeState {
   injected_faults: Record<string, number>;
   /** Engine queue wait (ms) of each tagged request, for the fault runner's flood measurement. */
   queue_waits_ms: Record<string, number>;
+  /** Responses API responses the current process stores (response-store.ts). */
+  stored_responses: number;
 }
 
 export const HOST = "127.0.0.1";
@@ -89,6 +92,8 @@ export class NodeRuntime {
   ttft!: Histogram;
   queueTime!: Histogram;
   success!: Record<string, number>;
+  /** The current process's stored Responses API responses: lost on restart, as a process's memory. */
+  responses!: ResponseStore;
 
   constructor(o: NodeOptions) {
     this.o = o;
@@ -119,6 +124,7 @@ export class NodeRuntime {
     this.ttft = new Histogram(TTFT_BUCKETS);
     this.queueTime = new Histogram(TTFT_BUCKETS);
     this.success = { stop: 0, length: 0, abort: 0 };
+    this.responses = new ResponseStore();
   }
 
   state(): NodeState {
@@ -142,6 +148,7 @@ export class NodeRuntime {
       continued_tags: this.continuedBytes.toJSON(),
       injected_faults: { ...this.injectedFaults },
       queue_waits_ms: this.firstBytes.waitsJSON(),
+      stored_responses: this.responses.size,
     };
   }
 

@@ -9,19 +9,27 @@
  */
 import { createHash } from "node:crypto";
 
-/** A client error that becomes a 400 (or other 4xx) in OpenAI's error shape. */
+/**
+ * A client error that becomes a 400 (or other 4xx) in OpenAI's error shape (Anthropic's on
+ * /v1/messages). `type` and `code` replace the defaults (`BadRequestError` or `NotFoundError`,
+ * and the status) where the API names them otherwise.
+ */
 export class RequestError extends Error {
   readonly status: number;
   readonly param: string | null;
-  constructor(message: string, param: string | null = null, status = 400) {
+  readonly type: string | undefined;
+  readonly code: string | undefined;
+  constructor(message: string, param: string | null = null, status = 400, named: { type?: string; code?: string } = {}) {
     super(message);
     this.status = status;
     this.param = param;
+    this.type = named.type;
+    this.code = named.code;
   }
 }
 
 /** Text of a message's content: a string, or the text parts of a content array. */
-function contentText(content: unknown, param: string): string {
+export function contentText(content: unknown, param: string): string {
   if (content === undefined || content === null) return "";
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) throw new RequestError("content must be a string or an array of parts", param);
@@ -117,14 +125,63 @@ export function renderChatPrompt(body: Record<string, unknown>): ChatPrompt {
   };
 }
 
-/** The prompt of a text completion request: a string, or a one-element array of a string. */
-export function renderCompletion(body: Record<string, unknown>): string {
-  let prompt = body.prompt;
-  if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === "string") prompt = prompt[0];
-  if (typeof prompt !== "string" || prompt.length === 0) {
-    throw new RequestError("prompt must be a non-empty string (batched or token prompts are not simulated)", "prompt");
+/**
+ * Token ids the simulated tokenizer knows: 2^18, more than Llama 3's (128,256) or Qwen 2.5's
+ * (152,064) vocabulary. vLLM refuses a larger id (`Token id ... is out of vocabulary`).
+ */
+export const VOCAB_SIZE = 262_144;
+
+/**
+ * The text a token-id prompt stands for: each id as exactly one token of the prompt (4 characters,
+ * its base-36 digits), so a prompt of `n` ids counts `n` tokens, and prompts that share their first
+ * ids share their first blocks. Lowercase letters and digits only: never taken for a continuation
+ * (an answer starts with a capital, continuation.ts).
+ */
+export function tokenIdsText(ids: readonly number[]): string {
+  let text = "";
+  for (const id of ids) text += id.toString(36).padStart(4, "0");
+  return text;
+}
+
+/** One prompt of a completions request. */
+export interface CompletionPrompt {
+  text: string;
+  /** Given as token ids (rendered by tokenIdsText). */
+  tokenIds: boolean;
+}
+
+function tokenIdPrompt(v: unknown[], param: string): CompletionPrompt {
+  if (v.length === 0) throw new RequestError("a token prompt must hold at least one token id", param);
+  for (const id of v) {
+    if (typeof id !== "number" || !Number.isInteger(id) || id < 0) throw new RequestError("token ids must be integers >= 0", param);
+    if (id >= VOCAB_SIZE) throw new RequestError(`Token id ${id} is out of vocabulary`, param);
   }
-  return prompt;
+  return { text: tokenIdsText(v as number[]), tokenIds: true };
+}
+
+/**
+ * The prompts of a text completion request, as vLLM takes them: a string; an array of strings (one
+ * prompt each, answered as one choice each, `index` = the prompt's place); an array of token ids
+ * (one prompt); or an array of arrays of token ids (one prompt each).
+ */
+export function renderCompletions(body: Record<string, unknown>): CompletionPrompt[] {
+  const prompt = body.prompt;
+  if (typeof prompt === "string") {
+    if (prompt.length === 0) throw new RequestError("prompt must be a non-empty string", "prompt");
+    return [{ text: prompt, tokenIds: false }];
+  }
+  if (!Array.isArray(prompt) || prompt.length === 0) {
+    throw new RequestError("prompt must be a string, an array of strings, token ids or arrays of token ids", "prompt");
+  }
+  if (prompt.every((p) => typeof p === "string")) {
+    return prompt.map((p: string, i) => {
+      if (p.length === 0) throw new RequestError("prompt must not hold an empty string", `prompt[${i}]`);
+      return { text: p, tokenIds: false };
+    });
+  }
+  if (prompt.every((p) => typeof p === "number")) return [tokenIdPrompt(prompt, "prompt")];
+  if (prompt.every((p) => Array.isArray(p))) return prompt.map((p: unknown[], i) => tokenIdPrompt(p, `prompt[${i}]`));
+  throw new RequestError("prompt must be a string, an array of strings, token ids or arrays of token ids", "prompt");
 }
 
 /** Prompt tokens of a text, without a tokenizer: `charsPerToken` characters a token. */

@@ -1,12 +1,15 @@
 /**
  * A node's HTTP route table: which handler answers which method and path, the `hang` fault
  * (applied before routing, to everything but /admin/*), the 404 for anything else, and the
- * translation of a handler's error into an OpenAI-shaped error answer.
+ * translation of a handler's error into an OpenAI-shaped error answer (/v1/messages answers its
+ * own, in Anthropic's shape: anthropic.ts).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { RequestError } from "./prompt.ts";
 import { sendError } from "./http-io.ts";
 import { inference, listModels } from "./openai-routes.ts";
+import { responses } from "./responses.ts";
+import { messages } from "./anthropic.ts";
 import { serveMetrics } from "./metrics-route.ts";
 import { getState, postCrash, postFaults, postResetPrefixCache, postRestart, postUnknownAdmin, type Lifecycle } from "./control-routes.ts";
 import type { NodeRuntime } from "./node-runtime.ts";
@@ -33,6 +36,8 @@ const health: Handler = (_ctx, _req, res) => {
 const ROUTES: readonly Route[] = [
   { method: "POST", path: "/v1/chat/completions", handler: ({ node }, req, res) => inference(node, "chat", req, res) },
   { method: "POST", path: "/v1/completions", handler: ({ node }, req, res) => inference(node, "completion", req, res) },
+  { method: "POST", path: "/v1/responses", handler: ({ node }, req, res) => responses(node, req, res) },
+  { method: "POST", path: "/v1/messages", handler: ({ node }, req, res) => messages(node, req, res) },
   { method: "GET", path: "/health", handler: health },
   { method: "GET", path: "/v1/models", handler: ({ node }, _req, res) => listModels(node, res) },
   { method: "GET", path: "/metrics", handler: ({ node }, _req, res) => serveMetrics(node, res) },
@@ -61,7 +66,8 @@ export function requestListener(ctx: RouteContext): (req: IncomingMessage, res: 
     dispatch(ctx, req, res).catch((err: unknown) => {
       if (res.headersSent) return void res.destroy();
       if (err instanceof RequestError) {
-        sendError(res, err.status, err.message, err.status === 404 ? "NotFoundError" : "BadRequestError", err.param);
+        const type = err.type ?? (err.status === 404 ? "NotFoundError" : "BadRequestError");
+        sendError(res, err.status, err.message, type, err.param, err.code ?? err.status);
       } else {
         sendError(res, 500, String((err as Error)?.message ?? err), "InternalServerError");
       }

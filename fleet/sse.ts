@@ -1,6 +1,7 @@
 /**
  * The server-sent-events framing of a streamed answer, as OpenAI's and vLLM's servers write it:
- * one `data: <json>` event per chunk, then `data: [DONE]`.
+ * one `data: <json>` event per chunk, then `data: [DONE]` (chat and completions); or named events,
+ * `event: <type>` then `data: <json>`, without a terminator (the Responses and Messages APIs).
  */
 import type { ServerResponse } from "node:http";
 
@@ -17,6 +18,11 @@ export function writeEvent(res: ServerResponse, obj: unknown): void {
   res.write(`data: ${JSON.stringify(obj)}\n\n`);
 }
 
+/** A named event (`event: <name>`), as the Responses and Messages APIs stream them. */
+export function writeNamedEvent(res: ServerResponse, event: string, obj: unknown): void {
+  res.write(`event: ${event}\ndata: ${JSON.stringify(obj)}\n\n`);
+}
+
 export function endEventStream(res: ServerResponse): void {
   res.end("data: [DONE]\n\n");
 }
@@ -30,10 +36,13 @@ export function endWithErrorEvent(res: ServerResponse, error: unknown): void {
   endEventStream(res);
 }
 
-/** A `data:` line that is not JSON (`text` must not parse), then the end of the body and of the connection. */
-export function endWithMalformedEvent(res: ServerResponse, text: string): void {
+/**
+ * A `data:` line that is not JSON (`text` must not parse), under its event name if the API names
+ * its events, then the end of the body and of the connection.
+ */
+export function endWithMalformedEvent(res: ServerResponse, text: string, event?: string): void {
   const socket = res.socket;
-  res.end(`data: ${text}\n\n`, () => socket?.end());
+  res.end(`${event === undefined ? "" : `event: ${event}\n`}data: ${text}\n\n`, () => socket?.end());
 }
 
 /**

@@ -3,13 +3,30 @@
 // - GET /admin/history, every HISTORY_POLL_MS: the last hour in 10 s buckets (charts, per-node
 //   token throughput) and the region's recent decisions with the candidates each one weighed;
 // - GET /admin/state, every second: the live cards and the per-node table.
-// Plain JS, no dependencies; charts are SVG built here.
+// Plain JS, no dependencies; charts are SVG built here, drawn at the size they are shown (so their
+// labels are the stylesheet's 12px whatever the window), on a time axis that starts at the oldest
+// data point (a minute on a fresh router, growing to the hour the router keeps).
 // @ts-check
 
 const DECISIONS = ["prefix-hit", "session", "pinned", "cold-spread", "hot-spill", "balance", "retry", "failover"];
-const PALETTE = ["#58a6ff", "#3fb950", "#f0883e", "#a371f7", "#d29922", "#f85149", "#39c5cf", "#db61a2", "#8b98a5"];
+/**
+ * Node colours: the Okabe-Ito palette (distinguishable with every common colour-vision
+ * deficiency), its black swapped for a light grey on the dark background. Past eight nodes the
+ * colours come round again, dashed, then dotted.
+ */
+const NODE_COLOURS = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#DDDDDD"];
+const NODE_DASHES = ["", "8 4", "2 4"];
+/** The hit-rate chart's two series (Okabe-Ito orange and sky blue, the prediction dashed). */
+const MEASURED_COLOUR = "#E69F00";
+const PREDICTED_COLOUR = "#56B4E9";
 /** History is refetched this often (ms): the buckets are 10 s wide. */
 const HISTORY_POLL_MS = 5_000;
+/** The history the router keeps: the charts' longest time axis. */
+const HISTORY_KEPT_MS = 3_600_000;
+/** The charts' shortest time axis: a fresh router's first requests are shown over a minute. */
+const MIN_AXIS_MS = 60_000;
+/** Chart height in CSS pixels (the width is the chart's box). */
+const CHART_HEIGHT = 220;
 /** Per-node token throughput in the table: averaged over the last 60 s of history. */
 const THROUGHPUT_WINDOW_MS = 60_000;
 /** Recent decisions shown (newest first, every region). */
@@ -117,17 +134,25 @@ function renderState(state) {
 }
 
 /**
- * The history's time axis: one slot per bucket of the last hour, oldest first, each with the
- * seconds it covers (the current bucket only as far as now).
+ * The charts' time axis: from the oldest bucket of any region (the first data point) to now, at
+ * least {@link MIN_AXIS_MS} and at most the hour kept. `slots` are the buckets from the oldest to
+ * the current one, each with the seconds it covers (the current one only as far as now) and the
+ * time its figures are drawn at (the middle of what it covers).
  */
-function slots(h) {
+function timeAxis(h) {
   const width = h.regions[0]?.bucketMs ?? 10_000;
-  const count = 3_600_000 / width;
-  const last = h.at - (h.at % width);
-  return Array.from({ length: count }, (_, i) => {
-    const start = last - (count - 1 - i) * width;
-    return { start, seconds: Math.max(1, (Math.min(h.at, start + width) - start) / 1000) };
-  });
+  const to = h.at;
+  const starts = h.regions.flatMap((r) => r.buckets.map((b) => b.start)).filter((s) => s <= to);
+  const oldest = starts.length ? Math.max(Math.min(...starts), to - HISTORY_KEPT_MS) : to;
+  const from = Math.min(oldest, to - MIN_AXIS_MS);
+  const slots = [];
+  if (starts.length) {
+    for (let start = oldest - (oldest % width); start <= to; start += width) {
+      const end = Math.min(to, start + width);
+      slots.push({ start, seconds: Math.max(1, (end - start) / 1000), t: Math.max(from, (start + end) / 2) });
+    }
+  }
+  return { from, to, slots };
 }
 
 /** Every region's buckets by start time, each bucket's figures summed over regions. */
@@ -170,41 +195,110 @@ function throughput(h) {
   return out;
 }
 
+/** A node's colour and dash, kept for as long as the page is open: a node keeps its look as others come and go. */
+const nodeStyles = new Map();
+
+/**
+ * The look of a node's series, stable per node id: its id's hash picks a colour, the next free
+ * one if another node shown has it; dashes only once every colour is taken.
+ * @param {string[]} keys every node shown, sorted (so a page opened on the same nodes draws them alike)
+ */
+function styleNodes(keys) {
+  const taken = new Set(keys.filter((k) => nodeStyles.has(k)).map((k) => nodeStyles.get(k).slot));
+  for (const k of keys) {
+    if (nodeStyles.has(k)) continue;
+    const want = hash(k) % NODE_COLOURS.length;
+    let slot = want;
+    search: for (let dash = 0; dash < NODE_DASHES.length; dash++)
+      for (let i = 0; i < NODE_COLOURS.length; i++) {
+        const s = dash * NODE_COLOURS.length + ((want + i) % NODE_COLOURS.length);
+        if (!taken.has(s)) {
+          slot = s;
+          break search;
+        }
+      }
+    taken.add(slot);
+    nodeStyles.set(k, {
+      slot,
+      color: NODE_COLOURS[slot % NODE_COLOURS.length],
+      dash: NODE_DASHES[Math.floor(slot / NODE_COLOURS.length)] ?? "",
+    });
+  }
+}
+
+/** FNV-1a of a string: a node id's preferred colour. */
+function hash(/** @type {string} */ s) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
 function renderHistory(h) {
-  const axis = slots(h);
+  const axis = timeAxis(h);
   const byStart = bucketsByStart(h);
-  const at = axis.map((s) => ({ ...s, b: byStart.get(s.start) }));
+  const at = axis.slots.map((s) => ({ ...s, b: byStart.get(s.start) }));
+  const times = at.map((s) => s.t);
   lineChart(
     $("chart-hit"),
+    axis,
+    times,
     [
-      { name: "measured", color: "#3fb950", values: at.map(({ b }) => (b && b.mPrompt ? b.mCached / b.mPrompt : null)) },
-      { name: "predicted", color: "#58a6ff", values: at.map(({ b }) => (b && b.prompt ? b.predicted / b.prompt : null)) },
+      { name: "measured", color: MEASURED_COLOUR, values: at.map(({ b }) => (b && b.mPrompt ? b.mCached / b.mPrompt : null)) },
+      {
+        name: "predicted",
+        color: PREDICTED_COLOUR,
+        dash: "8 4",
+        values: at.map(({ b }) => (b && b.prompt ? b.predicted / b.prompt : null)),
+      },
     ],
-    1,
-    pct,
+    { max: 1, step: 0.25, decimals: 0 },
+    (v) => Math.round(100 * v) + "%",
   );
   const keys = [...new Set([...byStart.values()].flatMap((b) => [...b.nodes.keys()]))].sort();
-  const perNode = (/** @type {(n: any) => number} */ f) =>
-    keys.map((k, i) => ({
+  styleNodes(keys);
+  for (const [id, unit, f] of /** @type {Array<[string, string, (n: any) => number]>} */ ([
+    ["rps", "req/s", (n) => n.routed],
+    ["prefill", "tok/s", (n) => n.prefillTokens],
+    ["decode", "tok/s", (n) => n.decodeTokens],
+  ])) {
+    // Buckets hold only intervals with something in them: a missing one is nothing routed, nothing answered.
+    const series = keys.map((k) => ({
       name: k,
-      color: PALETTE[i % PALETTE.length],
+      ...nodeStyles.get(k),
       values: at.map(({ b, seconds }) => {
         const n = b?.nodes.get(k);
-        return n ? f(n) / seconds : b ? 0 : null;
+        return n ? f(n) / seconds : 0;
       }),
     }));
-  const legend = keys.map((k, i) => `<span style="color:${PALETTE[i % PALETTE.length]}">● ${esc(k)}</span>`).join(" ");
-  for (const [id, f] of /** @type {Array<[string, (n: any) => number]>} */ ([
-    ["rps", (n) => n.routed],
-    ["prefill", (n) => n.prefillTokens],
-    ["decode", (n) => n.decodeTokens],
-  ])) {
-    const series = perNode(f);
-    const max = Math.max(1, ...series.flatMap((s) => s.values.filter((v) => v !== null)));
-    lineChart($(`chart-${id}`), series, niceCeil(max), fmt);
-    $(`legend-${id}`).innerHTML = legend;
+    const ticks = niceTicks(Math.max(0, ...series.flatMap((s) => s.values.map((v) => v ?? 0))));
+    const label = (/** @type {number} */ v) => num(v, ticks.decimals) + " " + unit;
+    lineChart($(`chart-${id}`), axis, times, series, ticks, label);
+    $(`legend-${id}`).innerHTML = series
+      .map((s) => {
+        const last = s.values.at(-1);
+        const now = last === undefined || last === null ? "–" : num(last, ticks.decimals + 1) + " " + unit;
+        return `<span title="${esc(s.name)}: ${now} in the latest bucket">${swatch(s.color, s.dash)} ${esc(s.name)} <small>${now}</small></span>`;
+      })
+      .join("");
   }
   renderDecisions(h);
+}
+
+/** A legend's sample of a series' line. */
+function swatch(/** @type {string} */ color, /** @type {string} */ dash) {
+  return `<svg class="swatch" width="26" height="10" aria-hidden="true"><line x1="1" y1="5" x2="25" y2="5" stroke="${color}" stroke-width="3"${dash ? ` stroke-dasharray="${dash}"` : ""}/></svg>`;
+}
+
+/**
+ * A decision's first byte, in two columns: a stream's first token (its time to first token) and a
+ * non-streamed answer, whose first byte is the whole answer. A region older than the record's
+ * `firstByteKind` does not say which: one cell spanning both.
+ */
+function firstByteCells(d) {
+  if (d.firstByteMs === null || d.firstByteMs === undefined) return "<td>–</td><td>–</td>";
+  if (d.firstByteKind === "stream") return `<td class="ttft">${ms(d.firstByteMs)}</td><td>–</td>`;
+  if (d.firstByteKind === "whole") return `<td>–</td><td class="whole">${ms(d.firstByteMs)}</td>`;
+  return `<td colspan="2" class="first-byte-unknown" title="this region does not say whether the first byte was a stream's first token or a whole answer">${ms(d.firstByteMs)} <small>first byte</small></td>`;
 }
 
 /** The recent decisions of every region, newest first: why each request went where it did. */
@@ -237,14 +331,16 @@ function renderDecisions(h) {
         <td>${d.matchBlocks} / ${d.totalBlocks}</td>
         <td class="candidates">${candidates}${more}</td>
         <td class="${d.status === "ok" ? "up" : d.status === "in-flight" ? "" : "down"}">${esc(d.status)}</td>
-        <td>${ms(d.firstByteMs)}</td>
+        ${firstByteCells(d)}
         <td>${measured}</td>
       </tr>`;
     })
     .join("");
   $("decisions").innerHTML = `<table><thead><tr><th>time</th><th>request</th><th>tenant</th><th>region</th><th>node</th><th>decision</th>
-    <th>prefix blocks</th><th>candidates (believed cached blocks · estimated first token)</th><th>end</th><th>first byte</th>
-    <th>cached tokens measured / prompt</th></tr></thead><tbody>${body || '<tr><td colspan="11">no request yet</td></tr>'}</tbody></table>`;
+    <th>prefix blocks</th><th>candidates (believed cached blocks · estimated first token)</th><th>end</th>
+    <th title="streamed answers: from dispatch to the stream's first byte">first token<br /><small>streamed</small></th>
+    <th title="answers not streamed arrive whole: from dispatch to the whole answer">whole answer<br /><small>not streamed</small></th>
+    <th>cached tokens measured / prompt</th></tr></thead><tbody>${body || '<tr><td colspan="12">no request yet</td></tr>'}</tbody></table>`;
 }
 
 /** One region: a row per node with its load, its decision mix and its hit rates. */
@@ -292,52 +388,121 @@ function regionTable(r, rates) {
     }</tbody></table></div>`;
 }
 
-/** The next of 1, 2, 5 x 10^k at or above v: a readable axis maximum. */
-function niceCeil(/** @type {number} */ v) {
-  const p = 10 ** Math.floor(Math.log10(v));
-  return [1, 2, 5, 10].map((m) => m * p).find((x) => x >= v) ?? v;
+/** A tick's number: at most `decimals` decimals (trailing zeros dropped), from 10,000 in k and from a million in M. */
+function num(/** @type {number} */ v, /** @type {number} */ decimals) {
+  if (v >= 1e6) return +(v / 1e6).toFixed(2) + "M";
+  if (v >= 1e4) return +(v / 1e3).toFixed(1) + "k";
+  return String(+v.toFixed(decimals));
 }
 
 /**
- * Draws series (one value per history slot, null where there is none) into an SVG with a 0..max axis.
+ * A readable value axis from 0 past `v`: about four steps of 1, 2, 2.5 or 5 x 10^k, and the
+ * decimals its labels need.
+ */
+function niceTicks(/** @type {number} */ v) {
+  if (!(v > 0)) return { max: 1, step: 0.25, decimals: 2 };
+  const raw = v / 4;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * p).find((x) => x >= raw) ?? raw;
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9) + (step / p === 2.5 ? 1 : 0));
+  return { max: Math.ceil(v / step - 1e-9) * step, step, decimals };
+}
+
+/** Time-axis steps: the first that leaves room for each tick's label. */
+const TIME_STEPS_S = [10, 15, 30, 60, 120, 300, 600, 900, 1200, 1800];
+
+/** A time tick's label: seconds or minutes before now. */
+function ago(/** @type {number} */ seconds, /** @type {number} */ step) {
+  if (seconds === 0) return "now";
+  return step < 60 ? `−${seconds} s` : `−${seconds / 60} min`;
+}
+
+/** @type {CanvasRenderingContext2D | null} */
+let measurer = null;
+/** The width of a label in the charts' font (12px, as the stylesheet's .chart text). */
+function textWidth(/** @type {string} */ s) {
+  measurer ??= document.createElement("canvas").getContext("2d");
+  if (!measurer) return s.length * 7;
+  measurer.font = "12px system-ui, -apple-system, 'Segoe UI', sans-serif";
+  return measurer.measureText(s).width;
+}
+
+/**
+ * Draws series (one value per slot of the time axis, null where there is none) into an SVG at the
+ * size it is shown, with a value axis from 0 and a time axis from the oldest data to now.
  * @param {HTMLElement} svg
- * @param {{ name: string, color: string, values: (number|null)[] }[]} series
- * @param {number} max
+ * @param {{ from: number, to: number }} axis
+ * @param {number[]} times when each value is drawn (ms epoch)
+ * @param {{ name: string, color: string, dash?: string, values: (number|null)[] }[]} series
+ * @param {{ max: number, step: number, decimals?: number }} ticks
  * @param {(v: number) => string} label
  */
-function lineChart(svg, series, max, label) {
-  const W = 600,
-    H = 200,
-    L = 44,
-    R = 8,
-    T = 8,
-    B = 20;
-  const n = Math.max(2, series[0]?.values.length ?? 2);
-  const x = (/** @type {number} */ i) => L + ((W - L - R) * i) / (n - 1);
-  const y = (/** @type {number} */ v) => T + (H - T - B) * (1 - Math.min(v, max) / max);
+function lineChart(svg, axis, times, series, ticks, label) {
+  const W = Math.max(240, Math.round(svg.getBoundingClientRect().width) || 600);
+  const H = CHART_HEIGHT;
+  const yLabels = [];
+  for (let v = 0; v <= ticks.max + ticks.step / 2; v += ticks.step) yLabels.push({ v, text: label(v) });
+  const L = Math.ceil(Math.max(...yLabels.map((t) => textWidth(t.text)))) + 12,
+    R = 14,
+    T = 10,
+    B = 26;
+  const span = Math.max(1, axis.to - axis.from);
+  const x = (/** @type {number} */ t) => L + ((W - L - R) * (t - axis.from)) / span;
+  const y = (/** @type {number} */ v) => T + (H - T - B) * (1 - Math.min(v, ticks.max) / ticks.max);
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  svg.dataset.from = String(axis.from);
+  svg.dataset.to = String(axis.to);
+  svg.dataset.spanMs = String(span);
   let out = "";
-  for (let k = 0; k <= 4; k++) {
-    const v = (max * k) / 4;
-    out += `<line class="grid" x1="${L}" x2="${W - R}" y1="${y(v)}" y2="${y(v)}"/><text x="${L - 4}" y="${y(v) + 3}" text-anchor="end">${label(v)}</text>`;
+  for (const { v, text } of yLabels) {
+    out += `<line class="grid" x1="${L}" x2="${W - R}" y1="${y(v)}" y2="${y(v)}"/><text class="y-tick" x="${L - 6}" y="${y(v) + 4}" text-anchor="end">${esc(text)}</text>`;
   }
-  out += `<text x="${L}" y="${H - 4}">−60 min</text><text x="${(L + W - R) / 2}" y="${H - 4}" text-anchor="middle">−30 min</text><text x="${W - R}" y="${H - 4}" text-anchor="end">now</text>`;
+  // Time ticks back from now, every step that leaves ~70 px for a label.
+  const seconds = span / 1000;
+  const room = Math.max(2, Math.floor((W - L - R) / 70));
+  // Seconds up to two minutes, minutes past them.
+  const step = TIME_STEPS_S.find((s) => seconds / s <= room && (s >= 60 || seconds <= 120)) ?? 3600;
+  for (let k = 0; k * step <= seconds + 1e-6; k++) {
+    const px = x(axis.to - k * step * 1000);
+    const anchor = k === 0 ? "end" : px - L < 24 ? "start" : "middle";
+    out += `<line class="grid tick" x1="${px}" x2="${px}" y1="${H - B}" y2="${H - B + 4}"/>`;
+    out += `<text class="x-tick" x="${k === 0 ? W - R : px}" y="${H - 8}" text-anchor="${anchor}">${ago(k * step, step)}</text>`;
+  }
+  out += `<line class="axis" x1="${L}" x2="${W - R}" y1="${H - B}" y2="${H - B}"/>`;
+  if (!series.some((s) => s.values.some((v) => v !== null))) {
+    out += `<text class="empty" x="${(L + W - R) / 2}" y="${(T + H - B) / 2}" text-anchor="middle">no data yet</text>`;
+  }
   for (const s of series) {
     let d = "";
     s.values.forEach((v, i) => {
       if (v === null) return;
-      d += (d && s.values[i - 1] !== null ? "L" : "M") + x(i).toFixed(1) + "," + y(v).toFixed(1);
+      const lone = (i === 0 || s.values[i - 1] === null) && (i === s.values.length - 1 || s.values[i + 1] === null);
+      d += (d && s.values[i - 1] !== null ? "L" : "M") + x(times[i] ?? axis.to).toFixed(1) + "," + y(v).toFixed(1);
+      // A value between gaps is a point: drawn as one.
+      if (lone && i < s.values.length - 1) {
+        out += `<circle class="point" cx="${x(times[i] ?? axis.to).toFixed(1)}" cy="${y(v).toFixed(1)}" r="2.5" fill="${s.color}"/>`;
+      }
     });
-    if (d) out += `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2"><title>${esc(s.name)}</title></path>`;
+    const dash = s.dash ? ` stroke-dasharray="${s.dash}"` : "";
+    if (d)
+      out += `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2.5"${dash} stroke-linejoin="round"><title>${esc(s.name)}</title></path>`;
     // The latest value as a dot, so a series is visible from its first bucket.
     for (let i = s.values.length - 1; i >= 0; i--) {
       const v = s.values[i];
       if (v === null || v === undefined) continue;
-      out += `<circle cx="${x(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="3.5" fill="${s.color}"><title>${esc(s.name)}: ${label(v)}</title></circle>`;
+      out += `<circle class="latest" cx="${x(times[i] ?? axis.to).toFixed(1)}" cy="${y(v).toFixed(1)}" r="4" fill="${s.color}"><title>${esc(s.name)}: ${esc(label(v))}</title></circle>`;
       break;
     }
   }
   svg.innerHTML = out;
 }
+
+/** Charts are drawn at their size: drawn again when the window changes it. */
+let redraw = 0;
+window.addEventListener("resize", () => {
+  cancelAnimationFrame(redraw);
+  redraw = requestAnimationFrame(() => history && renderHistory(history));
+});
 
 $("login").addEventListener("submit", (e) => {
   e.preventDefault();

@@ -110,6 +110,31 @@ describe("region ledger", () => {
     expect(decisions.at(-1)!.requestId).toBe("id-n5");
   });
 
+  it("tells a stream's first token from a whole answer's first byte, from how the completion reports it", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), T0);
+    const usage = { promptTokens: 2_600, cachedTokens: 0, completionTokens: 5 };
+    // Streamed: the first byte is reported on its own, ahead of the end.
+    const streamed = placed(r, "s", T0);
+    r.firstByte(streamed.ticket, T0 + 90);
+    const open = r.historyView(T0 + 100).decisions[0]!;
+    expect(open).toMatchObject({ requestId: "id-s", status: "in-flight", firstByteMs: 90, firstByteKind: "stream" });
+    r.complete(streamed.ticket, { status: "ok", usage }, T0 + 900);
+    // Non-streamed: the first byte comes with the completion, the answer whole.
+    const whole = placed(r, "w", T0 + 1_000);
+    r.complete(whole.ticket, { status: "ok", usage, firstByteMsAgo: 5 }, T0 + 1_700);
+    // A non-streamed refusal is a whole answer too; a failure before the first byte has none.
+    const refused = placed(r, "x", T0 + 2_000);
+    r.complete(refused.ticket, { status: "refused", firstByteMsAgo: 0 }, T0 + 2_040);
+    const failed = placed(r, "f", T0 + 3_000);
+    r.complete(failed.ticket, { status: "failed", reason: "timeout" }, T0 + 3_500);
+    const byId = new Map(r.historyView(T0 + 4_000).decisions.map((d) => [d.requestId, d]));
+    expect(byId.get("id-s")).toMatchObject({ status: "ok", firstByteMs: 90, firstByteKind: "stream", durationMs: 900 });
+    expect(byId.get("id-w")).toMatchObject({ status: "ok", firstByteMs: 695, firstByteKind: "whole", durationMs: 700 });
+    expect(byId.get("id-x")).toMatchObject({ status: "refused", firstByteMs: 40, firstByteKind: "whole" });
+    expect(byId.get("id-f")).toMatchObject({ status: "failed", firstByteMs: null, firstByteKind: null });
+  });
+
   it("lets a request in flight outlive its place among the recent decisions: its end still counts, its answer keeps its candidates", () => {
     const r = new RegionRouter(settings({ maxInflightPerNode: 1_000, maxQueueSeconds: 1e6 }));
     r.upsertNode(spec("a"), T0);

@@ -134,8 +134,13 @@ export class RegionLedger {
     this.recent.add({ ...recordOf(req, now), decision: reason, considered, status: "rejected" });
   }
 
+  /**
+   * The answer's first byte arrived. Reported on its own, ahead of the end, it is a stream's first
+   * token; one that comes with the completion is a whole answer's, which {@link completed} says.
+   */
   firstByte(e: LedgerEntry, now: number): void {
     e.record.firstByteMs = now - e.dispatchedAt;
+    e.record.firstByteKind = "stream";
   }
 
   /**
@@ -176,6 +181,8 @@ export class RegionLedger {
       now,
     );
     e.record.status = outcome.status;
+    // A first byte reported with the completion is a non-streamed answer's: the answer arrived whole.
+    if (outcome.firstByteMsAgo !== undefined && e.record.firstByteMs !== null) e.record.firstByteKind = "whole";
     e.record.durationMs = now - e.dispatchedAt;
     e.record.measuredPromptTokens = measured?.promptTokens ?? null;
     e.record.measuredCachedTokens = measured?.cachedTokens ?? null;
@@ -223,6 +230,7 @@ function recordOf(req: RouteRequest, now: number): DecisionRecord {
     considered: [],
     status: "rejected",
     firstByteMs: null,
+    firstByteKind: null,
     durationMs: null,
     measuredPromptTokens: null,
     measuredCachedTokens: null,

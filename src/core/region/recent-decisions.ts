@@ -8,6 +8,9 @@ import type { CompletionOutcome, Considered, Decision } from "../../contracts/ro
 /** Decisions kept per region: enough for a screenful, ~100 KB at the most. */
 export const RECENT_DECISIONS = 100;
 
+/** How a decision record's first byte was learned (see {@link DecisionRecord.firstByteKind}). */
+export type FirstByteKind = "stream" | "whole";
+
 export interface DecisionRecord {
   at: number;
   requestId: string;
@@ -24,7 +27,17 @@ export interface DecisionRecord {
   considered: Considered[];
   /** `in-flight` until the worker reports its end. */
   status: CompletionOutcome["status"] | "in-flight" | "rejected";
+  /** From its dispatch to its answer's first byte (see {@link firstByteKind} for what that byte was). */
   firstByteMs: number | null;
+  /**
+   * What {@link firstByteMs} measured: `stream`, a first byte reported on its own ahead of the
+   * answer's end (a streamed answer's first token: its time to first token); `whole`, one reported
+   * with the completion (`CompletionOutcome.firstByteMsAgo`: a non-streamed answer, which arrives
+   * whole, so the time is the whole answer's); null before a first byte. A non-streamed answer
+   * that stores a response (its id reported ahead of the end) counts as `stream`. Absent from
+   * records of a region older than the field: readers must take its absence as unknown.
+   */
+  firstByteKind: FirstByteKind | null;
   durationMs: number | null;
   /** From the node's usage, when it reported them. */
   measuredPromptTokens: number | null;
