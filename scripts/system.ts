@@ -130,8 +130,12 @@ async function killTree(child: ChildProcess, signal: "SIGTERM" | "SIGKILL" = "SI
     }
   };
   kill(signal);
-  const timeout = sleep(5000).then(() => "timeout" as const);
-  if ((await Promise.race([exited, timeout])) === "timeout") {
+  // The timer is cleared once the process exits: it must not keep the caller alive 5 s more.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), 5000)));
+  const first = await Promise.race([exited.then(() => "exited" as const), timeout]);
+  clearTimeout(timer);
+  if (first === "timeout") {
     kill("SIGKILL");
     await exited;
   }
