@@ -5,6 +5,7 @@
  *
  *   npm start [-- --port 8787] [-- --time-factor 1] [-- --fleet fleet/fleet.default.json]
  */
+import { createServer } from "node:net";
 import { parseArgs } from "node:util";
 import { DEV_ADMIN_TOKEN, DEV_API_KEY } from "../src/config/dev-credentials.ts";
 import { startSystem } from "./system.ts";
@@ -18,13 +19,37 @@ const { values } = parseArgs({
   },
 });
 
+/** Whether `port` can be listened on at 127.0.0.1 (another `npm start` may hold it). */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
+}
+
+const port = Number(values.port);
+if (!Number.isInteger(port) || port < 1 || port > 65535) {
+  console.error(`warmpath: --port must be a port number (1-65535).`);
+  process.exit(2);
+}
+if (!(await portFree(port))) {
+  console.error(
+    `warmpath: port ${port} is in use (another npm start?). Stop it, or start on another port: npm start -- --port ${port + 1}`,
+  );
+  process.exit(1);
+}
 const started = Date.now();
 console.log("warmpath: starting the router (wrangler dev) and the simulated GPU fleet...");
 const system = await startSystem({
-  port: Number(values.port),
+  port,
   fleetFile: values.fleet,
   timeFactorScale: Number(values["time-factor"]),
   onRouterOutput: values.verbose ? (line) => console.log(`[router] ${line}`) : undefined,
+}).catch((e: unknown) => {
+  // What failed, in one line; the router's own output (--verbose) has the rest.
+  console.error(`warmpath: could not start: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
 });
 const nodes = (system.fleet?.nodes ?? []).map((n) => `${n.region}/${n.id} ${n.url}`).join("\n    ");
 console.log(`

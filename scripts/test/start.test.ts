@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
-import { connect } from "node:net";
+import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
 import { ROOT, freePort } from "../system.ts";
@@ -180,5 +180,25 @@ test("npm start boots, serves a streamed completion, and leaves nothing behind o
       }
     }
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  }
+});
+
+test("npm start on a port in use says so in one line and exits 1, without a stack trace", { timeout: 30_000 }, async () => {
+  const port = await freePort();
+  const holder = createServer().listen(port, "127.0.0.1");
+  await new Promise((resolve) => holder.once("listening", resolve));
+  try {
+    const child = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--port", String(port)], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
+    assert.equal(code, 1);
+    assert.match(stderr, new RegExp(`port ${port} is in use`));
+    assert.doesNotMatch(stderr, /\n\s+at /, "no stack trace");
+  } finally {
+    holder.close();
   }
 });
