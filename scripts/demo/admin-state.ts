@@ -6,33 +6,14 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEV_ADMIN_TOKEN } from "../../src/config/dev-credentials.ts";
+import { adminStateSchema, type AdminState } from "../../src/contracts/admin.ts";
 
-export interface AdminState {
-  regions: Array<{
-    region: string;
-    policy: string;
-    nodes: Array<{
-      id: string;
-      metrics: {
-        routed: number;
-        decisions: Record<string, number>;
-        measuredRequests: number;
-        measuredPromptTokens: number;
-        measuredCachedTokens: number;
-        /** Answers whose cached share the index predicted within one engine block, of those compared. */
-        compared: number;
-        agreed: number;
-        corrections: number;
-        silentRestarts: number;
-      };
-    }>;
-  }>;
-}
+export type { AdminState };
 
 export async function adminState(url: string): Promise<AdminState> {
   const res = await fetch(`${url}/admin/state`, { headers: { authorization: `Bearer ${DEV_ADMIN_TOKEN}` } });
   if (!res.ok) throw new Error(`/admin/state: HTTP ${res.status}`);
-  return (await res.json()) as AdminState;
+  return adminStateSchema.parse(await res.json());
 }
 
 /** Requests whose usage the nodes reported, over the whole system. */

@@ -4,6 +4,7 @@
  * worker's own answer from a failure to reach one. Every failure here is a failed region: the
  * caller tries the next region (dispatch) or answers 503 for that region (node and admin API).
  */
+import type { z } from "zod";
 import type { LoadedRegion } from "../config/load.ts";
 import {
   CONTRACT_HEADER,
@@ -104,4 +105,20 @@ export async function regionJson<T>(env: Env, region: LoadedRegion, path: string
     console.error(JSON.stringify({ event: "region_unavailable", region: name, path, message: e.message }));
     throw ApiError.regionUnavailable(`Region '${name}' is unavailable right now; retry shortly`);
   }
+}
+
+/**
+ * A region worker's JSON answer read through its contract (src/contracts/admin.ts): one that does
+ * not parse is no region's answer (a worker of another version mid-deploy), logged, and 503 to
+ * the caller as an unreachable region is.
+ */
+export async function regionAnswer<S extends z.ZodType>(env: Env, region: LoadedRegion, path: string, schema: S): Promise<z.output<S>> {
+  const parsed = schema.safeParse(await regionJson<unknown>(env, region, path));
+  if (parsed.success) return parsed.data;
+  const name = region.config.name;
+  const issue = parsed.error.issues[0];
+  console.error(
+    JSON.stringify({ event: "region_answer_refused", region: name, path, issue: `${issue?.path.join(".")}: ${issue?.message}` }),
+  );
+  throw ApiError.regionUnavailable(`Region '${name}' answered in a shape this edge does not read; retry shortly`);
 }

@@ -18,7 +18,8 @@ import { ApiError } from "../../http/errors.ts";
 import { adminAuth } from "../middleware/bearer-guard/guards.ts";
 import { edgeRefusalTotals } from "../middleware/refusal-log.ts";
 import { renderPrometheus } from "./prometheus.ts";
-import { regionJson } from "../region-client.ts";
+import { regionAnswer, regionJson } from "../region-client.ts";
+import { regionHistorySchema, regionSnapshotSchema } from "../../contracts/admin.ts";
 
 export const adminApi = new Hono<AppEnv>();
 adminApi.use("/admin/*", adminAuth);
@@ -26,13 +27,13 @@ adminApi.use("/metrics", adminAuth);
 
 /** The region's state, from its worker: its object's snapshot, or its shards' merged (src/core/region/merge.ts). */
 async function regionState(env: Env, region: LoadedRegion) {
-  const snapshot = await regionJson<RegionSnapshot & { shards: number }>(env, region, regionPath.state(region.config.name));
+  const snapshot = await regionAnswer(env, region, regionPath.state(region.config.name), regionSnapshotSchema);
   return { ...snapshot, location: region.config.location, models: region.config.models };
 }
 
 /** The region's history, its shards' merged, from its worker. */
 async function regionHistory(env: Env, region: LoadedRegion) {
-  return regionJson<RegionHistoryView>(env, region, regionPath.history(region.config.name));
+  return regionAnswer(env, region, regionPath.history(region.config.name), regionHistorySchema);
 }
 
 /** The configured region named in the path, or 404 `unknown_region`. */

@@ -4,7 +4,8 @@
  * `warmpath_` prefix, `_total` counters, `_seconds` histograms, one label set per region and
  * node); every metric is documented in README.md ("Prometheus metrics").
  */
-import { LATENCY_BUCKETS_MS, MATCHED_BLOCKS_BUCKETS, type RegionSnapshot } from "../../core/region/index.ts";
+import type { RegionSnapshotAnswer as RegionSnapshot } from "../../contracts/admin.ts";
+import { LATENCY_BUCKETS_MS, MATCHED_BLOCKS_BUCKETS } from "../../core/region/index.ts";
 
 type Labels = Record<string, string>;
 type Kind = "counter" | "gauge" | "histogram";
