@@ -1,6 +1,7 @@
 /**
  * The typed-array prefix index against the Map-based index it replaced (kept here as the
- * reference model, unchanged but for formatting): random operation sequences, every public result
+ * reference model, unchanged but for formatting and for cutting a prompt the node cannot hold
+ * whole, issue 24): random operation sequences, every public result
  * compared after every operation. The rewrite was a memory change only; any difference in what
  * the index answers is a bug.
  */
@@ -71,7 +72,14 @@ class ReferenceIndex {
     const node = this.nodes.get(nodeId);
     if (!node) return;
     const { lru } = node;
-    for (let i = hashes.length - 1; i >= 0; i--) {
+    // The one change since the rewrite (issue 24): a prompt the node cannot hold whole goes in
+    // from its start, only as far as it fits in its capacity and its share of the cap.
+    let to = Math.min(hashes.length, node.entryLimit);
+    for (let k = 0, weight = 0; k < to; k++) {
+      weight += blockWeight(k);
+      if (weight > node.capacityBlocks) to = k;
+    }
+    for (let i = to - 1; i >= 0; i--) {
       const hash = hashes[i]!;
       const weight = blockWeight(i);
       const value = pack(++this.seq, weight);
@@ -313,5 +321,109 @@ describe("PrefixIndex against the Map-based reference", () => {
 
   it("answers every call as the reference does (long prompts of weighted blocks)", { timeout: 60_000 }, () => {
     for (let seed = 101; seed <= 106; seed++) run(seed, 400, true);
+  });
+});
+
+/**
+ * Speculative inserts rolled back (issue 24): the index after a rollback is the reference index that
+ * never saw the rolled-back requests (the same operations replayed without them), whatever else
+ * was inserted, speculated, confirmed or rolled back in between, in any order. The generator keeps
+ * to what a rollback undoes exactly: speculated prompts are new (a rollback does not undo touches of
+ * confirmed blocks), and a node never takes in more behind a request in flight than it can hold
+ * with it (an unconfirmed block evicted before its request is resolved is not kept).
+ */
+function runSpeculative(seed: number, ops: number): void {
+  const r = rng(seed);
+  const ids = ["n0", "n1", "n2", "n3"];
+  const caps = ids.map(() => 20 + Math.floor(r() * 100));
+  // Sometimes the cap binds (each node then holds its share of it in entries).
+  const maxEntries = r() < 0.5 ? 1_000 : Math.floor(caps.reduce((a, b) => a + b) * (0.4 + 0.5 * r()));
+  const fresh = (() => {
+    let next = 0;
+    return (length: number) => {
+      next++;
+      return Array.from({ length }, (_, d) => hex16(next * 10_000 + d));
+    };
+  })();
+  const a = new PrefixIndex(maxEntries);
+  const setUp = (index: { setNode(id: string, cap: number): void }) => ids.forEach((id, i) => index.setNode(id, caps[i]!));
+  setUp(a);
+  const limitOf = (b: ReferenceIndex, i: number) =>
+    Math.min(caps[i]!, (b as unknown as { nodes: Map<string, { entryLimit: number }> }).nodes.get(ids[i]!)!.entryLimit);
+  const shape = new ReferenceIndex(maxEntries);
+  setUp(shape);
+
+  type Op = { node: number; chain: string[]; request?: number };
+  const log: Op[] = [];
+  const used: string[][] = [];
+  const rolledBack = new Set<number>();
+  interface Pending {
+    node: number;
+    /** Its joined hashes and claimed blocks, for confirm or rollback. */
+    claimed: readonly [string, number, number];
+    /** Blocks the node took in from this request on (its own included). */
+    behind: number;
+  }
+  const pending = new Map<number, Pending>();
+  let requests = 0;
+  const fits = (node: number, length: number) =>
+    [...pending.values()].every((p) => p.node !== node || p.behind + length <= limitOf(shape, node));
+  const took = (node: number, length: number) => {
+    for (const p of pending.values()) if (p.node === node) p.behind += length;
+  };
+
+  for (let step = 0; step < ops; step++) {
+    const where = `seed ${seed} step ${step}`;
+    const op = r();
+    const node = Math.floor(r() * ids.length);
+    if (op < 0.35) {
+      // A confirmed insert: a new prompt, or one seen before (a touch, or a prompt in flight confirmed by another).
+      const chain = used.length > 0 && r() < 0.5 ? used[Math.floor(r() * used.length)]! : fresh(1 + Math.floor(r() * 12));
+      if (!fits(node, chain.length)) continue;
+      a.insert(ids[node]!, chain);
+      log.push({ node, chain });
+      used.push(chain);
+      took(node, chain.length);
+    } else if (op < 0.65) {
+      const chain = fresh(1 + Math.floor(r() * 12));
+      if (!fits(node, chain.length) || chain.length > limitOf(shape, node)) continue;
+      const request = requests++;
+      const { from, to } = a.speculate(ids[node]!, chain);
+      expect([from, to], where).toEqual([0, chain.length]);
+      log.push({ node, chain, request });
+      used.push(chain);
+      took(node, chain.length);
+      pending.set(request, { node, claimed: [chain.join(""), from, to], behind: chain.length });
+    } else if (pending.size > 0) {
+      const keys = [...pending.keys()];
+      const request = keys[Math.floor(r() * keys.length)]!;
+      const p = pending.get(request)!;
+      pending.delete(request);
+      if (op < 0.8) {
+        a.confirm(ids[p.node]!, ...p.claimed);
+      } else {
+        a.rollback(ids[p.node]!, ...p.claimed);
+        rolledBack.add(request);
+      }
+    }
+    // The reference: every operation but the rolled-back requests', replayed.
+    const b = new ReferenceIndex(maxEntries);
+    setUp(b);
+    for (const o of log) if (o.request === undefined || !rolledBack.has(o.request)) b.insert(ids[o.node]!, o.chain);
+    expect(a.size, where).toBe(b.size);
+    // (A block only ghosts hold is kept, and counted, while requests are in flight.)
+    if (pending.size === 0) {
+      expect(a.distinctBlocks, where).toBe(b.distinctBlocks);
+      for (const id of ids) expect(a.speculationOf(id), where).toEqual({ unconfirmed: 0, unconfirmedBlocks: 0, ghosts: 0, ghostBlocks: 0 });
+    }
+    for (const id of ids) expect(a.blocksOf(id), `${where} ${id}`).toBe(b.blocksOf(id));
+    for (const chain of used) expect(a.matchDepths(chain, ids), where).toEqual(b.matchDepths(chain, ids));
+  }
+  expect(rolledBack.size).toBeGreaterThan(5);
+}
+
+describe("PrefixIndex rollbacks against the reference without the rolled-back requests", () => {
+  it("leaves the index as if they had never been sent", { timeout: 60_000 }, () => {
+    for (let seed = 201; seed <= 216; seed++) runSpeculative(seed, 300);
   });
 });

@@ -129,3 +129,131 @@ describe("PrefixIndex", () => {
     expect(index.hasNode("b")).toBe(false);
   });
 });
+
+describe("PrefixIndex: speculative inserts, confirmed or rolled back (issue 24)", () => {
+  /** A speculative insert's claim (the joined hashes and the claimed blocks), to hand to confirm or rollback. */
+  const speculate = (index: PrefixIndex, id: string, hashes: string[]) => {
+    const { from, to } = index.speculate(id, hashes);
+    return [hashes.join(""), from, to] as const;
+  };
+
+  it("a prompt larger than the node is inserted from its start as far as it fits, not whole", () => {
+    const index = new PrefixIndex();
+    index.setNode("a", 10);
+    index.insert("a", longChain("p", 4));
+    index.insert("a", longChain("big", 30));
+    expect(index.matchDepths(longChain("big", 30), ["a"])).toEqual([10]);
+    // Only what the node held went out for it, not 20 of its own blocks as well.
+    expect(index.evictions).toBe(4);
+    expect(index.speculate("a", longChain("big2", 30))).toEqual({ from: 0, to: 10 });
+    // Deep blocks weigh more: 600 blocks of a long prompt on a node of 520 base blocks are its first 516 blocks (512 + 4 x 2).
+    index.setNode("b", 520);
+    expect(index.speculate("b", longChain("long", 600))).toEqual({ from: 0, to: 516 });
+    expect(index.blocksOf("b")).toBe(520);
+  });
+
+  it("a rollback forgets what the request added and takes back what its insert evicted", () => {
+    const index = new PrefixIndex();
+    index.setNode("a", 30);
+    index.insert("a", longChain("w", 22));
+    const huge = speculate(index, "a", longChain("huge", 1_000));
+    expect(huge.slice(1)).toEqual([0, 30]);
+    expect(index.matchDepths(longChain("w", 22), ["a"])).toEqual([0]);
+    expect(index.speculationOf("a")).toMatchObject({ unconfirmed: 30, ghosts: 22 });
+    index.rollback("a", ...huge);
+    expect(index.blocksOf("a")).toBe(22);
+    expect(index.matchDepths(longChain("w", 22), ["a"])).toEqual([22]);
+    expect(index.matchDepths(longChain("huge", 1_000), ["a"])).toEqual([0]);
+    expect(index.speculationOf("a")).toEqual({ unconfirmed: 0, unconfirmedBlocks: 0, ghosts: 0, ghostBlocks: 0 });
+  });
+
+  it("a confirmed request's evictions stand, and no ghost is kept once nothing is in flight", () => {
+    const index = new PrefixIndex();
+    index.setNode("a", 10);
+    index.insert("a", longChain("x", 6));
+    const y = speculate(index, "a", longChain("y", 6));
+    expect(index.speculationOf("a")).toMatchObject({ unconfirmed: 6, ghosts: 2 });
+    index.confirm("a", ...y);
+    expect(index.speculationOf("a")).toEqual({ unconfirmed: 0, unconfirmedBlocks: 0, ghosts: 0, ghostBlocks: 0 });
+    index.rollback("a", ...y); // too late: confirmed
+    expect(index.matchDepths(longChain("y", 6), ["a"])).toEqual([6]);
+    expect(index.matchDepths(longChain("x", 6), ["a"])).toEqual([4]);
+  });
+
+  it("with requests in flight together, the LRU is as if the rolled-back request had never been sent", () => {
+    const index = new PrefixIndex();
+    index.setNode("a", 10);
+    index.insert("a", longChain("x", 4)); // the oldest
+    index.insert("a", longChain("y", 4));
+    const a = speculate(index, "a", longChain("A", 4)); // evicts x's last two blocks
+    const b = speculate(index, "a", longChain("B", 2)); // evicts x's first two: they would have stayed but for A
+    expect(index.matchDepths(longChain("x", 4), ["a"])).toEqual([0]);
+    index.confirm("a", ...b); // B's first byte before A's refusal
+    index.rollback("a", ...a);
+    // x, y, B: 10 blocks, as without A. (A record of what A's own insert evicted would bring back
+    // x's last two blocks without its first two: a prefix of 0.)
+    expect(index.matchDepths(longChain("x", 4), ["a"])).toEqual([4]);
+    expect(index.matchDepths(longChain("B", 2), ["a"])).toEqual([2]);
+    expect(index.blocksOf("a")).toBe(10);
+    // And in LRU order: x is still the oldest, its tail first.
+    index.insert("a", longChain("z", 1));
+    expect(index.matchDepths(longChain("x", 4), ["a"])).toEqual([3]);
+    expect(index.matchDepths(longChain("y", 4), ["a"])).toEqual([4]);
+  });
+
+  it("a rollback forgets only what no other request in flight still claims", () => {
+    const index = new PrefixIndex();
+    index.setNode("a", 100);
+    const first = speculate(index, "a", longChain("p", 5));
+    const second = speculate(index, "a", longChain("p", 7)); // the same prefix and two blocks more
+    expect(second.slice(1)).toEqual([0, 7]); // it claims the first's unconfirmed blocks too
+    index.rollback("a", ...first);
+    expect(index.matchDepths(longChain("p", 7), ["a"])).toEqual([7]);
+    index.rollback("a", ...second);
+    expect(index.matchDepths(longChain("p", 7), ["a"])).toEqual([0]);
+    expect(index.size).toBe(0);
+    // One confirmed: the other's rollback leaves it.
+    const third = speculate(index, "a", longChain("q", 5));
+    const fourth = speculate(index, "a", longChain("q", 5));
+    index.confirm("a", ...fourth);
+    index.rollback("a", ...third);
+    expect(index.matchDepths(longChain("q", 5), ["a"])).toEqual([5]);
+    // A confirmed prefix is claimed by no one: a speculative request on it claims only its new blocks.
+    expect(index.speculate("a", longChain("q", 8))).toEqual({ from: 5, to: 8 });
+  });
+
+  it("ghosts go with what the node is found to have lost", () => {
+    const index = new PrefixIndex();
+    index.setNode("a", 10);
+    index.insert("a", longChain("x", 6));
+    index.insert("a", longChain("y", 4));
+    const seq = index.touchedAt("a", longChain("y", 4)[0]!)!;
+    const z = speculate(index, "a", longChain("z", 4)); // evicts x's last 4 blocks
+    // The node reports it lost y (and so everything older): x's ghosts are gone too.
+    index.forgetOlderThan("a", seq);
+    expect(index.speculationOf("a").ghosts).toBe(0);
+    index.rollback("a", ...z);
+    expect(index.blocksOf("a")).toBe(0);
+    // A cleared node (a restart) keeps no ghosts either.
+    index.insert("a", longChain("x", 10));
+    speculate(index, "a", longChain("w", 4));
+    index.clearNode("a");
+    expect(index.speculationOf("a")).toEqual({ unconfirmed: 0, unconfirmedBlocks: 0, ghosts: 0, ghostBlocks: 0 });
+  });
+
+  it("keeps no more ghosts than its unconfirmed blocks could free, and stays within its cap", () => {
+    const index = new PrefixIndex(50);
+    index.setNode("a", 40);
+    index.setNode("b", 60); // entry limits 20 and 30
+    index.insert("a", longChain("x", 20));
+    const small = speculate(index, "a", longChain("s", 3));
+    expect(index.speculationOf("a")).toMatchObject({ unconfirmed: 3, ghosts: 3 });
+    // More confirmed traffic while it is in flight: still 3 ghosts, the most recently evicted.
+    index.insert("a", longChain("y", 10));
+    expect(index.speculationOf("a")).toMatchObject({ unconfirmed: 3, ghosts: 3 });
+    index.rollback("a", ...small);
+    expect(index.size).toBeLessThanOrEqual(50);
+    expect(index.blocksOf("a")).toBe(20);
+    expect(index.matchDepths(longChain("x", 20), ["a"])).toEqual([10]); // x's first 10 blocks: 3 of them taken back
+  });
+});

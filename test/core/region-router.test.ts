@@ -349,3 +349,133 @@ describe("RegionRouter: one shard of a sharded region", () => {
     expect(follow.nodeId).toBe("b");
   });
 });
+
+describe("RegionRouter: a request the node refused or failed leaves the index as it was (issue 24)", () => {
+  /** Hex block hashes, as the edge sends them, distinct for each prefix number and block. */
+  const chain = (p: number, n: number) => Array.from({ length: n }, (_, i) => ((p << 20) | i).toString(16).padStart(16, "0"));
+  /** 900k tokens at 128 tokens a base block: 7,032 base blocks, 1,628 blocks of the edge's doubling layout. */
+  const HUGE = { hashes: chain(0xbad, 1_628), promptTokens: 900_000 };
+  const ask = (hashes: string[], promptTokens: number, over: object = {}) => ({
+    requestId: "x",
+    model: "m",
+    hashes,
+    promptTokens,
+    ...over,
+  });
+  const placed = (r: RegionRouter, request: ReturnType<typeof ask>, now: number) => {
+    const res = r.route(request, now);
+    if (!res.ok) throw new Error(res.message);
+    return res;
+  };
+  const blocksOn = (r: RegionRouter, id: string, now: number) => r.snapshot(now).nodes.find((n) => n.id === id)!.indexBlocks;
+  /** Two nodes of 781 blocks; a 22-block warm prefix computed on one of them (returned). */
+  const warm = (over: Partial<RegionSettings> = {}) => {
+    const r = new RegionRouter(settings(over));
+    r.upsertNode(spec("a"), 0);
+    r.upsertNode(spec("b"), 0);
+    const w = placed(r, ask(chain(1, 22), 2_816), 0);
+    r.firstByte(w.ticket, 50);
+    r.complete(w.ticket, { status: "ok" }, 100);
+    expect(blocksOn(r, w.nodeId, 100)).toBe(22);
+    return { r, node: w.nodeId, other: w.nodeId === "a" ? "b" : "a" };
+  };
+
+  it("a 900k-token prompt the node refused (over its context) keeps the node's 22 warm blocks, and the next request on them hits there", () => {
+    const { r, node, other } = warm();
+    const huge = placed(r, ask(HUGE.hashes, HUGE.promptTokens, { exclude: [other] }), 1_000);
+    expect(huge.nodeId).toBe(node);
+    // Dispatched, it is believed held as far as the node can hold it (of its 781 blocks, 780 base
+    // blocks: its first 646 blocks), evicting the warm prefix for it, as the node would had it taken it.
+    expect(blocksOn(r, node, 1_000)).toBeGreaterThanOrEqual(780);
+    r.complete(huge.ticket, { status: "refused" }, 1_200);
+    expect(blocksOn(r, node, 1_200)).toBe(22);
+    const next = placed(r, ask(chain(1, 22), 2_816), 1_300);
+    expect(next).toMatchObject({ nodeId: node, matchBlocks: 22, decision: "prefix-hit" });
+    // The refused prompt is not believed anywhere.
+    expect(placed(r, ask(HUGE.hashes.slice(0, 40), 5_120), 1_400).matchBlocks).toBe(0);
+  });
+
+  it("a prompt the node failed before its first byte is taken out, and what it evicted comes back", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    // The node full: 39 prompts of 20 blocks (780 of its 781), the first the least recently used.
+    for (let p = 0; p < 39; p++) {
+      const x = placed(r, ask(chain(p, 20), 2_560), p);
+      r.complete(x.ticket, { status: "ok", firstByteMsAgo: 0 }, p);
+    }
+    const failed = placed(r, ask(chain(99, 20), 2_560), 100);
+    expect(blocksOn(r, "a", 100)).toBe(781); // its insert evicted 19 blocks of the oldest prompt
+    r.complete(failed.ticket, { status: "failed", reason: "http-5xx" }, 110);
+    expect(blocksOn(r, "a", 110)).toBe(780);
+    // After the breaker's cool-down: the oldest prompt is still a whole prefix hit, the failed one is not held.
+    const trial = placed(r, ask(chain(0, 20), 2_560), 5_000);
+    expect(trial.matchBlocks).toBe(20);
+    r.complete(trial.ticket, { status: "ok", firstByteMsAgo: 0 }, 5_000);
+    expect(placed(r, ask(chain(99, 20), 2_560), 5_001).matchBlocks).toBe(0);
+  });
+
+  it("with requests in flight together: another request dispatched and served meanwhile is kept, and so is the warm prefix, older", () => {
+    // (A long queue allowed, so that the node takes another request behind the huge one.)
+    const { r, node, other } = warm({ maxQueueSeconds: 1_000 });
+    const huge = placed(r, ask(HUGE.hashes, HUGE.promptTokens, { exclude: [other] }), 1_000);
+    // While the node holds the huge prompt in its queue, another request goes there and is served.
+    const b = placed(r, ask(chain(2, 20), 2_560, { exclude: [other] }), 1_010);
+    expect(b.nodeId).toBe(node);
+    r.firstByte(b.ticket, 1_020);
+    r.complete(b.ticket, { status: "ok" }, 1_030);
+    r.complete(huge.ticket, { status: "refused" }, 1_200);
+    // The warm prefix's last block went out for the other request (its insert, behind the huge
+    // prompt's), the rest for the huge one: all of it comes back, older than the other request's.
+    expect(blocksOn(r, node, 1_200)).toBe(42);
+    // In LRU order: 37 more prompts of 20 blocks (782 of the node's 781) push out the warm prefix's last block first.
+    for (let p = 10; p < 47; p++) {
+      const x = placed(r, ask(chain(p, 20), 2_560, { exclude: [other] }), 1_200 + p);
+      r.complete(x.ticket, { status: "ok", firstByteMsAgo: 0 }, 1_200 + p);
+    }
+    expect(blocksOn(r, node, 1_300)).toBe(781);
+    expect(placed(r, ask(chain(2, 20), 2_560), 1_300)).toMatchObject({ nodeId: node, matchBlocks: 20 });
+    expect(placed(r, ask(chain(1, 22), 2_816), 1_310)).toMatchObject({ nodeId: node, matchBlocks: 21 });
+  });
+
+  it("with requests in flight together: one sharing the failed request's new prefix keeps it if the node serves it", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    const first = placed(r, ask(chain(5, 20), 2_560), 0);
+    const second = placed(r, ask(chain(5, 20), 2_560), 10);
+    expect(second.matchBlocks).toBe(20); // the first's speculative insert
+    r.complete(first.ticket, { status: "failed", reason: "timeout" }, 20);
+    // The second is still in flight: the prefix stays believed until the node answers it.
+    r.firstByte(second.ticket, 30);
+    r.complete(second.ticket, { status: "ok" }, 40);
+    expect(placed(r, ask(chain(5, 20), 2_560), 5_000).matchBlocks).toBe(20);
+
+    // Both refused: gone.
+    const q = new RegionRouter(settings());
+    q.upsertNode(spec("a"), 0);
+    const x = placed(q, ask(chain(6, 20), 2_560), 0);
+    const y = placed(q, ask(chain(6, 20), 2_560), 10);
+    q.complete(x.ticket, { status: "refused" }, 20);
+    q.complete(y.ticket, { status: "refused" }, 30);
+    expect(placed(q, ask(chain(6, 20), 2_560), 40).matchBlocks).toBe(0);
+    expect(blocksOn(q, "a", 40)).toBe(20); // (the last request's own speculative insert)
+  });
+
+  it("an abandoned ticket's prompt stays believed, and a restart drops the claims of the requests in flight", () => {
+    const r = new RegionRouter(settings({ requestTimeoutMs: 1_000 }));
+    r.upsertNode({ ...spec("a"), bootId: "1" }, 0);
+    placed(r, ask(chain(7, 20), 2_560), 0);
+    r.expire(2_000);
+    expect(placed(r, ask(chain(7, 20), 2_560), 2_001).matchBlocks).toBe(20);
+
+    // In flight across a restart: its failure must not touch what another request inserted after.
+    const q = new RegionRouter(settings());
+    q.upsertNode({ ...spec("a"), bootId: "1" }, 0);
+    const lost = placed(q, ask(chain(8, 20), 2_560), 0);
+    q.upsertNode({ ...spec("a"), bootId: "2" }, 10);
+    const again = placed(q, ask(chain(8, 20), 2_560), 20);
+    expect(again.matchBlocks).toBe(0);
+    q.complete(lost.ticket, { status: "failed", reason: "connection" }, 30);
+    q.firstByte(again.ticket, 40);
+    expect(placed(q, ask(chain(8, 20), 2_560), 5_000).matchBlocks).toBe(20);
+  });
+});

@@ -7,8 +7,10 @@
  * a figure of the production logic. Time is always passed in (`now`, ms).
  *
  * Request lifecycle: `route` (dispatch: the node is credited and the prefix recorded as held
- * there) -> optionally `firstByte` (prefill done: the load model is corrected) -> `complete`
- * (released; usage, if the answer carried it, is recorded as the measured cache hit).
+ * there, speculatively) -> optionally `firstByte` (prefill done: the load model is corrected, the
+ * prefix confirmed) -> `complete` (released; usage, if the answer carried it, is recorded as the
+ * measured cache hit; a request the node refused or failed before its first byte is rolled back
+ * out of the prefix index, which takes back what its insert evicted: PrefixIndex.speculate).
  */
 import type { NodeReport } from "../../contracts/node.ts";
 import { nodeComputed, type CompletionOutcome, type Considered, type RouteRequest, type RouteResult } from "../../contracts/routing.ts";
@@ -72,6 +74,15 @@ interface Ticket {
   chain: string;
   /** Whether its blocks are among the node's active blocks (a restart drops them). */
   active: boolean;
+  /**
+   * The blocks of the prompt its dispatch inserted into the index speculatively and claimed,
+   * `[claimedFrom, claimedTo)` (PrefixIndex.speculate): confirmed when the node accepts the
+   * request (its first byte, or a computed completion), rolled back if it refuses or fails it,
+   * confirmed if the ticket is abandoned (as every dispatch was held before rollbacks). Empty once
+   * resolved, or once the node's cache is gone (a restart).
+   */
+  claimedFrom: number;
+  claimedTo: number;
   /** The believed cached prefix at dispatch, in blocks and tokens. */
   matchBlocks: number;
   predictedCachedTokens: number;
@@ -94,6 +105,7 @@ interface Dispatched {
   estimatedTtftMs: number;
   predicted: Ticket["predicted"];
   touched: Ticket["touched"];
+  claimed: { from: number; to: number };
 }
 
 /** The decision a placement is logged as: a failover is one whatever else happens in this region; a retry is another node after a failure. */
@@ -163,6 +175,7 @@ export class RegionRouter {
       this.active?.forget(spec.id);
       this.responses.deleteWhere((n) => n === spec.id);
       for (const t of this.tickets.values()) if (t.nodeId === spec.id) t.active = false;
+      this.dropClaims(spec.id);
     }
     const n = this.nodes.get(spec.id)!;
     this.index.setNode(spec.id, this.indexCapacity(n));
@@ -430,8 +443,13 @@ export class RegionRouter {
     const entry = field.eligible[choice.index]!;
     const decision = decisionOf(req, choice);
     const estimatedTtftMs = Math.round(estimateMs(chosen));
-    const { predicted, touched } = this.dispatch(req, tenant, chosen, entry, now);
-    const { ticket, shown } = this.issueTicket(req, field, { index: choice.index, decision, estimatedTtftMs, predicted, touched }, now);
+    const { predicted, touched, claimed } = this.dispatch(req, tenant, chosen, entry, now);
+    const { ticket, shown } = this.issueTicket(
+      req,
+      field,
+      { index: choice.index, decision, estimatedTtftMs, predicted, touched, claimed },
+      now,
+    );
     return {
       ok: true,
       ticket,
@@ -456,7 +474,8 @@ export class RegionRouter {
    * Credits the chosen node with the request at once, before any answer, so the next request sees
    * it: the load model's queue, the tenant's queued prefill, and (speculatively) the prompt as held
    * there, rolled back if the node refuses it or fails before computing it. Returns the load
-   * model's prediction and the touch times the node's answer is later judged by (learnFromUsage).
+   * model's prediction, the touch times the node's answer is later judged by (learnFromUsage) and
+   * the blocks the speculative insert claimed.
    */
   private dispatch(
     req: RouteRequest,
@@ -464,15 +483,15 @@ export class RegionRouter {
     chosen: Candidate,
     entry: NodeEntry,
     now: number,
-  ): { predicted: Ticket["predicted"]; touched: Ticket["touched"] } {
+  ): Pick<Dispatched, "predicted" | "touched" | "claimed"> {
     const predicted = entry.load.dispatch(now, chosen.uncachedTokens, req.promptTokens);
     this.fair.queued(tenant, chosen.id, chosen.uncachedTokens, now);
     const touched = this.touchedSamples(chosen.id, req.hashes, chosen.matchBlocks);
-    this.index.insert(chosen.id, req.hashes);
+    const claimed = this.index.speculate(chosen.id, req.hashes);
     this.longPrefixes.record(req.hashes, req.promptTokens);
     if (req.sessionKey !== undefined) this.sessions.set(req.sessionKey, chosen.id);
     this.active?.add(chosen.id, req.hashes);
-    return { predicted, touched };
+    return { predicted, touched, claimed };
   }
 
   /**
@@ -506,6 +525,8 @@ export class RegionRouter {
       firstByteAt: undefined,
       chain: req.hashes.join(""),
       active: this.active !== undefined,
+      claimedFrom: d.claimed.from,
+      claimedTo: d.claimed.to,
       matchBlocks: chosen.matchBlocks,
       predictedCachedTokens: chosen.matchTokens,
       touched: d.touched,
@@ -532,11 +553,14 @@ export class RegionRouter {
   }
 
   /** The first byte of a request's answer arrived: its prefill is done. A stored response's id, if any, is remembered with its node. */
-  firstByte(ticketId: string, now: number, responseId?: string): void {
+  firstByte(ticketId: string, now: number, responseId?: string, accepted = true): void {
     const t = this.tickets.get(ticketId);
     if (!t || t.firstByteAt !== undefined) return;
     if (responseId !== undefined) this.responses.set(responseId, t.nodeId);
     t.firstByteAt = now;
+    // The node accepted the request: it holds the prompt. (Not a refusal's first byte, which comes
+    // with its completion: that rolls the claims back.)
+    if (accepted) this.confirmClaims(t);
     this.ledger.firstByte(t.ledger, now);
     this.fair.drained(t.ledger.tenant, t.nodeId, t.uncachedTokens);
     const n = this.nodes.get(t.nodeId);
@@ -550,7 +574,7 @@ export class RegionRouter {
     const t = this.tickets.get(ticketId);
     if (!t) return false;
     // A non-streamed answer's first byte comes with its completion (CompletionOutcome.firstByteMsAgo).
-    if (outcome.firstByteMsAgo !== undefined) this.firstByte(ticketId, now - outcome.firstByteMsAgo);
+    if (outcome.firstByteMsAgo !== undefined) this.firstByte(ticketId, now - outcome.firstByteMsAgo, undefined, nodeComputed(outcome));
     const n = this.nodes.get(t.nodeId);
     if (n) {
       countOutcome(n.metrics, outcome);
@@ -560,11 +584,13 @@ export class RegionRouter {
       else if (outcome.status === "ok") this.nodes.recordSuccess(n);
       else this.nodes.recordNeutral(n, t.trial);
       if (!nodeComputed(outcome)) {
-        // The node computed nothing: it does not hold the prompt, and the prediction was never used.
-        this.index.forgetChain(t.nodeId, chainHashes(t.chain), t.matchBlocks);
+        // The node computed nothing: it does not hold the prompt, nor did it evict anything for
+        // it, and the prediction was never used.
+        this.rollBackClaims(t);
         uncountPrediction(n.metrics, t.promptTokens, t.predictedCachedTokens);
-      } else if (outcome.usage?.cachedTokens !== undefined) {
-        this.learnFromUsage(n, t, outcome.usage.promptTokens, outcome.usage.cachedTokens);
+      } else {
+        this.confirmClaims(t);
+        if (outcome.usage?.cachedTokens !== undefined) this.learnFromUsage(n, t, outcome.usage.promptTokens, outcome.usage.cachedTokens);
       }
     }
     this.ledger.completed(t.ledger, outcome, now);
@@ -620,13 +646,35 @@ export class RegionRouter {
       n.silentMisses = 0;
       n.metrics.silentRestarts++;
       this.index.clearNode(t.nodeId);
+      this.dropClaims(t.nodeId);
       // What it does hold: the prompt it has just computed.
       this.index.insert(t.nodeId, chainHashes(t.chain));
     }
   }
 
+  /** The node accepted the request: the blocks its dispatch claimed are held (PrefixIndex.confirm). */
+  private confirmClaims(t: Ticket): void {
+    if (t.claimedFrom >= t.claimedTo) return;
+    this.index.confirm(t.nodeId, t.chain, t.claimedFrom, t.claimedTo);
+    t.claimedTo = t.claimedFrom;
+  }
+
+  /** The node computed none of the request: out of the index, with what its insert evicted taken back (PrefixIndex.rollback). */
+  private rollBackClaims(t: Ticket): void {
+    if (t.claimedFrom >= t.claimedTo) return;
+    this.index.rollback(t.nodeId, t.chain, t.claimedFrom, t.claimedTo);
+    t.claimedTo = t.claimedFrom;
+  }
+
+  /** A node's cache is gone: the claims of its requests in flight went with it (a rollback must not touch what is inserted after). */
+  private dropClaims(nodeId: string): void {
+    for (const t of this.tickets.values()) if (t.nodeId === nodeId) t.claimedTo = t.claimedFrom;
+  }
+
   private release(ticketId: string, t: Ticket, now: number): void {
     this.tickets.delete(ticketId);
+    // An abandoned ticket (expired): its prompt stays believed, as the node most likely computed it.
+    this.confirmClaims(t);
     // Whatever happened to the node, the tenant's queued prefill leaves the queue with its request.
     if (t.firstByteAt === undefined) this.fair.drained(t.ledger.tenant, t.nodeId, t.uncachedTokens);
     const n = this.nodes.get(t.nodeId);
