@@ -16,23 +16,26 @@
  *
  * After the warmpath run, one engine is killed and started again on the same port: its agent
  * deregisters it and registers it again with a new boot id, and the router drops its index entries.
+ *
+ * Last, on a system of its own (midstream.ts; `--no-midstream` skips it): a node killed while it
+ * streams a long greedy answer, which the router finishes on another node; the seam is checked
+ * against the engines' own logs of the prompts they were given and the chunks they streamed.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { DEV_API_KEY, DEV_NODE_TOKEN } from "../../src/config/dev-credentials.ts";
+import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
 import { percentile } from "../../src/core/stats.ts";
-import { devConfigWithPolicy } from "../demo/policy-config.ts";
-import { ROOT, startSystem, type System } from "../system.ts";
+import { startSystem, type System } from "../system.ts";
 import { ensureLlama, type LlamaParts } from "./ensure.ts";
+import { configFor, MODEL, nodes, startAgent, stopAgent, until } from "./harness.ts";
+import { formatMidstream, runMidstream, type MidstreamRun } from "./midstream.ts";
 import { text } from "./text.ts";
-import { startLlamaServer, type LlamaServer } from "./server.ts";
+import { startLlamaServer } from "./server.ts";
 
 export const E2E_POLICIES = ["warmpath", "sticky", "round-robin"] as const;
-const REGION = "local";
-const MODEL = "tiny";
 const NODES = 3;
 const APPS = 3;
 /** Seven users (three, two and two per app): not a multiple of the node count, so no rotation lines up with the apps by chance. */
@@ -41,8 +44,6 @@ const TURNS = 3;
 const SYSTEM_WORDS = 1_200;
 /** Turns of the lone conversation that checks a growing chat stays cached. */
 const CHAT_TURNS = 4;
-/** Agents report every half second, so a restart is seen within about a second. */
-const AGENT_INTERVAL_MS = 500;
 
 const TOOLS = [
   {
@@ -167,63 +168,6 @@ async function send(system: System, u: number, t: number, app?: number): Promise
   };
 }
 
-interface NodeState {
-  id: string;
-  indexBlocks: number;
-  metrics: { agreed: number; compared: number; measuredRequests: number };
-}
-
-async function nodes(system: System): Promise<NodeState[]> {
-  const res = await fetch(`${system.url}/admin/state/${REGION}`);
-  return ((await res.json()) as { nodes: NodeState[] }).nodes;
-}
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-function startAgent(system: System, id: string, server: LlamaServer): ChildProcess {
-  const agent = spawn(
-    process.execPath,
-    [
-      join(ROOT, "agent", "warmpath-agent.ts"),
-      ...["--router", system.url, "--region", REGION, "--node-id", id, "--url", server.url, "--interval-ms", String(AGENT_INTERVAL_MS)],
-    ],
-    { env: { ...process.env, WARMPATH_NODE_TOKEN: DEV_NODE_TOKEN }, stdio: ["ignore", "ignore", "pipe"] },
-  );
-  agent.stderr!.resume();
-  return agent;
-}
-
-async function stopAgent(agent: ChildProcess): Promise<void> {
-  if (agent.exitCode !== null) return;
-  const exited = new Promise((r) => agent.once("exit", r));
-  agent.kill("SIGTERM");
-  await exited;
-}
-
-/** The router with one region of real nodes, under `policy`. */
-function configFor(policy: string): Record<string, unknown> {
-  return {
-    ...devConfigWithPolicy(policy),
-    regions: [
-      {
-        name: REGION,
-        location: { lat: 39.04, lon: -77.49, continent: "NA" },
-        models: [MODEL],
-        node_token_secret: "NODE_TOKEN_DEV",
-        policy: { name: policy },
-      },
-    ],
-  };
-}
-
 const startServer = (parts: LlamaParts, port?: number) =>
   startLlamaServer({ binary: parts.binary, model: parts.model, parallel: 2, cacheRam: 0, alias: MODEL, ...(port ? { port } : {}) });
 
@@ -298,17 +242,22 @@ export async function runPolicy(parts: LlamaParts, policy: string, log: (line: s
   }
 }
 
-export async function runLlamaE2e(policies: readonly string[], log: (line: string) => void = (l) => console.error(l)) {
+export async function runLlamaE2e(
+  policies: readonly string[],
+  log: (line: string) => void = (l) => console.error(l),
+  options: { midstream?: boolean } = {},
+): Promise<{ parts: LlamaParts; runs: PolicyRun[]; midstream: MidstreamRun | undefined }> {
   const parts = ensureLlama(log);
   const runs: PolicyRun[] = [];
   for (const policy of policies) runs.push(await runPolicy(parts, policy, log));
-  return { parts, runs };
+  const midstream = options.midstream === false ? undefined : await runMidstream(parts, log);
+  return { parts, runs, midstream };
 }
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 
 /** The results as markdown: what docs/llama-e2e.md holds. */
-export function formatE2e(version: string, runs: readonly PolicyRun[], command: string): string {
+export function formatE2e(version: string, runs: readonly PolicyRun[], command: string, midstream?: MidstreamRun): string {
   const rows = runs.map(
     (r) =>
       `| ${r.policy} | ${pct(r.hitRate)} | ${(r.promptTokens - r.cachedTokens).toLocaleString("en-US")} | ${r.ttftP50Ms.toFixed(0)} | ${r.ttftMeanMs.toFixed(0)} | ${r.compared ? pct(r.agreed / r.compared) : "–"} (${r.agreed}/${r.compared}) | ${Object.entries(
@@ -336,16 +285,20 @@ export function formatE2e(version: string, runs: readonly PolicyRun[], command: 
       ? `Restart: \`${restart.node}\` (${restart.indexBlocksBefore} index blocks) was killed and started again on its port; its agent deregistered it and registered it again with a new boot id, and the router had dropped its index entries ${(restart.detectedMs / 1000).toFixed(1)} s after the kill.`
       : "",
     "",
+    ...(midstream ? [formatMidstream(midstream), ""] : []),
   ].join("\n");
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { policies: { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({
+    options: { policies: { type: "string" }, out: { type: "string" }, "no-midstream": { type: "boolean", default: false } },
+  });
   const policies = values.policies ? values.policies.split(",") : [...E2E_POLICIES];
-  const { parts, runs } = await runLlamaE2e(policies);
+  const { parts, runs, midstream } = await runLlamaE2e(policies, undefined, { midstream: !values["no-midstream"] });
   const command = [
     "node scripts/llama/e2e.ts",
     values.policies ? `--policies ${values.policies}` : "",
+    values["no-midstream"] ? "--no-midstream" : "",
     values.out ? `--out ${values.out}` : "",
   ]
     .filter(Boolean)
@@ -353,7 +306,8 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const md = formatE2e(
     parts.version.split("\n")[0] ?? "",
     runs,
-    values.out === "docs/llama-e2e.md" && !values.policies ? "npm run e2e:llama" : command,
+    values.out === "docs/llama-e2e.md" && !values.policies && !values["no-midstream"] ? "npm run e2e:llama" : command,
+    midstream,
   );
   if (values.out) writeFileSync(values.out, md);
   console.log(md);

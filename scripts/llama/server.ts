@@ -25,6 +25,7 @@
  * the group kill covers any.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
 export interface LlamaServerOptions {
@@ -51,8 +52,15 @@ export interface LlamaServerOptions {
   readyTimeoutMs?: number;
   /** How long stop() waits after SIGTERM before SIGKILL. Default 5 s. */
   stopTimeoutMs?: number;
-  /** Receives every line the server logs (stdout and stderr). */
+  /** Receives every line the server logs (stdout and stderr). Not with `logFile`. */
   onLog?: (line: string) => void;
+  /**
+   * Write the server's stdout and stderr straight to this file instead of through pipes to this
+   * process: at debug verbosity (`-lv 5`, ~15 lines a token) a pipe that this process reads slowly
+   * holds up llama-server's log thread, whose queue (512 entries) then lags the engine by dozens of
+   * tokens. A file keeps the log within a few entries of what the engine does.
+   */
+  logFile?: string;
 }
 
 export interface LlamaServer {
@@ -120,8 +128,16 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("LLAMA_ARG_")) env[k] = v;
 
-  const child: ChildProcess = spawn(opts.binary, args, { env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const logFd = opts.logFile ? openSync(opts.logFile, "a") : undefined;
+  const child: ChildProcess = spawn(opts.binary, args, {
+    env,
+    detached: true,
+    stdio: logFd === undefined ? ["ignore", "pipe", "pipe"] : ["ignore", logFd, logFd],
+  });
+  if (logFd !== undefined) closeSync(logFd); // the child has its own copy
   const tail: string[] = [];
+  const logTail = (): string[] =>
+    opts.logFile && existsSync(opts.logFile) ? readFileSync(opts.logFile, "utf8").split("\n").slice(-200) : [...tail];
   const onLine = (line: string): void => {
     tail.push(line);
     if (tail.length > 200) tail.shift();
@@ -185,7 +201,7 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
   const deadline = Date.now() + (opts.readyTimeoutMs ?? 60_000);
   for (;;) {
     if (exitCode !== undefined) {
-      throw new Error(`llama-server exited (${exitCode}) before becoming ready:\n${tail.slice(-30).join("\n")}`);
+      throw new Error(`llama-server exited (${exitCode}) before becoming ready:\n${logTail().slice(-30).join("\n")}`);
     }
     try {
       const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) });
@@ -196,9 +212,9 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
     }
     if (Date.now() > deadline) {
       await kill();
-      throw new Error(`llama-server not ready within ${opts.readyTimeoutMs ?? 60_000} ms:\n${tail.slice(-30).join("\n")}`);
+      throw new Error(`llama-server not ready within ${opts.readyTimeoutMs ?? 60_000} ms:\n${logTail().slice(-30).join("\n")}`);
     }
     await sleep(50);
   }
-  return { url, port, pid, argv: [opts.binary, ...args], logTail: () => [...tail], exited, stop, kill };
+  return { url, port, pid, argv: [opts.binary, ...args], logTail, exited, stop, kill };
 }

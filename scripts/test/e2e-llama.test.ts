@@ -1,19 +1,23 @@
 /**
  * warmpath in front of real llama.cpp (scripts/llama/e2e.ts): three llama-server processes built
  * from node-llama-cpp's bundled source, each with a warmpath-agent, behind wrangler dev. Every
- * assertion is on the engines' own counters (`usage.prompt_tokens_details.cached_tokens`), not on
- * the router's belief. The first run builds llama-server (~1.5 min on 2 cores, then cached in
- * .cache/); each run after that takes ~20 s.
+ * assertion is on the engines' own counters (`usage.prompt_tokens_details.cached_tokens`) and logs,
+ * not on the router's belief. The first run builds llama-server (~2 min on 2 cores, then cached in
+ * .cache/); each run after that takes about a minute and a half (the three policies, then the node
+ * killed mid-stream on a system of its own, ~20 s).
  */
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { E2E_POLICIES, runLlamaE2e, type PolicyRun } from "../llama/e2e.ts";
+import type { MidstreamRun } from "../llama/midstream.ts";
 
 let runs: Map<string, PolicyRun>;
+let midstream: MidstreamRun;
 
 before(async () => {
-  const { runs: list } = await runLlamaE2e(E2E_POLICIES);
+  const { runs: list, midstream: m } = await runLlamaE2e(E2E_POLICIES);
   runs = new Map(list.map((r) => [r.policy, r]));
+  midstream = m!;
 });
 
 test(
@@ -72,4 +76,42 @@ test("a killed and restarted engine is detected and its index entries dropped", 
   assert.ok(restart.indexBlocksBefore > 0);
   assert.equal(restart.indexBlocksAfter, 0);
   assert.ok(restart.detectedMs < 20_000);
+});
+
+test("a node killed mid-stream: the OpenAI SDK gets one whole answer, finished by another engine from exactly the text the first had streamed", () => {
+  const m = midstream;
+  assert.deepEqual(m.routerReloads, [], "wrangler dev reloaded the worker during the run (a source file changed)");
+  assert.deepEqual(Object.values(m.engines), ["llama.cpp", "llama.cpp", "llama.cpp"], "every agent reported llama.cpp");
+  // The client: the SDK raised nothing, and the bytes it read are one answer.
+  const c = m.client;
+  assert.equal(c.error, undefined);
+  assert.ok(c.text.length > m.killedAfterChars);
+  assert.equal(c.roleChunks, 1, "one role chunk");
+  assert.equal(c.ids, 1, "one id");
+  assert.equal(c.finishReason, "length");
+  assert.equal(c.usage?.completion_tokens, m.maxTokens, "the usage covers both parts");
+  assert.ok(c.done, "data: [DONE]");
+  assert.ok(m.checks.clientWhole);
+  // The router: one continuation, on another node.
+  const [cont, ...more] = m.continuations ?? [];
+  assert.ok(cont, "the decision line has a continuation");
+  assert.equal(more.length, 0);
+  assert.equal(cont.node, m.victim);
+  assert.equal(cont.outcome, "continued");
+  assert.equal(cont.to_node, m.second?.node);
+  assert.notEqual(cont.to_node, m.victim);
+  // The engines: the second's prompt is the first's plus exactly the text the first streamed, the
+  // same tokens, and the rest of the budget.
+  assert.ok(m.checks.promptExtendsFirst, "the second engine's prompt is the first's followed by the carried text");
+  assert.ok(m.carried.length >= m.killedAfterChars, `${m.carried.length} characters carried`);
+  assert.ok(m.checks.carriedStreamedByFirst, "the carried text is what the first engine streamed");
+  assert.equal(m.checks.carriedTokens, cont.tokens_carried, "the second engine's prompt is longer by the tokens carried");
+  assert.ok(m.checks.idsMatch, "the carried text tokenised back to the first engine's token ids");
+  assert.ok(m.checks.budgetReduced, `budget ${m.second?.budget} for ${cont.tokens_carried} tokens carried of ${m.maxTokens}`);
+  // The seam: nothing repeated, nothing lost.
+  assert.ok(m.checks.seamExact, "the client's text is the carried text followed by the second engine's");
+  assert.equal(c.text, m.carried + m.second!.streamedText);
+  // Up to the seam, the answer is the uninterrupted one (same node, same greedy decoding); past it,
+  // the continuing engine's arithmetic decides (docs/llama-e2e.md says how far they agreed).
+  assert.ok(m.commonChars >= m.carried.length, `identical to the uninterrupted answer for ${m.commonChars} characters`);
 });
