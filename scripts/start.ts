@@ -3,7 +3,10 @@
  * http://127.0.0.1:8787 and the simulated fleet of fleet/fleet.default.json reporting to it, then
  * where to look. Ctrl-C stops everything.
  *
- *   npm start [-- --port 8787] [-- --time-factor 1] [-- --fleet fleet/fleet.default.json]
+ *   npm start [-- --port 8787] [-- --time-factor 1] [-- --fleet fleet/fleet.default.json] [-- --verbose]
+ *
+ * `--verbose` passes the router's own output through: the decision log (one JSON line per
+ * request), refusal lines and errors.
  */
 import { createServer } from "node:net";
 import { parseArgs } from "node:util";
@@ -75,6 +78,7 @@ Try it:
     messages: [{ role: "user", content: "Hello!" }] });
   for await (const chunk of stream) process.stdout.write(chunk.choices[0]?.delta?.content ?? "");
 
+Decision log (one JSON line per request: node, decision, candidates, usage): npm start -- --verbose
 Compare sticky sessions with warmpath: npm run demo        Stop: Ctrl-C
 `);
 

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { DEV_NODE_TOKEN } from "../../src/config/dev-credentials.ts";
+import { adminRegionStateSchema, type AdminRegionState } from "../../src/contracts/admin.ts";
 import { devConfigWithPolicy } from "../demo/policy-config.ts";
 import { ROOT, type System } from "../system.ts";
 import type { LlamaServer } from "./server.ts";
@@ -15,18 +16,12 @@ export const MODEL = "tiny";
 /** Agents report every half second, so a restart is seen within about a second. */
 export const AGENT_INTERVAL_MS = 500;
 
-/** A node as the region's state API shows it (the fields these runs read). */
-export interface NodeState {
-  id: string;
-  /** The engine its agent reported (`other` when it said none). */
-  engine?: string;
-  indexBlocks: number;
-  metrics: { agreed: number; compared: number; measuredRequests: number };
-}
+/** A node as the region's state API shows it (src/contracts/admin.ts). */
+export type NodeState = AdminRegionState["nodes"][number];
 
 export async function nodes(system: System): Promise<NodeState[]> {
   const res = await fetch(`${system.url}/admin/state/${REGION}`);
-  return ((await res.json()) as { nodes: NodeState[] }).nodes;
+  return adminRegionStateSchema.parse(await res.json()).nodes;
 }
 
 export async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
