@@ -6,29 +6,54 @@
  * one second into the load (into a node, a region's nodes, a region's Durable Object, a region's
  * worker process, or every worker process) while requests keep flowing until the fault is over,
  * and every request is accounted for:
- * - `ok`: a 200 whose stream ended with `data: [DONE]`;
+ * - `ok`: a 200 whose stream ended with `data: [DONE]` and is, event for event, the answer one
+ *   node streams for it uninterrupted: the fleet's answer is deterministic filler (fleet/openai.ts,
+ *   fleet/continuation.ts), so each answer's text is known to the token in advance;
+ * - `corrupt`: a stream that ended with `data: [DONE]` but is not that answer ({@link answerProblem}):
+ *   its text differs (a token repeated or missing where another node took over), it has a second
+ *   role chunk, id, or finish reason, a usage event that is missing, doubled, unasked for or not
+ *   the whole answer's (one tenant asks for usage, the other does not), or an error event;
  * - `failed cleanly`: an error status in OpenAI's shape, or a stream ended by an SSE error event;
  * - `lost`: no answer within the client's timeout, or a stream that stopped without either.
  * When the router's processes are all killed (the edge's with them), two more: `in flight at the
  * kill` (a request under way when they died) and `refused while down` (a connection refused before
  * the edge answered /healthz again). A region worker's kill has no such excuse: the edge stays up,
  * so a stream it was relaying must end with the SSE error event (`region_stream_lost`) and a new
- * request must fail over to the next region. Lost must be 0 in every scenario. Recovery: seconds
- * from the fault's end to the next `ok`.
+ * request must fail over to the next region. Lost and corrupt must be 0 in every scenario.
+ * Recovery: seconds from the fault's end to the next `ok`.
  *
- * Every request carries a unique tag in its user message, and the fleet records the tags it sent a
- * first byte for (fleet/first-bytes.ts): `duplicated` counts requests whose generation a node
- * started more than once, on any node (a retry after the first byte); it must be 0. No answer may
- * show the internal URL a redirecting node points at (`leaked internal URL`).
+ * Mid-stream continuation (docs/CONTINUATION.md): when a node fails after its first byte (its
+ * connection reset by a crash, silent past the stream idle timeout, its own error event, an event
+ * that is not JSON), the region worker finishes the answer on another node of the region and relays
+ * it as the first node's. A fault that strikes one node mid-stream therefore costs its clients
+ * nothing: those four scenarios must end with 0 failed, every stream the node cut `continued
+ * mid-stream` (the router's `warmpath_stream_continuations_total`, its increase over the scenario,
+ * by how the node failed; the tokens carried and the gap from the failure to the next node's first
+ * byte come from its `stream_continued` lines). Before continuation each of those streams ended
+ * with an error event (`upstream_stream_error`, `upstream_stream_timeout`). Streams still fail,
+ * cleanly, where no node can continue them: every node of the region down (a continuation stays
+ * in its region: counted `no-node`), the region's worker killed (the stream dies with the worker
+ * relaying it; the edge cannot continue it), every worker process killed.
+ *
+ * Every request carries a unique tag in its user message (and as its `x-request-id`, so the
+ * router's log lines about it can be shown: a scenario's failed, lost and corrupt requests are
+ * written to stderr with the end of their stream and those lines), and the fleet records the tags
+ * it sent a first byte for (fleet/first-bytes.ts): `duplicated` counts requests whose generation a
+ * node started more than once, on any node (a retry after the first byte); it must be 0. A
+ * continuation's first byte is recorded apart (`continued_tags`): it starts no generation again,
+ * so it is no duplicate, and the nodes' count of them must be the router's. (A "continuation"
+ * that started the answer over would show as `corrupt`.) No answer may show the internal URL a
+ * redirecting node points at (`leaked internal URL`).
  *
  *   node scripts/faults/run.ts             # the scenarios below, a table on stdout
  *
  * Scenarios: a node answering 503; a node hanging before its first byte (longer than every
- * timeout); a node going silent after its first bytes; a node answering 307 to an internal URL; a
- * node whose prefill is 10x slower; a node killed mid-stream and back with a new boot id; a
- * region's GPUs down (every node of it killed) and back; the region's Durable Object restarted; the
- * region's worker process killed mid-request and started again; every worker process (the edge
- * and each region's) killed and started again. Then one tenant's flood against two light ones.
+ * timeout); a node going silent after its first bytes; a node sending an error event mid-stream,
+ * and one sending an event that is not JSON; a node answering 307 to an internal URL; a node whose
+ * prefill is 10x slower; a node killed mid-stream and back with a new boot id; a region's GPUs
+ * down (every node of it killed) and back; the region's Durable Object restarted; the region's
+ * worker process killed mid-request and started again; every worker process (the edge and each
+ * region's) killed and started again. Then one tenant's flood against two light ones.
  *
  * No source watcher runs (workerd, not `wrangler dev`): an edit elsewhere in the tree cannot
  * reload a worker and cut its streams mid-scenario. A worker process started again (the last two
@@ -40,6 +65,8 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadFleet, type Faults, type FleetConfig } from "../../fleet/config.ts";
+import { planAnswer, planToken } from "../../fleet/continuation.ts";
+import { countTokens, renderChat } from "../../fleet/prompt.ts";
 import { DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3 } from "../../src/config/dev-credentials.ts";
 import { percentile } from "../../src/core/stats.ts";
 import { devConfigWithPolicy } from "../demo/policy-config.ts";
@@ -56,10 +83,13 @@ const CLIENT_TIMEOUT_MS = 30_000;
 const ANSWER_TOKENS = 900;
 /** Tokens a node streams before going silent in the hung-after-its-first-byte scenario. */
 const TOKENS_BEFORE_SILENCE = 3;
+/** Tokens a node streams before its error event, and before its malformed event (a third and two thirds in). */
+const TOKENS_BEFORE_ERROR_EVENT = 300;
+const TOKENS_BEFORE_MALFORMED_EVENT = 600;
 /** How much slower the slow node's prefill is. */
 const PREFILL_SLOWDOWN = 10;
 
-export type Outcome = "ok" | "failed-cleanly" | "lost" | "in-flight-at-kill" | "refused-while-down";
+export type Outcome = "ok" | "failed-cleanly" | "lost" | "corrupt" | "in-flight-at-kill" | "refused-while-down";
 
 export interface ScenarioResult {
   name: string;
@@ -67,6 +97,8 @@ export interface ScenarioResult {
   ok: number;
   failedCleanly: number;
   lost: number;
+  /** Streams that ended with `data: [DONE]` but were not one uninterrupted node's answer ({@link answerProblem}). */
+  corrupt: number;
   /** Router restart only (0 elsewhere): requests under way at the kill, and refused while the edge was down. */
   inFlightAtKill: number;
   refusedWhileDown: number;
@@ -79,6 +111,22 @@ export interface ScenarioResult {
   /** Status / error code counts of the clean failures, and how the lost ones ended. */
   failures: Record<string, number>;
   lostAs: Record<string, number>;
+  /** What was wrong with the corrupt answers, by kind. */
+  corruptAs: Record<string, number>;
+  /**
+   * Streams whose node failed after the first byte, by `<reason> <outcome>` (the router's
+   * `warmpath_stream_continuations_total`, its increase over the scenario): `continued` on another
+   * node, or why not.
+   */
+  continuations: Record<string, number>;
+  /** Continuations (the `continued` outcomes above). */
+  continued: number;
+  /** The same seen from the nodes: first bytes of continuations (the fleet's `continued_tags`) for the scenario's requests. */
+  continuedByFleet: number;
+  /** Requests of the scenario the router logged a `stream_continued` line for (each continuation of one counted). */
+  continuedInLog: number;
+  /** The failed, lost and corrupt requests, with the end of their stream and the router's log lines about them. */
+  problems: Problem[];
   /** Answers that took more than one node (a retry before the first byte), and answers by region. */
   retried: number;
   regions: Record<string, number>;
@@ -106,6 +154,21 @@ export interface RegionWorkerOutage {
   regionOkAfter: number;
   /** Seconds from the worker answering again to the sending of the first request REGION answered `ok`. */
   regionBackSeconds: number | null;
+}
+
+/** A request that did not end `ok` (nor as a restart's casualty): what the client saw and what the router said of it. */
+export interface Problem {
+  /** Its tag, which is also its `x-request-id`. */
+  tag: string;
+  outcome: Outcome;
+  detail: string;
+  /** The region and node that answered (headers: the first node of a continued stream). */
+  region?: string | undefined;
+  node?: string | undefined;
+  /** The last characters of what the client read. */
+  tail: string;
+  /** The router's log lines with its request id: decision lines and `stream_continued`. */
+  log: string[];
 }
 
 /** What a scenario's fault did, for its heal and its notes. */
@@ -210,6 +273,16 @@ export const SCENARIOS: Scenario[] = [
   nodeFault("node answering 503", { error_rate: 1 }, { error_rate: 0 }),
   nodeFault("node hung before its first byte", { hang: true }, { hang: false }),
   nodeFault("node hung after its first byte", { hang_after_tokens: TOKENS_BEFORE_SILENCE }, { hang_after_tokens: null }),
+  nodeFault(
+    "node sending an error event mid-stream",
+    { error_event_after_tokens: TOKENS_BEFORE_ERROR_EVENT },
+    { error_event_after_tokens: null },
+  ),
+  nodeFault(
+    "node sending a malformed event mid-stream",
+    { malformed_after_tokens: TOKENS_BEFORE_MALFORMED_EVENT },
+    { malformed_after_tokens: null },
+  ),
   {
     name: "node answering 307 to an internal URL",
     inject: async (s, f) => {
@@ -298,6 +371,8 @@ interface Sent {
   endedAt: number;
   /** Whether the answer (body or headers) showed an internal URL. */
   leaked: boolean;
+  /** Its tag (also its `x-request-id`), if it has one. */
+  tag?: string | undefined;
   /** Status, time to the first byte, region and node that answered, nodes tried (x-warmpath-attempts), decision. */
   status?: number | undefined;
   ttftMs?: number | undefined;
@@ -305,22 +380,55 @@ interface Sent {
   node?: string | undefined;
   attempts?: number | undefined;
   decision?: string | undefined;
+  /** A corrupt answer: what was wrong with it. */
+  corrupt?: AnswerProblem | undefined;
+  /** Any answer but an `ok` one: the last characters the client read. */
+  tail?: string | undefined;
 }
 
-/** One streamed request with its messages, timed to its first byte and classified by how it ended. */
-async function post(system: System, key: string, messages: unknown[], maxTokens: number, timeoutMs: number): Promise<Sent> {
+/** One streamed chat completion as a scenario, the flood or a light tenant sends it. */
+interface Ask {
+  messages: unknown[];
+  maxTokens: number;
+  /** Sent as `x-request-id` (the router's log lines then carry it); also in the prompt, for the fleet. */
+  tag?: string;
+  /** Asks for the usage event (`stream_options.include_usage`). */
+  usage?: boolean;
+}
+
+/** Characters of a failed or lost stream kept for its diagnosis. */
+const TAIL_CHARS = 600;
+
+/**
+ * One streamed request, timed to its first byte and classified by how it ended; a stream that
+ * ended with `data: [DONE]` is `ok` only if it is, event for event, the answer one uninterrupted
+ * node gives this request ({@link answerProblem}), else `corrupt`.
+ */
+async function post(system: System, key: string, ask: Ask, timeoutMs: number): Promise<Sent> {
   const at = Date.now();
   const started = performance.now();
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), timeoutMs);
+  const body: Record<string, unknown> = {
+    model: "llama-3.1-8b-instruct",
+    stream: true,
+    max_tokens: ask.maxTokens,
+    messages: ask.messages,
+    ...(ask.usage ? { stream_options: { include_usage: true } } : {}),
+  };
+  const tag = ask.tag;
   try {
     const res = await fetch(`${system.url}/v1/chat/completions`, {
       method: "POST",
       signal: abort.signal,
       // A redirect is the router's to handle: passed on to the client, it is counted, never followed.
       redirect: "manual",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "llama-3.1-8b-instruct", stream: true, max_tokens: maxTokens, messages }),
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json",
+        ...(tag === undefined ? {} : { "x-request-id": tag }),
+      },
+      body: JSON.stringify(body),
     });
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
@@ -335,6 +443,7 @@ async function post(system: System, key: string, messages: unknown[], maxTokens:
     const seen = {
       at,
       endedAt: Date.now(),
+      tag,
       leaked: text.includes(INTERNAL_MARKER) || [...res.headers.values()].some((v) => v.includes(INTERNAL_MARKER)),
       status: res.status,
       ttftMs,
@@ -343,15 +452,21 @@ async function post(system: System, key: string, messages: unknown[], maxTokens:
       attempts: Number(res.headers.get("x-warmpath-attempts") ?? 0),
       decision: res.headers.get("x-warmpath-decision") ?? undefined,
     };
+    const tail = text.slice(-TAIL_CHARS);
     if (res.status !== 200) {
       const code = /"code":"([^"]+)"/.exec(text)?.[1] ?? "unknown";
-      return { outcome: text.includes('"error"') ? "failed-cleanly" : "lost", detail: `${res.status} ${code}`, ...seen };
+      return { outcome: text.includes('"error"') ? "failed-cleanly" : "lost", detail: `${res.status} ${code}`, tail, ...seen };
     }
-    if (text.trimEnd().endsWith("data: [DONE]")) return { outcome: "ok", detail: "200", ...seen };
+    if (text.trimEnd().endsWith("data: [DONE]")) {
+      const problem = answerProblem(text, expectedAnswer(body));
+      return problem
+        ? { outcome: "corrupt", detail: problem.kind, corrupt: problem, tail, ...seen }
+        : { outcome: "ok", detail: "200", ...seen };
+    }
     const code = /"code":"([^"]+)"/.exec(text.slice(-2_000))?.[1];
     return code
-      ? { outcome: "failed-cleanly", detail: `stream ${code}`, ...seen }
-      : { outcome: "lost", detail: "stream cut without an error event", ...seen };
+      ? { outcome: "failed-cleanly", detail: `stream ${code}`, tail, ...seen }
+      : { outcome: "lost", detail: "stream cut without an error event", tail, ...seen };
   } catch (e) {
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;
     return {
@@ -361,11 +476,144 @@ async function post(system: System, key: string, messages: unknown[], maxTokens:
         : `connection: ${(e as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ""}`,
       at,
       endedAt: Date.now(),
+      tag,
       leaked: false,
+      tail: "",
     };
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The answer one node of the fault fleet streams, uninterrupted, for a request. */
+export interface ExpectedAnswer {
+  /** Its tokens' text, in order (fleet/continuation.ts: the filler of the prompt's seed). */
+  tokens: string[];
+  finishReason: string;
+  /** Whether the client asked for the usage event (the router adds its own request for it and takes that out). */
+  usage: boolean;
+}
+
+/**
+ * What the fleet's node answers `body` (a chat completion) from start to end: the filler answer
+ * of its rendered prompt (fleet/prompt.ts, fleet/continuation.ts), `max_tokens` of it or the
+ * natural ANSWER_TOKENS (every node's `default_max_tokens` here, faultFleet), whichever is fewer.
+ */
+export function expectedAnswer(body: Record<string, unknown>, naturalTokens = ANSWER_TOKENS): ExpectedAnswer {
+  const seed = countTokens(renderChat(body));
+  const maxTokens = typeof body.max_tokens === "number" ? body.max_tokens : undefined;
+  const plan = planAnswer({ seed, start: 0 }, maxTokens, naturalTokens);
+  const so = body.stream_options as { include_usage?: unknown } | undefined;
+  return {
+    tokens: Array.from({ length: plan.completionTokens }, (_, i) => planToken(plan, i)),
+    finishReason: plan.finishReason,
+    usage: so?.include_usage === true,
+  };
+}
+
+/** How a stream that ended with `data: [DONE]` differs from one uninterrupted node's answer. */
+export interface AnswerProblem {
+  /** `event` (an error event, one that is not JSON, or one after the end), `ids`, `role`, `finish`, `text` or `usage`. */
+  kind: string;
+  detail: string;
+}
+
+type Json = Record<string, unknown>;
+
+/**
+ * Whether a chat completion stream is, to the client, the answer one node streams uninterrupted
+ * (undefined) or what is wrong with it: every event a JSON chunk up to one `data: [DONE]` (no
+ * error event: one followed by `[DONE]` would otherwise pass for an answer); one `id`, `created`
+ * and `model`; one role chunk, the first; one finish reason, the expected one, on the last text;
+ * the text exactly the expected tokens (a token repeated or missing at a seam between two nodes
+ * shows as the first place the text differs); with usage asked, one usage event whose
+ * `completion_tokens` are the whole answer's (and `total_tokens` its sum), without, none.
+ * `prompt_tokens` is not checked: after a continuation it is the router's arithmetic on the
+ * continuing node's count, whose prompt held the carried text as the node tokenises it (the fleet:
+ * 4 characters a token, while it streams a word a chunk).
+ */
+export function answerProblem(sse: string, want: ExpectedAnswer): AnswerProblem | undefined {
+  const problem = (kind: string, detail: string) => ({ kind, detail });
+  const ids = new Set<string>();
+  let done = false;
+  let chunks = 0;
+  let roles = 0;
+  let roleFirst = false;
+  const finishes: string[] = [];
+  let text = "";
+  const usages: Json[] = [];
+  for (const event of sse.split(/\r?\n\r?\n/)) {
+    const lines = event.split(/\r?\n/).filter((l) => l.startsWith("data:"));
+    if (lines.length === 0) continue; // a comment or keep-alive
+    const data = lines.map((l) => l.slice(5).replace(/^ /, "")).join("\n");
+    if (done) return problem("event", `an event after data: [DONE]: ${data.slice(0, 120)}`);
+    if (data.trim() === "[DONE]") {
+      done = true;
+      continue;
+    }
+    let json: Json;
+    try {
+      json = JSON.parse(data) as Json;
+    } catch {
+      return problem("event", `an event that is not JSON: ${data.slice(0, 120)}`);
+    }
+    if (!json || typeof json !== "object" || Array.isArray(json)) {
+      return problem("event", `an event that is not an object: ${data.slice(0, 120)}`);
+    }
+    if (json.error !== undefined) return problem("event", `an error event: ${data.slice(0, 200)}`);
+    if (!Array.isArray(json.choices)) return problem("event", `a chunk without choices: ${data.slice(0, 120)}`);
+    ids.add(JSON.stringify([json.id, json.created, json.model]));
+    if (json.usage !== undefined && json.usage !== null) usages.push(json.usage as Json);
+    for (const c of json.choices as Json[]) {
+      if ((c.index ?? 0) !== 0) return problem("event", `a choice with index ${String(c.index)}`);
+      const delta = (c.delta ?? {}) as Json;
+      if (delta.role !== undefined) {
+        roles++;
+        if (chunks === 0) roleFirst = true;
+      }
+      const piece = typeof delta.content === "string" ? delta.content : typeof c.text === "string" ? c.text : "";
+      if (piece !== "" && finishes.length > 0) {
+        return problem("finish", `text after the finish reason: ${JSON.stringify(piece.slice(0, 40))}`);
+      }
+      text += piece;
+      if (c.finish_reason !== null && c.finish_reason !== undefined) finishes.push(String(c.finish_reason));
+      chunks++;
+    }
+  }
+  if (!done) return problem("event", "no data: [DONE]");
+  if (ids.size !== 1) return problem("ids", `${ids.size} different (id, created, model): ${[...ids].slice(0, 3).join(" ")}`);
+  if (roles !== 1 || !roleFirst) {
+    return problem("role", `${roles} role chunks${roles && !roleFirst ? ", the first chunk without one" : ""}`);
+  }
+  if (finishes.length !== 1 || finishes[0] !== want.finishReason) {
+    return problem("finish", `finish reasons ${JSON.stringify(finishes)}, expected ["${want.finishReason}"]`);
+  }
+  const expected = want.tokens.join("");
+  if (text !== expected) {
+    let at = 0;
+    while (at < text.length && text[at] === expected[at]) at++;
+    let k = 0;
+    for (let end = 0; k < want.tokens.length && end + want.tokens[k]!.length <= at; k++) end += want.tokens[k]!.length;
+    return problem(
+      "text",
+      `differs from the uninterrupted answer at token ${k} of ${want.tokens.length} ` +
+        `(character ${at}: ${JSON.stringify(text.slice(at, at + 40))} instead of ${JSON.stringify(expected.slice(at, at + 40))}; ` +
+        `${text.length} characters, expected ${expected.length})`,
+    );
+  }
+  if (!want.usage) return usages.length ? problem("usage", `${usages.length} usage events, none asked for`) : undefined;
+  if (usages.length !== 1) return problem("usage", `${usages.length} usage events, one asked for`);
+  const u = usages[0]!;
+  if (u.completion_tokens !== want.tokens.length) {
+    return problem("usage", `completion_tokens ${String(u.completion_tokens)}, the answer has ${want.tokens.length}`);
+  }
+  if (u.total_tokens !== (u.prompt_tokens as number) + (u.completion_tokens as number)) {
+    return problem(
+      "usage",
+      `total_tokens ${String(u.total_tokens)} is not prompt_tokens ${String(u.prompt_tokens)} + completion_tokens ${String(u.completion_tokens)}`,
+    );
+  }
+  return undefined;
 }
 
 /** Distinguishes runs in one process, so a tag is never reused. */
@@ -382,8 +630,12 @@ function send(system: System, key: string, i: number, tag: string): Promise<Sent
     { role: "system", content: `Support agent ${i % 5}. ` + "Follow the policy. ".repeat(200) },
     { role: "user", content: `[request-tag:${tag}] question ${i}: ` + "Here is what happened to my order. ".repeat(115) },
   ];
-  return post(system, key, messages, ANSWER_TOKENS, CLIENT_TIMEOUT_MS);
+  // One tenant asks for the usage event, the other does not (the router then takes out the one it asks for).
+  return post(system, key, { messages, maxTokens: ANSWER_TOKENS, tag, usage: key === USAGE_TENANT_KEY }, CLIENT_TIMEOUT_MS);
 }
+
+/** The scenarios' tenant whose requests ask for the usage event (`stream_options.include_usage`). */
+const USAGE_TENANT_KEY = DEV_API_KEY_2;
 
 /**
  * Steady load, two tenants, requests tagged `<prefix>-<i>`, for `ms` and then for as long as `more`
@@ -418,13 +670,116 @@ function aroundOutage(r: Sent, outage: Fault["outage"]): Outcome {
   return "lost";
 }
 
-/** First bytes the fleet sent per tag (summed over every node, up or down). */
-function firstBytesByTag(system: System): Map<string, number> {
+/**
+ * First bytes the fleet's nodes sent per tag, summed over every node (up or down): `first_byte_tags`
+ * counts generations started, `continued_tags` continuations of an interrupted answer, which start
+ * none (fleet/first-bytes.ts). `duplicated` reads the first only: a continuation is no duplicate, a
+ * request started from scratch after its first byte (on another node or the same) still is.
+ */
+export function tagCounts(
+  states: ReadonlyArray<{ first_byte_tags: Record<string, number>; continued_tags?: Record<string, number> }>,
+  record: "first_byte_tags" | "continued_tags",
+): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const n of system.fleet!.nodes) {
-    for (const [tag, k] of Object.entries(n.state().first_byte_tags)) counts.set(tag, (counts.get(tag) ?? 0) + k);
+  for (const state of states) {
+    for (const [tag, k] of Object.entries(state[record] ?? {})) counts.set(tag, (counts.get(tag) ?? 0) + k);
   }
   return counts;
+}
+
+/** Tags among `tags` whose generation a node started more than once. */
+export function duplicatedTags(tags: readonly string[], firstBytes: ReadonlyMap<string, number>): string[] {
+  return tags.filter((t) => (firstBytes.get(t) ?? 0) > 1);
+}
+
+/** The router's `warmpath_stream_continuations_total` in Prometheus' text, summed over regions, by `<reason> <outcome>`. */
+export function continuationCounts(prometheus: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of prometheus.split("\n")) {
+    const m = /^warmpath_stream_continuations_total\{([^}]*)\}\s+(\S+)/.exec(line);
+    if (!m) continue;
+    const labels = Object.fromEntries([...m[1]!.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]));
+    const key = `${labels.reason} ${labels.outcome}`;
+    out[key] = (out[key] ?? 0) + Number(m[2]);
+  }
+  return out;
+}
+
+/**
+ * A counter's increase from `before` to `after`, by key. One that went down was reset (its region's
+ * object, or the process holding it, started again): it counts from 0, so what it counted before
+ * the reset in the scenario is not in the increase.
+ */
+export function increase(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after)) {
+    const d = v >= (before[k] ?? 0) ? v - (before[k] ?? 0) : v;
+    if (d > 0) out[k] = d;
+  }
+  return out;
+}
+
+/** The router's continuation counters now (GET /metrics; retried while a restarted worker comes back). */
+async function routerContinuations(s: System): Promise<Record<string, number>> {
+  for (let i = 0; ; i++) {
+    try {
+      const res = await fetch(`${s.url}/metrics`);
+      if (res.ok) return continuationCounts(await res.text());
+      throw new Error(`GET /metrics: ${res.status} ${await res.text()}`);
+    } catch (e) {
+      if (i >= 40) throw e;
+      await sleep(250);
+    }
+  }
+}
+
+/**
+ * The router's log lines about requests, by request id (a tag: each request sends its own as
+ * `x-request-id`): `stream_continued`, the relay's, and the decision lines of requests that did
+ * not end cleanly or were continued (workerd prints the workers' console lines; scripts/system.ts
+ * passes them on line by line).
+ */
+const routerLog = new Map<string, string[]>();
+
+function keepRouterLine(line: string): void {
+  const at = line.indexOf("{");
+  if (at < 0 || !line.includes('"request_id"')) return;
+  let j: { event?: unknown; request_id?: unknown; status?: unknown; end?: unknown; continuations?: unknown };
+  try {
+    j = JSON.parse(line.slice(at)) as typeof j;
+  } catch {
+    return;
+  }
+  if (typeof j.request_id !== "string") return;
+  const clean =
+    j.event === "request" &&
+    typeof j.status === "number" &&
+    j.status < 400 &&
+    (j.end === undefined || j.end === "ok") &&
+    j.continuations === undefined;
+  if (clean) return;
+  const lines = routerLog.get(j.request_id) ?? [];
+  lines.push(line.slice(at));
+  routerLog.set(j.request_id, lines);
+}
+
+/** The `stream_continued` lines logged for a request. */
+function continuedLines(tag: string): Array<{ tokens_carried?: number; first_byte_ms?: number; reason?: string }> {
+  return (routerLog.get(tag) ?? [])
+    .map((l) => JSON.parse(l) as { event?: string; tokens_carried?: number; first_byte_ms?: number; reason?: string })
+    .filter((j) => j.event === "stream_continued");
+}
+
+/** A scenario's continuations for the notes: the tokens carried and the gap the client saw, from the router's log. */
+function continuationNotes(tags: readonly string[]): string {
+  const lines = tags.flatMap(continuedLines);
+  if (lines.length === 0) return "";
+  const carried = quantiles(lines.map((l) => l.tokens_carried));
+  const gap = quantiles(lines.map((l) => l.first_byte_ms));
+  return (
+    `continued after ${carried.p50.toFixed(0)} tokens p50 (${carried.max.toFixed(0)} max); ` +
+    `the next node's first byte ${gap.p50.toFixed(0)} ms p50 / ${gap.max.toFixed(0)} ms max after the failure`
+  );
 }
 
 export async function runScenario(system: System, scenario: Scenario, faultMs = 3_000): Promise<ScenarioResult> {
@@ -433,6 +788,7 @@ export async function runScenario(system: System, scenario: Scenario, faultMs = 
   const prefix = `${RUN}-${++scenarioSeq}`;
   const onSent = (tag: string, p: Promise<Sent>) => (tags.push(tag), pending.push(p));
   const fault: Fault = { routedAtStart: await routedByNode(system), victim: "", injectedAt: 0, endedAt: 0 };
+  const countersBefore = await routerContinuations(system);
   // The fault strikes one second into a steady load, so requests are in flight when it does; the
   // load goes on until the fault is over (healed, or a restart back up), however long that takes.
   let over = false;
@@ -450,8 +806,13 @@ export async function runScenario(system: System, scenario: Scenario, faultMs = 
   await before;
   await load(system, 2_000, `${prefix}-b`, onSent);
   const sent = await Promise.all(pending);
+  // The failed nodes' completions, which count continuations, are reported after the streams end.
+  await sleep(COUNTERS_SETTLE_MS);
+  const continuations = increase(countersBefore, await routerContinuations(system));
   const results = sent.map((r) => ({ ...r, outcome: aroundOutage(r, fault.outage) }));
-  const firstBytes = firstBytesByTag(system);
+  const states = system.fleet!.nodes.map((n) => n.state());
+  const firstBytes = tagCounts(states, "first_byte_tags");
+  const continuedBytes = tagCounts(states, "continued_tags");
   const count = (o: Outcome) => results.filter((r) => r.outcome === o).length;
   const failures: Record<string, number> = {};
   const lostAs: Record<string, number> = {};
@@ -460,26 +821,62 @@ export async function runScenario(system: System, scenario: Scenario, faultMs = 
   const regions: Record<string, number> = {};
   for (const r of results) if (r.region) regions[r.region] = (regions[r.region] ?? 0) + 1;
   const firstOkAfter = results.filter((r) => r.outcome === "ok" && r.at >= fault.endedAt).map((r) => r.at);
+  const continued = Object.entries(continuations)
+    .filter(([k]) => k.endsWith(" continued"))
+    .reduce((n, [, v]) => n + v, 0);
+  const problems: Problem[] = results
+    .filter((r) => r.outcome === "failed-cleanly" || r.outcome === "lost" || r.outcome === "corrupt")
+    .map((r, i) => ({
+      tag: r.tag ?? `#${i}`,
+      outcome: r.outcome,
+      detail: r.corrupt ? `${r.corrupt.kind}: ${r.corrupt.detail}` : r.detail,
+      region: r.region,
+      node: r.node,
+      tail: r.tail ?? "",
+      log: (r.tag && routerLog.get(r.tag)) || [],
+    }));
+  const continuedInLog = tags.reduce((n, t) => n + continuedLines(t).length, 0);
+  const continuedByFleet = tags.reduce((n, t) => n + (continuedBytes.get(t) ?? 0), 0);
+  // Three views of one count: the router's counter, its log lines, the nodes' first bytes.
+  const views =
+    continuedByFleet === continued && continuedInLog === continued
+      ? ""
+      : `continuations: ${continued} counted by the router, ${continuedInLog} logged (stream_continued), ${continuedByFleet} first bytes of continuations on the nodes`;
+  const notes = [continuationNotes(tags), views, scenario.notes?.(fault, results) ?? ""].filter(Boolean).join("; ");
+  for (const t of tags) routerLog.delete(t);
   return {
     name: scenario.name,
     sent: results.length,
     ok: count("ok"),
     failedCleanly: count("failed-cleanly"),
     lost: count("lost"),
+    corrupt: count("corrupt"),
     inFlightAtKill: count("in-flight-at-kill"),
     refusedWhileDown: count("refused-while-down"),
-    duplicated: tags.filter((t) => (firstBytes.get(t) ?? 0) > 1).length,
+    duplicated: duplicatedTags(tags, firstBytes).length,
     untracked: results.filter((r, i) => r.outcome === "ok" && !firstBytes.get(tags[i]!)).length,
     leaked: results.filter((r) => r.leaked).length,
     failures,
     lostAs,
+    corruptAs: countBy(
+      results.filter((r) => r.outcome === "corrupt"),
+      (r) => r.detail,
+    ),
+    continuations,
+    continued,
+    continuedByFleet,
+    continuedInLog,
+    problems,
     retried: results.filter((r) => (r.attempts ?? 0) > 1).length,
     regions,
     recoverySeconds: firstOkAfter.length ? (Math.min(...firstOkAfter) - fault.endedAt) / 1000 : null,
-    notes: scenario.notes?.(fault, results) ?? "",
+    notes,
     ...(fault.regionOutage ? { regionWorker: regionWorkerOutage(fault, results) } : {}),
   };
 }
+
+/** How long after a scenario's last answer its continuation counters are read (the region's object counts them in the background). */
+const COUNTERS_SETTLE_MS = 500;
 
 const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
 
@@ -549,6 +946,9 @@ export interface FloodResult {
   lost: number;
   /** The lost, by how (as the scenarios count them). */
   lostAs: Record<string, number>;
+  /** Answers (light and flood) that ended with `data: [DONE]` but were not the node's answer ({@link answerProblem}), by kind. */
+  corrupt: number;
+  corruptAs: Record<string, number>;
 }
 
 /** p50 and p99 (nearest rank) of the times measured. */
@@ -589,7 +989,9 @@ export async function runFlood(system: System, seconds = 10): Promise<FloodResul
     for (let i = 0; Date.now() < end; i++) {
       const tag = `light-${tenant}-${phase}-${i}`;
       const content = `[request-tag:${tag}] short question ${i}`;
-      out.push(post(system, key, [{ role: "user", content }], 8, 2 * CLIENT_TIMEOUT_MS).then((r) => ({ ...r, tag })));
+      out.push(
+        post(system, key, { messages: [{ role: "user", content }], maxTokens: 8, tag }, 2 * CLIENT_TIMEOUT_MS).then((r) => ({ ...r, tag })),
+      );
       await sleep(LIGHT_INTERVAL_MS);
     }
     return Promise.all(out);
@@ -619,8 +1021,7 @@ export async function runFlood(system: System, seconds = 10): Promise<FloodResul
       const r = await post(
         system,
         DEV_API_KEY,
-        [{ role: "user", content: `flood ${w}-${i} ` + "x".repeat(100_000) }],
-        8,
+        { messages: [{ role: "user", content: `flood ${w}-${i} ` + "x".repeat(100_000) }], maxTokens: 8 },
         2 * CLIENT_TIMEOUT_MS,
       );
       flood.push(r);
@@ -647,9 +1048,15 @@ export async function runFlood(system: System, seconds = 10): Promise<FloodResul
     floodOk: flood.filter((r) => r.status === 200).length,
     flood429: flood.filter((r) => r.status === 429).length,
     lost: all.filter((r) => r.outcome === "lost").length,
-    lostAs: all
-      .filter((r) => r.outcome === "lost")
-      .reduce<Record<string, number>>((acc, r) => ((acc[r.detail] = (acc[r.detail] ?? 0) + 1), acc), {}),
+    lostAs: countBy(
+      all.filter((r) => r.outcome === "lost"),
+      (r) => r.detail,
+    ),
+    corrupt: all.filter((r) => r.outcome === "corrupt").length,
+    corruptAs: countBy(
+      all.filter((r) => r.outcome === "corrupt"),
+      (r) => r.detail,
+    ),
   };
 }
 
@@ -694,7 +1101,7 @@ export function floodSummary(flood: FloodResult): string {
     `Flood: tenant \`dev\` keeps ${FLOOD_CONCURRENCY} requests of 100,000 characters in flight (waiting 1 s after a 429) while ${flood.light.map((t) => `\`${t.tenant}\``).join(" and ")} each send a short request every ${LIGHT_INTERVAL_MS} ms. ` +
     `${tenants.join("; ")}. ` +
     `The client timing them shares its process with the fleet and the flood's clients: its event loop ran late by p50 ${loop.baseline.p50.toFixed(1)} / p99 ${loop.baseline.p99.toFixed(1)} ms alone and p50 ${loop.flooded.p50.toFixed(1)} / p99 ${loop.flooded.p99.toFixed(1)} ms during the flood. ` +
-    `The flood sent ${flood.floodSent}, ${flood.floodOk} answered, ${flood.flood429} refused with 429; ${counted(flood.lost, flood.lostAs)} lost.`
+    `The flood sent ${flood.floodSent}, ${flood.floodOk} answered, ${flood.flood429} refused with 429; ${counted(flood.lost, flood.lostAs)} lost, ${counted(flood.corrupt, flood.corruptAs)} corrupt.`
   );
 }
 
@@ -712,6 +1119,7 @@ export function startFaultSystem(fairShareWaitSeconds?: number): Promise<System>
     timeFactorScale: 20,
     config: faultConfig(fairShareWaitSeconds),
     fleetConfig: faultFleet(),
+    onRouterOutput: keepRouterLine,
   });
 }
 
@@ -724,6 +1132,19 @@ const counted = (n: number, what: Record<string, number>) =>
       : ""
   }`;
 
+/** The continuations column: those continued, by how their node failed; then those that were not, by how and why. */
+export function continuationCell(r: Pick<ScenarioResult, "continuations" | "continued">): string {
+  const continued: Record<string, number> = {};
+  const not: Record<string, number> = {};
+  for (const [key, n] of Object.entries(r.continuations)) {
+    const [reason, outcome] = key.split(" ");
+    if (outcome === "continued") continued[reason!] = (continued[reason!] ?? 0) + n;
+    else not[key] = n;
+  }
+  const notContinued = sum(not);
+  return counted(r.continued, continued) + (notContinued ? `; not continued: ${counted(notContinued, not)}` : "");
+}
+
 export function formatResults(results: readonly ScenarioResult[]): string {
   const rows = results.map((r) => {
     // Only the router restart has these outcomes (the edge itself was down); elsewhere they cannot occur.
@@ -732,8 +1153,10 @@ export function formatResults(results: readonly ScenarioResult[]): string {
       r.name,
       r.sent,
       r.ok,
+      continuationCell(r),
       counted(r.failedCleanly, r.failures),
       counted(r.lost, r.lostAs),
+      counted(r.corrupt, r.corruptAs),
       r.duplicated,
       ...restart,
       r.leaked,
@@ -746,10 +1169,26 @@ export function formatResults(results: readonly ScenarioResult[]): string {
     ].join(" | ")} |`;
   });
   return [
-    "| scenario | sent | ok | failed cleanly | lost | duplicated | in flight at the kill | refused while down | leaked internal URL | retried before the first byte | answered by region | recovery | measured |",
-    "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---|---:|---|",
+    "| scenario | sent | ok | continued mid-stream | failed cleanly | lost | corrupt | duplicated | in flight at the kill | refused while down | leaked internal URL | retried before the first byte | answered by region | recovery | measured |",
+    "|---|---:|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---|",
     ...rows,
   ].join("\n");
+}
+
+/** The failed, lost and corrupt requests of a scenario, for stderr: what the client read last and what the router logged. */
+export function formatProblems(r: Pick<ScenarioResult, "name" | "problems">, max = 20): string {
+  if (r.problems.length === 0) return "";
+  const shown = r.problems
+    .slice(0, max)
+    .map((p) =>
+      [
+        `- ${p.tag} (${p.region ?? "?"}/${p.node ?? "?"}): ${p.outcome}, ${p.detail}`,
+        `  stream tail: ${JSON.stringify(p.tail.slice(-300))}`,
+        ...p.log.map((l) => `  router: ${l}`),
+      ].join("\n"),
+    );
+  const more = r.problems.length > max ? [`(and ${r.problems.length - max} more)`] : [];
+  return [`${r.name}: ${r.problems.length} not ok`, ...shown, ...more].join("\n");
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
@@ -760,14 +1199,21 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const system = await startFaultSystem(fairShareWait === undefined ? undefined : Number(fairShareWait));
   try {
     const results: ScenarioResult[] = [];
-    for (const s of SCENARIOS) results.push(await runScenario(system, s));
+    for (const s of SCENARIOS) {
+      const r = await runScenario(system, s);
+      results.push(r);
+      const problems = formatProblems(r);
+      if (problems) console.error(problems);
+    }
     const flood = await runFlood(system, FLOOD_SECONDS);
     const md = [
       "# Fault injection (fast version)",
       "",
-      `Generated by \`npm run faults\` (scripts/faults/run.ts; do not edit by hand): the production topology in workerd (the edge worker and each region's worker in a workerd process of its own, joined over loopback HTTP as their service bindings are over the network) and the simulated fleet (time factor x20), two tenants sending ${RATE_PER_TENANT} streamed requests a second each (a cached system prompt, ~1,000 tokens of the request's own, ${ANSWER_TOKENS} tokens streamed over 1.5 s); each fault strikes one second into the load and lasts three seconds (a restart: until it is back; the load goes on until then), then two more seconds of load. The faults: a node answering 503; hung before its first byte, or after its first ${TOKENS_BEFORE_SILENCE} tokens (past every timeout; the region worker's stream idle timeout is 3 s); answering 307 to an internal URL; prefilling ${PREFILL_SLOWDOWN}x slower; killed mid-stream; every node of ${REGION} killed (its GPUs down, its worker up); the region's Durable Object restarted (\`POST /admin/regions/${REGION}/restart\`); ${REGION}'s region worker process killed with SIGKILL and started again (bundled and booted anew, on the same store), the edge staying up; every worker process (the edge's and each region's) killed with SIGKILL and started again on the same stores.`,
+      `Generated by \`npm run faults\` (scripts/faults/run.ts; do not edit by hand): the production topology in workerd (the edge worker and each region's worker in a workerd process of its own, joined over loopback HTTP as their service bindings are over the network) and the simulated fleet (time factor x20), two tenants sending ${RATE_PER_TENANT} streamed requests a second each (a cached system prompt, ~1,000 tokens of the request's own, ${ANSWER_TOKENS} tokens streamed over 1.5 s; one tenant asks for the usage event, the other does not); each fault strikes one second into the load and lasts three seconds (a restart: until it is back; the load goes on until then), then two more seconds of load. The faults: a node answering 503; hung before its first byte, or silent after its first ${TOKENS_BEFORE_SILENCE} tokens (past every timeout; the region worker's stream idle timeout is 3 s); sending vLLM's mid-stream error event after ${TOKENS_BEFORE_ERROR_EVENT} tokens, or an event that is not JSON after ${TOKENS_BEFORE_MALFORMED_EVENT}; answering 307 to an internal URL; prefilling ${PREFILL_SLOWDOWN}x slower; killed mid-stream; every node of ${REGION} killed (its GPUs down, its worker up); the region's Durable Object restarted (\`POST /admin/regions/${REGION}/restart\`); ${REGION}'s region worker process killed with SIGKILL and started again (bundled and booted anew, on the same store), the edge staying up; every worker process (the edge's and each region's) killed with SIGKILL and started again on the same stores.`,
       "",
-      `Lost means no answer within ${CLIENT_TIMEOUT_MS / 1000} s, or a stream cut without an error event; it must be 0. When every worker process is killed (the edge's too), a request under way is counted \`in flight at the kill\` and one refused while the edge is down \`refused while down\`, not lost. When only ${REGION}'s region worker is killed the edge stays up, so there is no such excuse: a stream it was relaying from ${REGION} must end with an SSE error event (\`region_stream_lost\`), and a request it had not answered yet, or sent while it is down, must be answered by ${FAILOVER_REGION} (the edge fails over). Duplicated: requests whose generation a node started (sent a first byte for) more than once, on any node, found by a tag in each request's prompt that the fleet records at its first byte; it must be 0. Leaked internal URL: answers whose body or headers show the URL the redirecting node points at; it must be 0. Recovery: from the fault's end to the first ok answer sent after it (for the region worker, its own recovery is in the last column: when ${REGION} itself answered ok again).`,
+      `A node that fails after its first byte no longer costs its clients their answers: the region worker continues each stream it cut on another node of the region, with the text the client already has, and relays it as the first node's (docs/CONTINUATION.md). So the four scenarios where one node fails mid-stream (silent, its error event, a malformed event, killed) must end with 0 failed; before continuation every stream that node was serving ended with an SSE error event (\`upstream_stream_timeout\`, \`upstream_stream_error\`). Continued mid-stream: the router's \`warmpath_stream_continuations_total\`, its increase over the scenario, by how the node failed, then the failures it did not continue, by how and why (\`no-node\`: no node of the region left to take the stream). The measured column gives the tokens the continued streams carried over and the time from each failure to the next node's first byte (from the router's \`stream_continued\` lines; for a silent node, counted from the end of the 3 s idle timeout). The nodes record a continuation's first byte apart from a generation's, and their count of continuations is the router's (a mismatch would be noted in the measured column). Streams still fail cleanly where no node can continue them: every node of ${REGION} down (a continuation stays in its region), ${REGION}'s worker killed (the streams die with the worker relaying them; the edge does not continue them), every worker process killed.`,
+      "",
+      `Ok means a stream that ended with \`data: [DONE]\` and is, event for event, what one node streams for that request uninterrupted: the fleet's answer is deterministic filler, so each answer's ${ANSWER_TOKENS} tokens are known in advance, and each answer is checked for its text (no token repeated or missing where a second node took over), one role chunk, one id (with one \`created\` and \`model\`), one finish reason, and, for the tenant that asks for it, one usage event whose completion tokens are the whole answer's (none for the other). Corrupt: a stream that ended with \`data: [DONE]\` but is not that answer; it must be 0. Lost means no answer within ${CLIENT_TIMEOUT_MS / 1000} s, or a stream cut without an error event; it must be 0. When every worker process is killed (the edge's too), a request under way is counted \`in flight at the kill\` and one refused while the edge is down \`refused while down\`, not lost. When only ${REGION}'s region worker is killed the edge stays up, so there is no such excuse: a stream it was relaying from ${REGION} must end with an SSE error event (\`region_stream_lost\`), and a request it had not answered yet, or sent while it is down, must be answered by ${FAILOVER_REGION} (the edge fails over). Duplicated: requests whose generation a node started (sent a first byte for) more than once, on any node, found by a tag in each request's prompt that the fleet records at its first byte; it must be 0 (a continuation's first byte is recorded apart: it starts no generation again; one that started the answer over would be corrupt). Leaked internal URL: answers whose body or headers show the URL the redirecting node points at; it must be 0. Recovery: from the fault's end to the first ok answer sent after it (for the region worker, its own recovery is in the last column: when ${REGION} itself answered ok again).`,
       "",
       formatResults(results),
       "",
