@@ -154,7 +154,7 @@ export const regionSchema = z.strictObject({
     .min(1024)
     .max(MAX_INDEX_ENTRIES_LIMIT)
     .default(DEFAULT_REGION_SETTINGS.maxIndexEntries)
-    .describe("Hard bound on prefix index entries (at most about 50 bytes each: 49 MB at 10^6, bench/ROUTE_COST.md)."),
+    .describe("Hard bound on prefix index entries (at most about 50 bytes each: 50 MB at 10^6, bench/ROUTE_COST.md)."),
   max_sessions: z.number().int().min(0).default(DEFAULT_REGION_SETTINGS.maxSessions).describe("Session hints remembered."),
   shards: z
     .number()
