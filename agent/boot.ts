@@ -14,7 +14,7 @@
  *   zero in a new process. A restart that has already counted past the old value is not seen
  *   this way, hence several counters, and the start marker first.
  *
- * A restart that neither shows is still found by the router itself (README: three answers in a
+ * A restart that neither shows is still found by the router itself (docs/API.md, "The default policy": three answers in a
  * row with nothing cached for recently used prefixes).
  */
 import { randomUUID } from "node:crypto";

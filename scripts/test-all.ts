@@ -1,7 +1,7 @@
 /**
  * `npm test`: everything CI runs, in order, with one summary line at the end.
  *
- *  1. format (Prettier), generated files up to date (README configuration table, `wrangler types`),
+ *  1. format (Prettier), generated files up to date (docs/CONFIGURATION.md configuration table, `wrangler types`),
  *     `npm run deploy -- --dry-run` for staging and production (every worker's generated
  *     configuration bundled by `wrangler deploy --dry-run`), and strict typecheck of every part
  *     (worker, fleet, bench, scripts);
@@ -60,7 +60,10 @@ function tests(title: string, command: string, args: string[], counts: () => { p
 }
 
 check("format (prettier --check)", bin("prettier"), ["--check", "."]);
-check("README configuration table up to date (config:docs --check)", process.execPath, ["scripts/config-docs.ts", "--check"]);
+check("docs/CONFIGURATION.md configuration table up to date (config:docs --check)", process.execPath, [
+  "scripts/config-docs.ts",
+  "--check",
+]);
 check("worker-configuration.d.ts up to date (wrangler types --check)", bin("wrangler"), [
   "types",
   "--include-runtime=false",

@@ -75,7 +75,7 @@ export function loadConfig(env: Env, role: ConfigRole = ALL): LoadedConfig {
 
 function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | ConfigError {
   if (source === undefined || source === null || source === "") {
-    return new ConfigError("WARMPATH_CONFIG is not set (see README: Configuration)");
+    return new ConfigError("WARMPATH_CONFIG is not set (see docs/CONFIGURATION.md)");
   }
   let doc = source;
   if (typeof source === "string") {

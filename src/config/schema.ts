@@ -2,7 +2,7 @@
  * The configuration document: one zod schema, validated at the boundary (first request of an
  * isolate). Field names are snake_case, as written in wrangler.toml. Every object is strict: an
  * unknown key (a typo such as `load_facter`) is an error naming the key and where it is, never a
- * silent no-op. Each field's default and meaning are stated here once; README's configuration
+ * silent no-op. Each field's default and meaning are stated here once; docs/CONFIGURATION.md's configuration
  * table is generated from this file (`npm run config:docs`, checked by `npm test`).
  *
  * Policy options belong to their policy: each policy module declares its own options schema with

@@ -2,7 +2,7 @@
  * The node boundary: what a GPU node (or the agent beside it) sends the router. One zod contract,
  * used by the node API (`POST /v1/nodes/report`), the region Durable Object's RPC and the node
  * reporter alike, with the TypeScript types derived from it. The wire form is snake_case, as
- * documented in README's Node API; nothing renames it on the way in.
+ * documented in docs/API.md's Node API; nothing renames it on the way in.
  */
 import { z } from "zod";
 

@@ -1,7 +1,7 @@
 /**
  * The decision log: one structured line per request (Workers Logs), and optionally the same
  * figures as a Workers Analytics Engine data point, so operators can query hit rate and wasted
- * prefill by tenant and region over time (README, "Decision log and Analytics Engine").
+ * prefill by tenant and region over time (docs/OBSERVABILITY.md, "Decision log" and "Analytics Engine").
  *
  * What goes in is ids and figures: the request id, the tenant's id (never its key), the model, the
  * region and node, the decision and the candidates weighed, tokens and timings. Never a prompt, a
@@ -87,7 +87,7 @@ export function shouldLog(line: DecisionLine, sampleRate: number, random: () => 
 /**
  * The Analytics Engine data point of a line. Sampling index: the tenant (Analytics Engine samples
  * per index value, so a quiet tenant keeps its points beside a loud one). Blob and double positions
- * are the schema the SQL in README relies on; append, never reorder.
+ * are the schema the SQL in docs/OBSERVABILITY.md relies on; append, never reorder.
  */
 export function dataPoint(line: DecisionLine): AnalyticsEngineDataPoint {
   const measured = line.measured_cached_tokens !== null && line.usage !== undefined;

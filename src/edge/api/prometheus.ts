@@ -2,7 +2,7 @@
  * The regions' state in Prometheus' text exposition format (version 0.0.4), rendered from the
  * region snapshots the admin API serves. Names follow what vLLM and SGLang users know (a
  * `warmpath_` prefix, `_total` counters, `_seconds` histograms, one label set per region and
- * node); every metric is documented in README.md ("Prometheus metrics").
+ * node); every metric is documented in docs/OBSERVABILITY.md ("Prometheus metrics").
  */
 import type { RegionSnapshotAnswer as RegionSnapshot } from "../../contracts/admin.ts";
 import { LATENCY_BUCKETS_MS, MATCHED_BLOCKS_BUCKETS } from "../../core/region/index.ts";
