@@ -6,26 +6,16 @@
  */
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startNode, type NodeHandle } from "../node.ts";
+import type { NodeHandle } from "../node.ts";
+import { MODEL, startTestNode } from "./test-node.ts";
 import { countTokens, renderChat, tokenIdsText } from "../prompt.ts";
 
-const MODEL = "llama-3.1-8b-instruct";
 /** The node's natural answer length (default_max_tokens). */
 const D = 12;
 let node: NodeHandle;
 
 before(async () => {
-  node = await startNode({
-    id: "apis",
-    region: "test-region",
-    models: [MODEL],
-    kvCapacityTokens: 100_000,
-    prefillTokensPerSecond: 50_000,
-    decodeTokensPerSecond: 5_000,
-    maxRunning: 16,
-    timeFactor: 10,
-    defaultMaxTokens: D,
-  });
+  node = await startTestNode("apis", D);
 });
 
 after(async () => {

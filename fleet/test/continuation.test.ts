@@ -8,30 +8,20 @@ import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { startNode, type NodeHandle } from "../node.ts";
+import type { NodeHandle } from "../node.ts";
+import { MODEL, startTestNode } from "./test-node.ts";
 import { parseFleet } from "../config.ts";
 import { startFleet } from "../fleet.ts";
 import { fillerToken } from "../openai.ts";
 import { countTokens, renderChat, renderChatPrompt } from "../prompt.ts";
 import { chatContinuation, completionContinuation, planAnswer } from "../continuation.ts";
 
-const MODEL = "llama-3.1-8b-instruct";
 /** The node's natural answer length (its default_max_tokens). */
 const D = 40;
 let node: NodeHandle;
 
 before(async () => {
-  node = await startNode({
-    id: "cont",
-    region: "test-region",
-    models: [MODEL],
-    kvCapacityTokens: 100_000,
-    prefillTokensPerSecond: 50_000,
-    decodeTokensPerSecond: 5_000,
-    maxRunning: 16,
-    timeFactor: 10,
-    defaultMaxTokens: D,
-  });
+  node = await startTestNode("cont", D);
 });
 
 after(async () => {

@@ -7,25 +7,15 @@ import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
-import { startNode, type NodeHandle } from "../node.ts";
+import type { NodeHandle } from "../node.ts";
+import { MODEL, startTestNode } from "./test-node.ts";
 
-const MODEL = "llama-3.1-8b-instruct";
 let node: NodeHandle;
 let openai: OpenAI;
 let anthropic: Anthropic;
 
 before(async () => {
-  node = await startNode({
-    id: "sdk",
-    region: "test-region",
-    models: [MODEL],
-    kvCapacityTokens: 100_000,
-    prefillTokensPerSecond: 50_000,
-    decodeTokensPerSecond: 5_000,
-    maxRunning: 16,
-    timeFactor: 10,
-    defaultMaxTokens: 8,
-  });
+  node = await startTestNode("sdk", 8);
   openai = new OpenAI({ baseURL: node.url + "/v1", apiKey: "unused", maxRetries: 0 });
   anthropic = new Anthropic({ baseURL: node.url, apiKey: "unused", maxRetries: 0 });
 });
