@@ -68,6 +68,7 @@ import { loadFleet, type Faults, type FleetConfig } from "../../fleet/config.ts"
 import { planAnswer, planToken } from "../../fleet/continuation.ts";
 import { countTokens, renderChat } from "../../fleet/prompt.ts";
 import { DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3 } from "../../src/config/dev-credentials.ts";
+import { adminRegionStateSchema } from "../../src/contracts/admin.ts";
 import { percentile } from "../../src/core/stats.ts";
 import { devConfigWithPolicy } from "../demo/policy-config.ts";
 import { ROOT, startSystem, type System } from "../system.ts";
@@ -213,9 +214,7 @@ const FAILOVER_REGION = "eu-west";
 
 /** Requests routed to each node of REGION so far, by the router's count. */
 async function routedByNode(s: System): Promise<Map<string, number>> {
-  const state = (await (await fetch(`${s.url}/admin/state/${REGION}`)).json()) as {
-    nodes: Array<{ id: string; metrics: { routed: number } }>;
-  };
+  const state = adminRegionStateSchema.parse(await (await fetch(`${s.url}/admin/state/${REGION}`)).json());
   return new Map(state.nodes.map((n) => [n.id, n.metrics.routed]));
 }
 

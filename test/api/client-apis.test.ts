@@ -6,7 +6,7 @@
  * models share index entries).
  */
 import { describe, expect, it } from "vitest";
-import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 import { ACME_KEY, GLOBEX_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { call, CF_VIRGINIA, readChunks, registerAll } from "../helpers.ts";
 

@@ -7,7 +7,7 @@
  */
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 import { TEST_ADMIN_TOKEN, TEST_CONFIG } from "../fixtures/config.ts";
 import { chat, registerAll } from "../helpers.ts";
 import { CANARY } from "../fuzz/generator.ts";

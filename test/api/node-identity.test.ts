@@ -7,7 +7,7 @@ import { env } from "cloudflare:workers";
 import { createExecutionContext, runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/edge/app.ts";
-import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 import { TEST_ADMIN_TOKEN, TEST_CONFIG, TEST_NODE_TOKEN } from "../fixtures/config.ts";
 import { call, chat, nodeSecret, registerAll, withRegionService } from "../helpers.ts";
 

@@ -7,7 +7,7 @@ import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { TEST_ADMIN_TOKEN, TEST_NODE_TOKEN } from "../fixtures/config.ts";
 import { call, chat, deregister, nodeUrl, registerAll, report } from "../helpers.ts";
-import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 
 const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
 

@@ -1,6 +1,6 @@
 /** Per-tenant rate limits through the worker: OpenAI's 429, its headers, and no other region tried. */
 import { describe, expect, it } from "vitest";
-import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 import { call, chat, registerAll } from "../helpers.ts";
 import { ACME_KEY, INITECH_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 

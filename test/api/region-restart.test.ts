@@ -5,7 +5,7 @@
  */
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 import { TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { call, chat, longSystemPrompt, nodeUrl, readChunks, registerAll } from "../helpers.ts";
 

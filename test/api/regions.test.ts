@@ -1,6 +1,6 @@
 /** Region choice: nearest healthy region for the model, pinning, failover, and the model list. */
 import { describe, expect, it } from "vitest";
-import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 import { CF_FRANKFURT, CF_VIRGINIA, call, chat, deregister, registerAll } from "../helpers.ts";
 import { ACME_KEY, GLOBEX_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 

@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 import { firstByteTimeoutMs } from "../../src/region/dispatch.ts";
 import { ACME_KEY, GLOBEX_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { call, chat, readChunks, registerAll } from "../helpers.ts";

@@ -7,7 +7,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { CF_VIRGINIA, call, chat, deregister, registerAll } from "../helpers.ts";
-import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { loadExchangeName, shardObjectName } from "../../src/core/shard.ts";
 import { exchangeIntervalMs, type RegionDurableObject } from "../../durable-objects/region.ts";

@@ -7,7 +7,7 @@ import { describe, expect, it, vi } from "vitest";
 import { FAKE_CHUNK_DELAY_MS, handleFakeNode } from "../fixtures/fake-node.ts";
 import { ACME_KEY, TEST_ADMIN_TOKEN, TEST_ORIGIN_TOKEN } from "../fixtures/config.ts";
 import { call, chat, readChunks, registerAll } from "../helpers.ts";
-import type { RegionSnapshot } from "../../src/core/region/index.ts";
+import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 import { engineCacheSalt } from "../../src/region/cache-salt.ts";
 
 /** The body as a region with `engine_cache_isolation = "cache_salt"` forwards it for tenant acme. */
