@@ -16,9 +16,15 @@
  *           (src/core/node-identity.ts), never the secret; a table of its own so that objects
  *           created before node secrets need no migration (their nodes simply have none)
  *
+ * Usage (durable-objects/usage-store.ts, docs/USAGE.md): each answered request's bill is summed
+ * in memory and written to the `usage` table every `usage.flush_interval_ms` (the alarm), when the
+ * object is restarted, and before a usage query; budgeted tenants' spend goes to the budget ledger
+ * (the object named SPEND_LEDGER_NAME) at the same flush, whose totals come back for the budget
+ * check in `route`.
+ *
  * An alarm expires reporting nodes whose reports stopped (and releases in-flight requests whose
- * worker never completed them). Per request the object does only in-memory work: `route` and
- * `complete` touch no storage.
+ * worker never completed them), and flushes usage. Per request the object does only in-memory
+ * work: `route` and `complete` touch no storage.
  */
 import { DurableObject, RpcTarget } from "cloudflare:workers";
 import { nodeEngineSchema, nodeIdSchema, nodeReportSchema, type NodeReport } from "../src/contracts/node.ts";
@@ -45,7 +51,20 @@ import {
   type IdentityEntry,
   type IdentityRefusal,
 } from "../src/core/node-identity.ts";
-import { regionInitSchema, type RegionInit } from "../src/contracts/region-init.ts";
+import { regionInitSchema, type RegionInit, type UsageInit } from "../src/contracts/region-init.ts";
+import {
+  billSchema,
+  spendReportSchema,
+  spendTotalsSchema,
+  usageQuerySchema,
+  type Bill,
+  type SpendTotals,
+  type UsageAnswer,
+} from "../src/contracts/usage.ts";
+import { PendingUsage } from "../src/core/usage/pending.ts";
+import { utcDay, utcMonth } from "../src/core/usage/periods.ts";
+import { overBudgetMessage, SpendView } from "../src/core/usage/spend.ts";
+import { SPEND_LEDGER_NAME, UsageStore } from "./usage-store.ts";
 import {
   RESTART_REASON,
   type CompletionOutcome,
@@ -163,10 +182,20 @@ export class RegionDurableObject extends DurableObject<Env> {
   private feedVersion = 0;
   private readonly feedReports = new Map<string, { version: number; report: NodeReport }>();
   private readonly feedRemoved = new Map<string, number>();
+  /** Usage counted since the last flush, the stored ledger, and budgeted tenants' spend as this object knows it. */
+  private readonly pendingUsage = new PendingUsage();
+  private readonly usageStore: UsageStore;
+  private readonly spendView = new SpendView();
+  private usageInit: UsageInit = { flushIntervalMs: 1_000, retentionDays: 400 };
+  /** This instance, as the budget ledger tells its batches apart (a restarted object is a new source). */
+  private readonly instance = crypto.randomUUID().slice(0, 8);
+  private spendExchanging = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
+    this.usageStore = new UsageStore(this.sql);
+    for (const { tenant, over } of this.usageStore.spentBudgets(Date.now())) this.spendView.remember(tenant, over);
     ctx.blockConcurrencyWhile(async () => {
       this.sql.exec(`CREATE TABLE IF NOT EXISTS config (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
       this.sql.exec(`CREATE TABLE IF NOT EXISTS nodes (
@@ -199,6 +228,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     for (const r of this.sql.exec<{ id: string; sha256: string }>(`SELECT id, sha256 FROM node_secrets`)) this.secrets.set(r.id, r.sha256);
     this.router = router;
     this.fingerprint = init.fingerprint;
+    this.usageInit = init.usage;
     this.syncStaticNodes(init, now);
     return router;
   }
@@ -296,6 +326,24 @@ export class RegionDurableObject extends DurableObject<Env> {
     const router = this.ensure(init);
     const req = routeRequestSchema.parse(request);
     const now = Date.now();
+    if (req.budget !== undefined && req.tenant !== undefined) {
+      // The budget ledger's totals are refreshed off the request's path, at most once a flush interval.
+      if (now - this.spendView.lastAnsweredAt > this.usageInit.flushIntervalMs) this.ctx.waitUntil(this.exchangeSpend());
+      const over = this.spendView.check(req.tenant, req.budget, now);
+      if (over) {
+        router.rejectOverBudget(req, now);
+        if (this.spendView.isNew(req.tenant, over)) {
+          this.spendView.remember(req.tenant, over);
+          this.usageStore.rememberSpent(req.tenant, over);
+        }
+        return {
+          ok: false,
+          reason: "over-budget",
+          message: overBudgetMessage(req.tenant, over),
+          retryAfterSeconds: Math.max(1, Math.ceil((over.resetsAt - now) / 1000)),
+        };
+      }
+    }
     const result = router.route(req, now);
     if (req.shard !== undefined) {
       if (this.shardIndex !== req.shard) {
@@ -445,7 +493,79 @@ export class RegionDurableObject extends DurableObject<Env> {
   ticketComplete(ticket: string, outcome: unknown): boolean {
     const t = ticketSchema.parse(ticket);
     const o = completionOutcomeSchema.parse(outcome);
+    if (o.bill) this.bill(o.bill);
     return this.router?.complete(t, o, Date.now()) ?? false;
+  }
+
+  /**
+   * The usage of a request placed without this object (the region worker's stateless placement,
+   * src/region/stateless.ts), billed once the object answers again.
+   */
+  recordUsage(init: RegionInit, bill: unknown): void {
+    this.ensure(init);
+    this.bill(billSchema.parse(bill));
+  }
+
+  /** Counts a bill: written at the next flush (the alarm), at once if the rows in memory reach their bound. */
+  private bill(bill: Bill): void {
+    const now = Date.now();
+    this.pendingUsage.add(bill, now);
+    this.spendView.record(bill, now);
+    if (this.pendingUsage.full) this.flushUsage(now);
+    this.ctx.waitUntil(this.scheduleAlarm(now + this.usageInit.flushIntervalMs));
+  }
+
+  /** Writes the usage counted in memory to the ledger's table (synchronous SQLite: durable with the event's output). */
+  private flushUsage(now: number): void {
+    const rows = this.pendingUsage.take();
+    try {
+      this.usageStore.write(rows);
+      this.usageStore.prune(this.usageInit.retentionDays, now);
+    } catch (e) {
+      this.pendingUsage.restore(rows);
+      console.error(
+        JSON.stringify({ event: "usage_flush_error", region: this.router?.settings.name, rows: rows.length, message: String(e) }),
+      );
+    }
+  }
+
+  /**
+   * Sends the budget ledger what budgeted tenants spent here since the last batch, and takes back
+   * every tenant's totals for today and this month. One at a time; a failed batch is resent as it
+   * was (the ledger applies it once).
+   */
+  private async exchangeSpend(): Promise<void> {
+    if (this.spendExchanging) return;
+    this.spendExchanging = true;
+    const now = Date.now();
+    const batch = this.spendView.takeBatch();
+    try {
+      const ledger = this.env.REGION.getByName(SPEND_LEDGER_NAME);
+      const source = `${this.router?.settings.name ?? "?"}/${this.shardIndex ?? 0}/${this.instance}`;
+      const answer = await ledger.spend({ source, seq: batch.seq, spends: batch.spends, periods: [utcDay(now), utcMonth(now)] });
+      this.spendView.acknowledge(batch.seq, spendTotalsSchema.parse(answer).totals, Date.now());
+    } catch (e) {
+      console.error(JSON.stringify({ event: "spend_exchange_error", region: this.router?.settings.name, message: String(e) }));
+    } finally {
+      this.spendExchanging = false;
+    }
+  }
+
+  /** The budget ledger (the object named SPEND_LEDGER_NAME): applies a region object's batch once, answers the totals. */
+  spend(report: unknown): SpendTotals {
+    const r = spendReportSchema.parse(report);
+    const now = Date.now();
+    const totals = this.usageStore.applySpend(r, now);
+    this.usageStore.prune(this.usageInit.retentionDays, now);
+    return { totals };
+  }
+
+  /** This object's usage ledger rows for a query (GET /admin/usage), what is still in memory written first. */
+  usage(init: RegionInit, query: unknown): UsageAnswer {
+    const router = this.ensure(init);
+    const q = usageQuerySchema.parse(query);
+    this.flushUsage(Date.now());
+    return { data: this.usageStore.query(q, router.settings.name) };
   }
 
   /**
@@ -555,12 +675,19 @@ export class RegionDurableObject extends DurableObject<Env> {
    * the next call constructs the object again from storage (configuration and node table). The
    * call itself fails with the abort's reason, as every call still running on this instance does.
    */
-  restart(): void {
+  async restart(): Promise<void> {
+    // Usage counted in memory is written first: a restart loses soft state, never billing.
+    this.flushUsage(Date.now());
+    await this.ctx.storage.sync();
     this.ctx.abort(RESTART_REASON);
   }
 
   override async alarm(): Promise<void> {
     this.alarmAt = undefined;
+    if (this.pendingUsage.size > 0) this.flushUsage(Date.now());
+    if (this.spendView.pending) await this.exchangeSpend();
+    // Spend the budget ledger has not acknowledged is sent again at the next interval.
+    if (this.spendView.pending) await this.scheduleAlarm(Date.now() + this.usageInit.flushIntervalMs);
     const router = this.router;
     if (!router) return;
     // A shard that has routed nothing lately has not heard the feed: hear it before expiring anyone.

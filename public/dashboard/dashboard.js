@@ -21,6 +21,8 @@ const MEASURED_COLOUR = "#E69F00";
 const PREDICTED_COLOUR = "#56B4E9";
 /** History is refetched this often (ms): the buckets are 10 s wide. */
 const HISTORY_POLL_MS = 5_000;
+/** The usage ledger changes by the second but is read for totals: every 30 s is plenty. */
+const USAGE_POLL_MS = 30_000;
 /** The history the router keeps: the charts' longest time axis. */
 const HISTORY_KEPT_MS = 3_600_000;
 /** The charts' shortest time axis: a fresh router's first requests are shown over a minute. */
@@ -497,6 +499,54 @@ function lineChart(svg, axis, times, series, ticks, label) {
   svg.innerHTML = out;
 }
 
+/**
+ * This month's usage per tenant, summed over regions, models and days: requests, tokens (the
+ * nodes' own, and estimated apart), cached share and cost, most expensive first.
+ */
+async function pollUsage() {
+  try {
+    const u = await get("/admin/usage");
+    if (!u) return;
+    /** @type {Map<string, any>} */
+    const byTenant = new Map();
+    for (const r of u.data) {
+      const t = byTenant.get(r.tenant) ?? {
+        tenant: r.tenant,
+        requests: 0,
+        prompt: 0,
+        cached: 0,
+        completion: 0,
+        estimated: 0,
+        cost: 0,
+        models: new Set(),
+      };
+      t.requests += r.requests;
+      t.prompt += r.prompt_tokens;
+      t.cached += r.cached_tokens;
+      t.completion += r.completion_tokens;
+      t.estimated += r.estimated_prompt_tokens + r.estimated_completion_tokens;
+      t.cost += r.cost_usd + r.estimated_cost_usd;
+      t.models.add(r.model);
+      byTenant.set(r.tenant, t);
+    }
+    const rows = [...byTenant.values()]
+      .sort((a, b) => b.cost - a.cost || b.prompt + b.completion - (a.prompt + a.completion))
+      .map(
+        (
+          t,
+        ) => `<tr><td>${esc(t.tenant)}</td><td>${fmt(t.requests)}</td><td>${fmt(t.prompt)}</td><td>${pct(t.prompt ? t.cached / t.prompt : null)}</td>
+          <td>${fmt(t.completion)}</td><td>${t.estimated ? fmt(t.estimated) : "–"}</td><td>$${t.cost.toFixed(4)}</td><td>${esc([...t.models].join(", "))}</td></tr>`,
+      )
+      .join("");
+    $("usage").innerHTML =
+      `<table><thead><tr><th>tenant</th><th>requests</th><th>prompt tokens</th><th>cached</th><th>completion tokens</th>
+      <th title="tokens estimated for answers whose node reported no usage">estimated tokens</th><th>cost (USD)</th><th>models</th></tr></thead>
+      <tbody>${rows || `<tr><td colspan="8">no usage since ${esc(u.from)}</td></tr>`}</tbody></table>`;
+  } catch {
+    // pollState reports an unreachable router.
+  }
+}
+
 /** Charts are drawn at their size: drawn again when the window changes it. */
 let redraw = 0;
 window.addEventListener("resize", () => {
@@ -507,9 +557,10 @@ window.addEventListener("resize", () => {
 $("login").addEventListener("submit", (e) => {
   e.preventDefault();
   sessionStorage.setItem("warmpath-admin-token", /** @type {HTMLInputElement} */ ($("token")).value);
-  pollHistory().then(pollState);
+  pollHistory().then(pollState).then(pollUsage);
 });
 
-pollHistory().then(pollState);
+pollHistory().then(pollState).then(pollUsage);
 setInterval(pollState, 1000);
 setInterval(pollHistory, HISTORY_POLL_MS);
+setInterval(pollUsage, USAGE_POLL_MS);

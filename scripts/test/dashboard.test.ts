@@ -184,6 +184,16 @@ test("the dashboard opens on the router's history: charts, decisions and hit rat
     assert.match(row[5] ?? "", /prefix-hit|cold-spread|hot-spill|session/, "each row names its decision");
     assert.equal(row[8], "ok");
   }
+  // This month's usage: the development tenant's 18 requests, from the usage ledger.
+  await page.waitForFunction(() => (document.querySelector("#usage tbody tr td")?.textContent ?? "") === "dev", undefined, {
+    timeout: 15_000,
+  });
+  const usage = await page.$$eval("#usage tbody tr", (trs) =>
+    trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => (td.textContent ?? "").trim())),
+  );
+  assert.equal(usage[0]?.[0], "dev");
+  assert.ok(Number(usage[0]?.[1]) >= 18, `requests shown: ${usage[0]?.[1]}`);
+  assert.match(usage[0]?.[6] ?? "", /^\$\d+\.\d{4}$/, "a cost in USD");
   // A streamed answer's first token and a whole answer apart: each in its own column, by request id.
   const headers = await page.$$eval("#decisions thead th", (ths) =>
     ths.map((th) => (th as HTMLElement).innerText.replace(/\s+/g, " ").trim()),

@@ -37,6 +37,7 @@ export interface LoadedConfig {
   regions: LoadedRegion[];
   regionByName: Map<string, LoadedRegion>;
   tenantByKeyHash: Map<string, TenantConfig>;
+  tenantById: Map<string, TenantConfig>;
   prefix: PrefixSettings;
   adminToken: string | undefined;
   models: string[];
@@ -139,7 +140,8 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
       kvCapacityTokens: n.kv_capacity_tokens,
       ...(n.engine === undefined ? {} : { engine: n.engine }),
     }));
-    const fingerprint = JSON.stringify([settings, staticNodes]);
+    const usage = { flushIntervalMs: cfg.usage.flush_interval_ms, retentionDays: cfg.usage.retention_days };
+    const fingerprint = JSON.stringify([settings, staticNodes, usage]);
     return {
       config: r,
       nodeToken: nodeTokens[0]!,
@@ -150,7 +152,7 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
         development: cfg.mode === "development",
       }),
       originToken,
-      init: { fingerprint, settings, staticNodes },
+      init: { fingerprint, settings, staticNodes, usage },
       locationHint: r.location_hint ?? locationHintFor(r.location.lat, r.location.lon),
     };
   });
@@ -169,6 +171,7 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
     regions,
     regionByName: new Map(regions.map((r) => [r.config.name, r])),
     tenantByKeyHash,
+    tenantById: new Map(cfg.tenants.map((t) => [t.id, t])),
     prefix,
     adminToken,
     models,

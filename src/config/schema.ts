@@ -17,6 +17,7 @@ import { DEFAULT_REGION_SETTINGS } from "../core/region/index.ts";
 import { MAX_ORIGIN_PATTERN_LENGTH, parseOriginPattern } from "../core/origins.ts";
 import { MAX_SHARDS } from "../core/shard.ts";
 import { LOCATION_HINTS } from "./location-hint.ts";
+import { budgetSchema, pricesSchema, usageSchema } from "./usage-schema.ts";
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const SECRET_NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
@@ -228,6 +229,14 @@ export const tenantSchema = z.strictObject({
     })
     .optional()
     .describe("Its rate limits in each region, as token buckets (a minute's budget may be spent at once); default none."),
+  budget: budgetSchema
+    .optional()
+    .describe(
+      "What it may spend over every region, in tokens or USD, a UTC day and a calendar month: past it, 429 `insufficient_quota` until the period resets (docs/USAGE.md). Default none.",
+    ),
+  prices: pricesSchema
+    .optional()
+    .describe("Its own prices for some models (e.g. a negotiated rate), each replacing the top-level `prices` entry of that model."),
 });
 
 export const limitsSchema = z.strictObject({
@@ -312,6 +321,12 @@ export const configSchema = z
     regions: z.array(regionSchema).min(1),
     tenants: z.array(tenantSchema).min(1),
     limits: limitsSchema.prefault({}),
+    prices: pricesSchema
+      .default([])
+      .describe(
+        "USD per million prompt, cached prompt and completion tokens, by model: the usage ledger's `cost_usd` and the budgets in USD (docs/USAGE.md). A model without a price costs 0.",
+      ),
+    usage: usageSchema.prefault({}),
     prefix: prefixSchema.prefault({}),
     admin_token_secret: secretName().default("ADMIN_TOKEN").describe("Secret holding the admin token (state API and dashboard)."),
     cors_allowed_origins: z

@@ -88,7 +88,7 @@ export const regionSnapshotSchema = z.object({
   index: z.object({ entries: count, distinctBlocks: count, capacity: count, evictions: count }),
   inflight: count,
   sessions: count,
-  rejected: z.object({ saturated: count, noNode: count, overShare: count, rateLimited: count }),
+  rejected: z.object({ saturated: count, noNode: count, overShare: count, rateLimited: count, overBudget: count }),
   retries: count,
   failovers: z.record(z.string(), count),
   /** By `reason:outcome` (src/contracts/routing.ts continuationOutcomeSchema). */
@@ -135,7 +135,7 @@ export const decisionRecordSchema = z.object({
   tenant: z.string().nullable(),
   model: z.string(),
   node: z.string().nullable(),
-  decision: z.union([decisionSchema, z.enum(["saturated", "no-node", "over-share", "rate-limited"])]),
+  decision: z.union([decisionSchema, z.enum(["saturated", "no-node", "over-share", "rate-limited", "over-budget"])]),
   matchBlocks: count,
   totalBlocks: count,
   promptTokens: count,

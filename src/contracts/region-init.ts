@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { nodeEngineSchema, nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "./node.ts";
 import { regionSettingsSchema } from "../core/region/index.ts";
+import { MAX_RETENTION_DAYS } from "../config/usage-schema.ts";
 
 /** A node declared in configuration: it needs no reports and never expires by silence. */
 export const staticNodeInitSchema = z.strictObject({
@@ -16,11 +17,19 @@ export const staticNodeInitSchema = z.strictObject({
   engine: nodeEngineSchema.optional(),
 });
 
+/** How the object keeps its usage ledger (configuration `usage`, src/config/usage-schema.ts). */
+export const usageInitSchema = z.strictObject({
+  flushIntervalMs: z.number().int().min(100).max(60_000),
+  retentionDays: z.number().int().min(1).max(MAX_RETENTION_DAYS),
+});
+export type UsageInit = z.infer<typeof usageInitSchema>;
+
 export const regionInitSchema = z.strictObject({
   /** Changes whenever any field below changes. */
   fingerprint: z.string().min(1),
   settings: regionSettingsSchema,
   staticNodes: z.array(staticNodeInitSchema),
+  usage: usageInitSchema,
 });
 
 export type RegionInit = z.infer<typeof regionInitSchema>;

@@ -39,6 +39,8 @@ export const regionPath = {
   history: (region: string) => `/region/v1/${region}/history`,
   digest: (region: string) => `/region/v1/${region}/digest`,
   restart: (region: string) => `/region/v1/${region}/restart`,
+  /** GET with `tenant`, `from`, `to` in the query (usageQuerySchema): the region's usage ledger rows. */
+  usage: (region: string) => `/region/v1/${region}/usage`,
 } as const;
 
 /** Request headers a node may see; everything else (notably the client's API key) stays at the edge. */
@@ -136,6 +138,8 @@ export const refusalReasonSchema = z.enum([
   "saturated",
   "over-share",
   "rate-limited",
+  /** The tenant spent its budget (docs/USAGE.md): 429 `insufficient_quota`, no other region tried. */
+  "over-budget",
   /** Every node tried failed before its first byte. */
   "failed",
   "contract-mismatch",

@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { NODE_ENGINES, nodeEngineSchema, nodeIdSchema, nodeReportSchema } from "./node.ts";
 import { MAX_SHARDS } from "../core/shard.ts";
+import { billSchema, routeBudgetSchema } from "./usage.ts";
 
 /**
  * Why a node was chosen, as sent in `x-warmpath-decision`:
@@ -142,6 +143,8 @@ export const routeRequestSchema = z.object({
       promptTokensPerMinute: z.number().int().positive().optional(),
     })
     .optional(),
+  /** The tenant's budget (configuration): refused here, before anything else, once it is spent over every region (docs/USAGE.md). */
+  budget: routeBudgetSchema.optional(),
 });
 
 export type RouteRequest = z.infer<typeof routeRequestSchema>;
@@ -210,7 +213,8 @@ export const routeResultSchema = z.discriminatedUnion("ok", [
     ok: z.literal(false),
     /** `over-share`: the tenant is over its fair share of a contended region (fair-share.ts); another region may take it, else 429. */
     /** `rate-limited`: the tenant spent its requests or tokens per minute (rate-budget.ts): 429 at once, no other region. */
-    reason: z.enum(["no-node", "saturated", "over-share", "rate-limited"]),
+    /** `over-budget`: the tenant spent its budget over every region (src/core/usage/spend.ts): 429 `insufficient_quota` at once, no other region. */
+    reason: z.enum(["no-node", "saturated", "over-share", "rate-limited", "over-budget"]),
     message: z.string(),
     retryAfterSeconds: z.number().min(0),
     /** `saturated`: the shortest modelled wait of the region's nodes (s), for the next region to beat. */
@@ -263,6 +267,8 @@ export const completionOutcomeSchema = z.object({
   firstByteMsAgo: z.number().int().min(0).max(MAX_FIRST_BYTE_AGO_MS).optional(),
   /** With `stream-error`: how the stream failed, and whether another node continued it. */
   continuation: z.object({ reason: streamFailureSchema, outcome: continuationOutcomeSchema }).optional(),
+  /** The request's usage for the ledger, on the completion of the node that answered it last (src/region/bill.ts). */
+  bill: billSchema.optional(),
 });
 
 export type CompletionOutcome = z.infer<typeof completionOutcomeSchema>;

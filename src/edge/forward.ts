@@ -141,6 +141,11 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
         rateLimitHeaders(refusal.rateLimit),
       ).alreadyLogged();
     }
+    if (refusal.reason === "over-budget") {
+      // Spent over every region: no other region may serve it either.
+      recordRefusal(rc, input, attempts, 429);
+      throw ApiError.insufficientQuota(`${refusal.message}.`, refusal.retryAfterSeconds).alreadyLogged();
+    }
     if (refusal.reason === "over-share") overShare++;
     if (refusal.waitSeconds !== undefined) soonest = Math.min(soonest ?? Infinity, refusal.waitSeconds + roundTripSeconds);
     retryAfter = Math.min(retryAfter, refusal.retryAfterSeconds);

@@ -6,7 +6,13 @@
  */
 
 export type ErrorType =
-  "invalid_request_error" | "authentication_error" | "permission_error" | "not_found_error" | "rate_limit_error" | "server_error";
+  | "invalid_request_error"
+  | "authentication_error"
+  | "permission_error"
+  | "not_found_error"
+  | "rate_limit_error"
+  | "insufficient_quota"
+  | "server_error";
 
 export interface ErrorOptions {
   /** The request field or header at fault (`param` in the body). */
@@ -98,6 +104,17 @@ export class ApiError extends Error {
   static rateLimited(message: string, retryAfterSeconds: number, headers: Record<string, string> = {}): ApiError {
     return new ApiError(429, "rate_limit_error", "rate_limit_exceeded", message, {
       headers: { ...headers, "retry-after": String(retryAfterSeconds) },
+    });
+  }
+
+  /**
+   * 429 with `Retry-After` until the budget resets: the tenant spent its budget (docs/USAGE.md). Type
+   * and code `insufficient_quota`, as OpenAI answers an account out of credit, so SDKs and clients
+   * that already tell it from a rate limit (and do not retry it) do the same here.
+   */
+  static insufficientQuota(message: string, retryAfterSeconds: number): ApiError {
+    return new ApiError(429, "insufficient_quota", "insufficient_quota", message, {
+      headers: { "retry-after": String(retryAfterSeconds) },
     });
   }
 

@@ -28,6 +28,8 @@ import { mergeHistories, mergeSnapshots } from "../core/region/merge.ts";
 import { readBytesLimited } from "../http/body.ts";
 import { serveInRegion } from "./dispatch.ts";
 import { nodeBody } from "./node-body.ts";
+import { usageAnswerSchema, usageQuerySchema, type UsageAnswer } from "../contracts/usage.ts";
+import { mergeUsageRows } from "../core/usage/rows.ts";
 
 interface RegionEnv {
   Bindings: Env;
@@ -45,7 +47,7 @@ const versioned = { [CONTRACT_HEADER]: String(REGION_CONTRACT_VERSION) };
 
 /** A refusal: the edge tries the next region (or answers the client with the reason). */
 export function refusalResponse(refusal: RegionRefusal): Response {
-  const status = refusal.reason === "rate-limited" || refusal.reason === "over-share" ? 429 : 503;
+  const status = refusal.reason === "rate-limited" || refusal.reason === "over-share" || refusal.reason === "over-budget" ? 429 : 503;
   return Response.json(refusal, { status, headers: { ...versioned, [REFUSAL_HEADER]: refusal.reason } });
 }
 
@@ -159,6 +161,16 @@ export function createRegionApp(): Hono<RegionEnv> {
   app.get("/region/v1/:region/digest", async (c) => {
     const region = c.get("region");
     return c.json(await Promise.all(regionShardStubs(c.env, region).map((s) => s.digest(region.init))), 200, versioned);
+  });
+
+  /** The region's usage ledger (every shard's rows, summed), for GET /admin/usage. */
+  app.get("/region/v1/:region/usage", async (c) => {
+    const q = usageQuerySchema.safeParse({ tenant: c.req.query("tenant"), from: c.req.query("from"), to: c.req.query("to") });
+    if (!q.success) return malformed(`usage query: ${q.error.issues[0]?.message ?? "invalid"}`);
+    const region = c.get("region");
+    const answers = await Promise.all(regionShardStubs(c.env, region).map((s) => s.usage(region.init, q.data)));
+    const data = mergeUsageRows(answers.flatMap((a) => usageAnswerSchema.parse(a).data));
+    return c.json({ data } satisfies UsageAnswer, 200, versioned);
   });
 
   /**

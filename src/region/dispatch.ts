@@ -12,6 +12,7 @@
  * {@link RegionRefusal} (the edge then tries the next region).
  */
 import { regionStub } from "../config/load.ts";
+import { budgetOf } from "./bill.ts";
 import type { RouteAnswer } from "../contracts/region-object.ts";
 import type { Attempt, RegionRefusal } from "../contracts/region-service.ts";
 import type { RouteRequest } from "../contracts/routing.ts";
@@ -171,6 +172,8 @@ function routeRequest(rc: RegionContext, { shard, exclude, continuation }: NodeP
     waitToBeatSeconds: r.waitToBeatSeconds,
     shard: shards > 1 ? shard : undefined,
     tenantLimits: limitsOf(r.tenant, shards),
+    // A retry or a continuation is the same request: it passed the budget when it was first placed.
+    budget: exclude.length === 0 && !continuation ? budgetOf(rc.config.tenantById.get(r.tenant.id)) : undefined,
   };
 }
 

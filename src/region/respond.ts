@@ -19,6 +19,9 @@ import { continuable, continuer, type ContinuationContext, type ContinuationReco
 import { SeamFilter } from "./seam.ts";
 import { regionSinks } from "./sinks.ts";
 import { countStateless } from "./stateless.ts";
+import { billOf } from "./bill.ts";
+import { regionStub } from "../config/load.ts";
+import type { Bill } from "../contracts/usage.ts";
 
 /** Response headers never copied from the node. */
 const DROPPED_RESPONSE_HEADERS = ["content-length", "connection", "keep-alive", "transfer-encoding", "set-cookie", "server"];
@@ -125,6 +128,27 @@ function decisionLine(
   };
 }
 
+/**
+ * A request placed without its region object (stateless.ts) is billed to the object once it
+ * answers: one attempt, and a `usage_unbilled` line with the bill if it does not, so the usage can
+ * still be accounted for from the log.
+ */
+async function billWithoutSession(rc: RegionContext, bill: Bill, shard: number): Promise<void> {
+  try {
+    await regionStub(rc.env, rc.region, shard).recordUsage(rc.region.init, bill);
+  } catch (e) {
+    console.error(
+      JSON.stringify({
+        event: "usage_unbilled",
+        request_id: rc.request.requestId,
+        region: rc.region.config.name,
+        bill,
+        message: String(e),
+      }),
+    );
+  }
+}
+
 /** The answer to the edge: the node's status and body, relayed, with the decision explained. */
 export function respond(rc: RegionContext, a: Answer): Response {
   const { upstream } = a;
@@ -159,12 +183,18 @@ export function respond(rc: RegionContext, a: Answer): Response {
       // region takes the prediction back and forgets the prompt it recorded for that node.
       const status: CompletionOutcome["status"] = live.upstream.response.status >= 400 ? "refused" : end;
       const firstByteMsAgo = a.foldFirstByte ? Math.max(0, Date.now() - upstream.firstByteAt) : undefined;
+      // Billed once, with the node that answered last: what the client's answer carried (a continued
+      // stream's whole usage, as the seam rewrote it), or an estimate; a node's own error costs nothing.
+      const bill =
+        status === "refused"
+          ? undefined
+          : billOf(rc, { usage: seam ? seam.answerUsage() : usage, streamedTokens: seam?.snapshot().tokens, bytes, sse: a.sse });
       if (live.session) {
-        const outcome = { status, usage, firstByteMsAgo, continuation: live.continuation };
+        const outcome = { status, usage, firstByteMsAgo, continuation: live.continuation, bill };
         resolve(Promise.resolve(live.session.complete(outcome)).then(ignore, logBookkeepingError));
       } else {
         countStateless(rc.region.config.name, live.placed.nodeId, -1);
-        resolve();
+        resolve(bill ? billWithoutSession(rc, bill, a.shardIndex) : Promise.resolve());
       }
     };
   });

@@ -71,6 +71,8 @@ export class SeamFilter implements EventFilter {
   private segmentChunks = 0;
   private segmentUsageTokens: number | undefined;
   private readonly state: SeamState = { text: "", tokens: 0, finishReason: null, blocker: undefined, events: 0 };
+  /** The whole answer's usage as the client's stream carries it (or would, had it asked): the ledger bills this. */
+  private whole: Usage | undefined;
 
   /**
    * @param kind chat completions (`delta.content`) or completions (`text`).
@@ -89,8 +91,24 @@ export class SeamFilter implements EventFilter {
     return { ...this.state, tokens: this.tokensSoFar() };
   }
 
+  /**
+   * The whole answer's usage (the last node's, with the carried text counted as completion), once
+   * the node answering last sent it; undefined before, or if it never did.
+   */
+  answerUsage(): { promptTokens: number; cachedTokens: number | undefined; completionTokens: number } | undefined {
+    const u = this.whole;
+    if (!u) return undefined;
+    const cached = (u.prompt_tokens_details as Json | null | undefined)?.cached_tokens;
+    return {
+      promptTokens: u.prompt_tokens,
+      cachedTokens: typeof cached === "number" ? cached : undefined,
+      completionTokens: u.completion_tokens,
+    };
+  }
+
   /** The next node's events follow: they are made to read as the first's. */
   beginSegment(): void {
+    this.whole = undefined;
     this.carried = this.tokensSoFar();
     this.segment++;
     this.segmentChunks = 0;
@@ -143,7 +161,10 @@ export class SeamFilter implements EventFilter {
     if (json.error !== undefined && !Array.isArray(choices)) throw new StreamFailure("error-event", "the node sent an error event");
     if (!Array.isArray(choices)) throw new StreamFailure("malformed", "the node sent a chunk without choices");
     const usage = isUsage(json.usage) ? json.usage : undefined;
-    if (usage) this.segmentUsageTokens = usage.completion_tokens;
+    if (usage) {
+      this.segmentUsageTokens = usage.completion_tokens;
+      this.whole = this.segment === 0 ? usage : this.wholeUsage(usage);
+    }
     if (choices.length === 0 && usage) {
       if (this.dropUsage) return undefined;
       if (this.segment === 0) return event;

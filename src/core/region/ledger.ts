@@ -27,7 +27,7 @@ export interface TenantCounters {
 
 /** The ledger's region-wide counters, as the snapshot shows them. */
 export interface LedgerCounters {
-  rejected: { saturated: number; noNode: number; overShare: number; rateLimited: number };
+  rejected: { saturated: number; noNode: number; overShare: number; rateLimited: number; overBudget: number };
   /** Requests retried in this region after a node failed them before its first byte. */
   retries: number;
   /** Requests this region took over from a nearer one, by that region's name. */
@@ -78,6 +78,7 @@ export class RegionLedger {
   private noNode = 0;
   private overShare = 0;
   private rateLimited = 0;
+  private overBudget = 0;
   private retries = 0;
   private readonly failovers = new Map<string, number>();
   private readonly continuations = new Map<string, number>();
@@ -122,13 +123,14 @@ export class RegionLedger {
   /** A request the region could not place: counted, and kept among the recent decisions with the candidates it weighed. */
   rejected(
     req: RouteRequest,
-    reason: "saturated" | "no-node" | "over-share" | "rate-limited",
+    reason: "saturated" | "no-node" | "over-share" | "rate-limited" | "over-budget",
     considered: Considered[],
     now: number,
   ): void {
     if (reason === "saturated") this.saturated++;
     else if (reason === "over-share") this.overShare++;
     else if (reason === "rate-limited") this.rateLimited++;
+    else if (reason === "over-budget") this.overBudget++;
     else this.noNode++;
     this.history.rejected(now);
     this.recent.add({ ...recordOf(req, now), decision: reason, considered, status: "rejected" });
@@ -190,7 +192,13 @@ export class RegionLedger {
 
   counters(): LedgerCounters {
     return {
-      rejected: { saturated: this.saturated, noNode: this.noNode, overShare: this.overShare, rateLimited: this.rateLimited },
+      rejected: {
+        saturated: this.saturated,
+        noNode: this.noNode,
+        overShare: this.overShare,
+        rateLimited: this.rateLimited,
+        overBudget: this.overBudget,
+      },
       retries: this.retries,
       failovers: Object.fromEntries(this.failovers),
       continuations: Object.fromEntries(this.continuations),

@@ -395,6 +395,11 @@ export class RegionRouter {
     return undefined;
   }
 
+  /** The tenant spent its budget (src/core/usage/spend.ts, checked by the region object): counted and kept among the recent decisions. */
+  rejectOverBudget(req: RouteRequest, now: number): void {
+    this.ledger.rejected(req, "over-budget", [], now);
+  }
+
   /** The tenant spent its rate budget (rate-budget.ts): refused here and in every region, at once. */
   private refuseRateLimited(
     req: RouteRequest,

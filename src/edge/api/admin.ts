@@ -8,6 +8,7 @@
  * - `GET /admin/history`: every region's last hour (10 s buckets) and its recent decisions.
  * - `GET /metrics`: every region in Prometheus' text format.
  * - `POST /admin/regions/{region}/restart`: restarts the region's Durable Object (every shard's).
+ * - `GET /admin/usage`: the usage ledger (usage.ts).
  */
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types.ts";
@@ -18,12 +19,14 @@ import { ApiError } from "../../http/errors.ts";
 import { adminAuth } from "../middleware/bearer-guard/guards.ts";
 import { edgeRefusalTotals } from "../middleware/refusal-log.ts";
 import { renderPrometheus } from "./prometheus.ts";
+import { usageApi } from "./usage.ts";
 import { regionAnswer, regionJson } from "../region-client.ts";
 import { regionHistorySchema, regionSnapshotSchema } from "../../contracts/admin.ts";
 
 export const adminApi = new Hono<AppEnv>();
 adminApi.use("/admin/*", adminAuth);
 adminApi.use("/metrics", adminAuth);
+adminApi.route("/", usageApi);
 
 /** The region's state, from its worker: its object's snapshot, or its shards' merged (src/core/region/merge.ts). */
 async function regionState(env: Env, region: LoadedRegion) {

@@ -127,6 +127,7 @@ export function renderPrometheus(
       no_node: r.rejected.noNode,
       over_share: r.rejected.overShare,
       rate_limited: r.rejected.rateLimited,
+      over_budget: r.rejected.overBudget,
     };
     for (const [reason, count] of Object.entries(rejected)) {
       e.add("warmpath_rejections_total", "counter", "Requests the region could not place, by reason.", { ...region, reason }, count);

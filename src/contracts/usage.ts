@@ -1,0 +1,105 @@
+/**
+ * The usage boundary (docs/USAGE.md): what the region worker bills a region object for an answered
+ * request, what the admin API exports, and what region objects tell the budget ledger. One zod
+ * contract per message, types derived; the objects validate what reaches them.
+ */
+import { z } from "zod";
+import { DAY_PATTERN } from "../core/usage/periods.ts";
+
+const count = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+/** The most a request or a row may cost: far past any real figure, bounded so a sum stays exact to the micro-dollar. */
+const usd = () => z.number().min(0).max(1e12);
+
+/**
+ * One answered request's usage, as its answer carried it (the whole answer's, for a continued
+ * stream), or estimated when the node reported none (`estimated`: a stream cut short, a client
+ * that went away, an engine without usage): the router's estimate of the prompt and one token a
+ * streamed chunk, or the answer's characters for a whole one.
+ */
+export const billSchema = z.strictObject({
+  tenant: z.string().min(1).max(64),
+  model: z.string().min(1).max(256),
+  estimated: z.boolean(),
+  promptTokens: count(),
+  cachedTokens: count(),
+  completionTokens: count(),
+  /** At the tenant's price for the model when the request ended (0 unpriced). */
+  costUsd: usd(),
+  /** The tenant has a budget: its spend goes to the budget ledger too. */
+  budgeted: z.boolean(),
+});
+export type Bill = z.infer<typeof billSchema>;
+
+/** A tenant's budget as the region object applies it (from `tenants[].budget`). */
+export const routeBudgetSchema = z.strictObject({
+  tokensPerDay: z.number().int().positive().optional(),
+  tokensPerMonth: z.number().int().positive().optional(),
+  usdPerDay: z.number().positive().optional(),
+  usdPerMonth: z.number().positive().optional(),
+});
+export type RouteBudget = z.infer<typeof routeBudgetSchema>;
+
+/** One ledger row: a tenant's usage of a model in a region on a UTC day (GET /admin/usage). */
+export const usageRowSchema = z.strictObject({
+  tenant: z.string(),
+  day: z.string().regex(DAY_PATTERN),
+  model: z.string(),
+  region: z.string(),
+  /** Answered requests, those estimated included. */
+  requests: count(),
+  /** As the nodes reported them; prompt tokens include the cached ones. */
+  prompt_tokens: count(),
+  cached_tokens: count(),
+  completion_tokens: count(),
+  cost_usd: usd(),
+  /** Requests whose node reported no usage, and what was estimated for them (never in the columns above). */
+  estimated_requests: count(),
+  estimated_prompt_tokens: count(),
+  estimated_completion_tokens: count(),
+  estimated_cost_usd: usd(),
+});
+export type UsageRow = z.infer<typeof usageRowSchema>;
+
+/** The columns of a usage row, in the order the CSV export writes them. */
+export const USAGE_COLUMNS = Object.keys(usageRowSchema.shape) as (keyof UsageRow)[];
+
+/** What a region object answers for a usage query: its rows (region filled in by the object). */
+export const usageAnswerSchema = z.strictObject({ data: z.array(usageRowSchema) });
+export type UsageAnswer = z.infer<typeof usageAnswerSchema>;
+
+/** A usage query as the region worker and its objects take it: days inclusive, a tenant or every one. */
+export const usageQuerySchema = z.strictObject({
+  tenant: z.string().min(1).max(64).optional(),
+  from: z.string().regex(DAY_PATTERN),
+  to: z.string().regex(DAY_PATTERN),
+});
+export type UsageQuery = z.infer<typeof usageQuerySchema>;
+
+/** A tenant's spend in one period (`2026-12-04` or `2026-12`), in tokens and USD. */
+export const spendSchema = z.strictObject({
+  tenant: z.string().min(1).max(64),
+  period: z.string().regex(/^\d{4}-\d{2}(-\d{2})?$/),
+  tokens: count(),
+  usd: usd(),
+});
+export type Spend = z.infer<typeof spendSchema>;
+
+/** The most spend lines one message carries: every tenant's day and month, with room. */
+export const MAX_SPEND_LINES = 8_192;
+
+/**
+ * A region object's spend since it last told the budget ledger (docs/USAGE.md). `source` names the
+ * object's instance and `seq` the batch: the ledger applies a batch once, so one resent after a
+ * lost answer is not counted twice. `periods`: the day and month whose totals it wants back.
+ */
+export const spendReportSchema = z.strictObject({
+  source: z.string().min(1).max(160),
+  seq: z.number().int().min(0),
+  spends: z.array(spendSchema).max(MAX_SPEND_LINES),
+  periods: z.array(z.string().regex(/^\d{4}-\d{2}(-\d{2})?$/)).max(4),
+});
+export type SpendReport = z.infer<typeof spendReportSchema>;
+
+/** The budget ledger's answer: every tenant's total in the periods asked for, this batch included. */
+export const spendTotalsSchema = z.strictObject({ totals: z.array(spendSchema).max(MAX_SPEND_LINES) });
+export type SpendTotals = z.infer<typeof spendTotalsSchema>;

@@ -1,0 +1,70 @@
+/**
+ * GET /admin/usage (docs/USAGE.md): the usage ledger, per tenant, UTC day, model and region, from
+ * every region's objects. Admin token, as the rest of /admin. Query: `tenant` (default every
+ * tenant), `from` and `to` (UTC days, inclusive; default the current month up to today). JSON
+ * `{"data": [...]}`, or CSV with `Accept: text/csv` (or `?format=csv`). A region that cannot be
+ * reached fails the export (503): a bill missing a region must not look whole.
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import type { AppEnv } from "../app-types.ts";
+import { regionPath } from "../../contracts/region-service.ts";
+import { usageAnswerSchema, type UsageRow } from "../../contracts/usage.ts";
+import { isCalendarDay, utcDay } from "../../core/usage/periods.ts";
+import { mergeUsageRows, roundUsd, usageCsv } from "../../core/usage/rows.ts";
+import { ApiError } from "../../http/errors.ts";
+import { regionAnswer } from "../region-client.ts";
+
+/** The longest range one export may ask for: the longest retention (src/config/usage-schema.ts). */
+const MAX_RANGE_DAYS = 3_660;
+
+const dayParam = (param: string) =>
+  z
+    .string()
+    .refine(isCalendarDay, { message: `${param} must be a UTC day, YYYY-MM-DD` })
+    .optional();
+
+const querySchema = z.strictObject({
+  tenant: z.string().min(1).max(64).optional(),
+  from: dayParam("from"),
+  to: dayParam("to"),
+  format: z.enum(["json", "csv"]).optional(),
+});
+
+export const usageApi = new Hono<AppEnv>();
+
+usageApi.get("/admin/usage", async (c) => {
+  const parsed = querySchema.safeParse(c.req.query());
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const param = issue.code === "unrecognized_keys" ? issue.keys[0] : String(issue.path[0] ?? "");
+    const message = issue.code === "unrecognized_keys" ? `Unknown query parameter '${param}': use tenant, from, to, format` : issue.message;
+    throw ApiError.invalidRequest(message, param ?? null, "invalid_usage_query");
+  }
+  const today = utcDay(Date.now());
+  const from = parsed.data.from ?? `${today.slice(0, 7)}-01`;
+  const to = parsed.data.to ?? today;
+  if (from > to) throw ApiError.invalidRequest(`from (${from}) is after to (${to})`, "from", "invalid_usage_query");
+  if ((Date.parse(to) - Date.parse(from)) / 86_400_000 >= MAX_RANGE_DAYS)
+    throw ApiError.invalidRequest(`Ask for at most ${MAX_RANGE_DAYS} days at once`, "from", "invalid_usage_query");
+
+  const search = new URLSearchParams({ from, to });
+  if (parsed.data.tenant !== undefined) search.set("tenant", parsed.data.tenant);
+  const config = c.get("config");
+  const answers = await Promise.all(
+    config.regions.map((r) => regionAnswer(c.env, r, `${regionPath.usage(r.config.name)}?${search}`, usageAnswerSchema)),
+  );
+  const data: UsageRow[] = mergeUsageRows(answers.flatMap((a) => a.data)).map((r) => ({
+    ...r,
+    cost_usd: roundUsd(r.cost_usd),
+    estimated_cost_usd: roundUsd(r.estimated_cost_usd),
+  }));
+  const csv = parsed.data.format === "csv" || (parsed.data.format === undefined && (c.req.header("accept") ?? "").includes("text/csv"));
+  if (csv) {
+    return c.body(usageCsv(data), 200, {
+      "content-type": "text/csv; charset=utf-8",
+      "content-disposition": `attachment; filename="warmpath-usage-${from}-${to}.csv"`,
+    });
+  }
+  return c.json({ from, to, data });
+});

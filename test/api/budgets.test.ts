@@ -1,0 +1,102 @@
+/**
+ * Budgets (docs/USAGE.md, src/core/usage/spend.ts): a tenant's spend in one region counts in every
+ * other; once spent, 429 `insufficient_quota` saying which budget and when it resets; the overshoot
+ * (what another region admitted before the budget ledger told it) is measured against the ledger
+ * and bounded; a budget found spent survives a restart of the region objects.
+ */
+import { describe, expect, it, vi } from "vitest";
+import { ACME_KEY, TEST_ADMIN_TOKEN, WONKA_KEY, WONKA_TOKENS_PER_DAY } from "../fixtures/config.ts";
+import { call, CF_FRANKFURT, registerAll } from "../helpers.ts";
+import type { UsageRow } from "../../src/contracts/usage.ts";
+import { dayEndsAt } from "../../src/core/usage/periods.ts";
+
+const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+/** ~800 characters: ~200 prompt tokens (the fake node counts 4 characters a token), ~210 a request with its answer. */
+const PROMPT = "budget ".repeat(115);
+
+let sent = 0;
+async function ask(region: string, key = WONKA_KEY): Promise<{ status: number; tokens: number; body: string; res: Response }> {
+  const res = await call("/v1/chat/completions", {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}`, "x-warmpath-region": region },
+    body: JSON.stringify({ model: "m-budget", messages: [{ role: "user", content: `${sent++} ${PROMPT}` }] }),
+    cf: CF_FRANKFURT,
+  });
+  const body = await res.text();
+  if (res.status !== 200) return { status: res.status, tokens: 0, body, res };
+  const usage = (JSON.parse(body) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
+  return { status: 200, tokens: usage.prompt_tokens + usage.completion_tokens, body, res };
+}
+
+async function ledgerTokens(): Promise<number> {
+  const res = await call("/admin/usage?tenant=wonka", { headers: admin });
+  const rows = ((await res.json()) as { data: UsageRow[] }).data;
+  return rows.reduce((s, r) => s + r.prompt_tokens + r.completion_tokens + r.estimated_prompt_tokens + r.estimated_completion_tokens, 0);
+}
+
+describe("a tenant's budget", () => {
+  it("holds across two regions: refused everywhere once spent, with the overshoot measured and bounded", async () => {
+    await registerAll([
+      { id: "budget-eu", region: "eu", models: ["m-budget"] },
+      { id: "budget-us", region: "us", models: ["m-budget"] },
+    ]);
+    // Spend the budget in eu, one request at a time, until eu refuses.
+    let carried = 0;
+    let largest = 0;
+    let refusal: Awaited<ReturnType<typeof ask>> | undefined;
+    for (let i = 0; i < 40 && !refusal; i++) {
+      const r = await ask("eu");
+      if (r.status === 200) {
+        carried += r.tokens;
+        largest = Math.max(largest, r.tokens);
+      } else refusal = r;
+    }
+    expect(refusal, "eu never refused").toBeDefined();
+    expect(refusal!.status).toBe(429);
+    const error = (JSON.parse(refusal!.body) as { error: { type: string; code: string; message: string; param: null } }).error;
+    expect(error).toMatchObject({ type: "insufficient_quota", code: "insufficient_quota", param: null });
+    const resets = new Date(dayEndsAt(Date.now())).toISOString().replace(".000Z", "Z");
+    expect(error.message).toContain("3,000 tokens a day (UTC)");
+    expect(error.message).toContain(`resets at ${resets}`);
+    const retryAfter = Number(refusal!.res.headers.get("retry-after"));
+    expect(Math.abs(retryAfter - (dayEndsAt(Date.now()) - Date.now()) / 1000)).toBeLessThan(60);
+    // Spent, in eu's own view: at least the budget; over it by less than one request and the bills
+    // still on their way when the last request was admitted (sequential requests: at most one).
+    expect(carried).toBeGreaterThanOrEqual(WONKA_TOKENS_PER_DAY);
+    expect(carried - WONKA_TOKENS_PER_DAY).toBeLessThan(2 * largest);
+
+    // us has spent nothing itself: it refuses once the budget ledger has told it (one flush
+    // interval, 200 ms here, and a round trip). What it admits before is the overshoot.
+    let admittedInUs = 0;
+    const us = await vi.waitFor(
+      async () => {
+        const r = await ask("us");
+        if (r.status === 200) {
+          admittedInUs++;
+          carried += r.tokens;
+        }
+        expect(r.status).toBe(429);
+        return r;
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(JSON.parse(us.body)).toMatchObject({ error: { code: "insufficient_quota" } });
+
+    // The ledger holds exactly what the answers carried; the overshoot is what it holds past the budget.
+    await vi.waitFor(async () => expect(await ledgerTokens()).toBe(carried), { timeout: 10_000, interval: 100 });
+    const overshoot = carried - WONKA_TOKENS_PER_DAY;
+    console.log(JSON.stringify({ event: "budget_overshoot", budget: WONKA_TOKENS_PER_DAY, spent: carried, overshoot, admittedInUs }));
+    // Bounded: the request that crossed in eu, one in flight, and what us admitted in one interval.
+    expect(overshoot).toBeLessThan((2 + admittedInUs) * largest);
+
+    // A tenant without a budget is not affected.
+    expect((await ask("us", ACME_KEY)).status).toBe(200);
+
+    // Restarted objects remember the spent budget before their first exchange answers.
+    for (const region of ["eu", "us"])
+      expect((await call(`/admin/regions/${region}/restart`, { method: "POST", headers: admin })).status).toBe(200);
+    expect((await ask("eu")).status).toBe(429);
+    expect((await ask("us")).status).toBe(429);
+    await vi.waitFor(async () => expect(await ledgerTokens()).toBe(carried), { timeout: 10_000, interval: 100 });
+  });
+});
