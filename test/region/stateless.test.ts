@@ -1,13 +1,15 @@
 /**
- * Routing without the region's Durable Object (src/region/stateless.ts): the chooser, and the
- * worker degrading to it when its object answers `overloaded`, saying so in the decision header.
+ * Routing without the region's Durable Object (src/region/stateless.ts): the chooser, the worker
+ * degrading to it when its object answers `overloaded`, saying so in the decision header, and the
+ * bill of such a request reaching the object afterwards (src/region/respond.ts).
  */
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index.ts";
 import { chooseStateless, countStateless, forgetNodes, NODE_MEMORY_MS, rememberNode } from "../../src/region/stateless.ts";
-import { ACME_KEY } from "../fixtures/config.ts";
+import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
+import type { UsageRow } from "../../src/contracts/usage.ts";
 import { BASE, CF_VIRGINIA, registerAll, withRegionService } from "../helpers.ts";
 
 beforeEach(() => forgetNodes());
@@ -86,5 +88,102 @@ describe("the region's object overloaded", () => {
     expect(again.headers.get("x-warmpath-node")).toBe(a.headers.get("x-warmpath-node"));
     // Affinity returns with the object.
     expect((await send(env, "back " + "z".repeat(600))).headers.get("x-warmpath-decision")).not.toBe("stateless");
+  });
+});
+
+describe("billing without the region's object", () => {
+  const usageOf = async (): Promise<{ requests: number; prompt: number; completion: number }> => {
+    const res = await exports.default.fetch(
+      new Request(`${BASE}/admin/usage?tenant=acme`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } }),
+    );
+    const rows = ((await res.json()) as { data: UsageRow[] }).data.filter((r) => r.model === "m-stateless");
+    return {
+      requests: rows.reduce((s, r) => s + r.requests, 0),
+      prompt: rows.reduce((s, r) => s + r.prompt_tokens, 0),
+      completion: rows.reduce((s, r) => s + r.completion_tokens, 0),
+    };
+  };
+  /** The region's object overloaded for routing; its other methods as `usage` says. */
+  const overloadedFor = (recordUsage: (name: string, init: unknown, bill: unknown) => unknown): Env => {
+    const namespace = {
+      ...env.REGION,
+      getByName: (name: string) => ({
+        route: () => {
+          throw Object.assign(new Error("Durable Object is overloaded. Requests queued for too long."), { overloaded: true });
+        },
+        recordUsage: (init: unknown, bill: unknown) => recordUsage(name, init, bill),
+      }),
+    };
+    return { ...env, REGION: namespace } as unknown as Env;
+  };
+  const ask = async (environment: Env, content: string) => {
+    const ctx = createExecutionContext();
+    const res = await worker.fetch(
+      new Request(`${BASE}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${ACME_KEY}`, "x-warmpath-region": "us" },
+        body: JSON.stringify({ model: "m-stateless", messages: [{ role: "user", content }] }),
+        cf: CF_VIRGINIA,
+      } as RequestInit) as Request<unknown, IncomingRequestCfProperties>,
+      withRegionService(environment, ctx),
+      ctx,
+    );
+    const body = (await res.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+    await waitOnExecutionContext(ctx);
+    return { res, usage: body.usage };
+  };
+
+  it("a request placed statelessly is billed to the object when it answers, and logged as unbilled when it cannot", async () => {
+    await registerAll([{ id: "sl-bill", region: "us", models: ["m-stateless"] }]);
+    await ask(env, "learn the node " + "b".repeat(300));
+    const before = await vi.waitFor(
+      async () => {
+        const u = await usageOf();
+        expect(u.requests).toBeGreaterThan(0);
+        return u;
+      },
+      { timeout: 5_000, interval: 100 },
+    );
+
+    const billed = await ask(
+      overloadedFor((name, init, bill) => env.REGION.getByName(name).recordUsage(init as never, bill)),
+      "billed without the object " + "c".repeat(300),
+    );
+    expect(billed.res.headers.get("x-warmpath-decision")).toBe("stateless");
+    await vi.waitFor(
+      async () =>
+        expect(await usageOf()).toEqual({
+          requests: before.requests + 1,
+          prompt: before.prompt + billed.usage.prompt_tokens,
+          completion: before.completion + billed.usage.completion_tokens,
+        }),
+      { timeout: 5_000, interval: 100 },
+    );
+
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, "error").mockImplementation((line: unknown) => void lines.push(String(line)));
+    try {
+      const lost = await ask(
+        overloadedFor(() => {
+          throw new Error("object unreachable");
+        }),
+        "not billed " + "d".repeat(300),
+      );
+      expect(lost.res.status).toBe(200);
+      const unbilled = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.event === "usage_unbilled");
+      expect(unbilled).toMatchObject({
+        region: "us",
+        bill: {
+          tenant: "acme",
+          model: "m-stateless",
+          promptTokens: lost.usage.prompt_tokens,
+          completionTokens: lost.usage.completion_tokens,
+        },
+      });
+    } finally {
+      spy.mockRestore();
+    }
+    // The ledger did not count the unbilled one.
+    expect((await usageOf()).requests).toBe(before.requests + 1);
   });
 });
