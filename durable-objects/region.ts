@@ -190,6 +190,8 @@ export class RegionDurableObject extends DurableObject<Env> {
   /** This instance, as the budget ledger tells its batches apart (a restarted object is a new source). */
   private readonly instance = crypto.randomUUID().slice(0, 8);
   private spendExchanging = false;
+  /** When the last exchange with the budget ledger began: a failing ledger is asked at most once a flush interval, not once a request. */
+  private spendAttemptAt = -Infinity;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -328,7 +330,8 @@ export class RegionDurableObject extends DurableObject<Env> {
     const now = Date.now();
     if (req.budget !== undefined && req.tenant !== undefined) {
       // The budget ledger's totals are refreshed off the request's path, at most once a flush interval.
-      if (now - this.spendView.lastAnsweredAt > this.usageInit.flushIntervalMs) this.ctx.waitUntil(this.exchangeSpend());
+      const interval = this.usageInit.flushIntervalMs;
+      if (now - this.spendView.lastAnsweredAt > interval && now - this.spendAttemptAt > interval) this.ctx.waitUntil(this.exchangeSpend());
       const over = this.spendView.check(req.tenant, req.budget, now);
       if (over) {
         router.rejectOverBudget(req, now);
@@ -538,6 +541,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     if (this.spendExchanging) return;
     this.spendExchanging = true;
     const now = Date.now();
+    this.spendAttemptAt = now;
     const batch = this.spendView.takeBatch();
     try {
       const ledger = this.env.REGION.getByName(SPEND_LEDGER_NAME);
@@ -676,9 +680,11 @@ export class RegionDurableObject extends DurableObject<Env> {
    * call itself fails with the abort's reason, as every call still running on this instance does.
    */
   async restart(): Promise<void> {
-    // Usage counted in memory is written first: a restart loses soft state, never billing.
+    // Usage counted in memory is written first, and budgeted spend sent: a restart loses soft
+    // state, never billing.
     this.flushUsage(Date.now());
     await this.ctx.storage.sync();
+    if (this.spendView.pending) await this.exchangeSpend();
     this.ctx.abort(RESTART_REASON);
   }
 

@@ -12,23 +12,37 @@ export type { Usage };
 /** Characters of the answer's tail kept for usage parsing. */
 export const USAGE_TAIL_CHARS = 8192;
 
-/** Finds the last `"usage": {...}` object in `tail` (one nested level, for prompt_tokens_details). */
+/**
+ * Finds the last `"usage": {...}` object in `tail` (one nested level, for prompt_tokens_details).
+ * An Anthropic stream's `message_delta` may carry only `output_tokens` (its prompt's counts came in
+ * `message_start`): the completion is then that later count, the prompt the earlier object's.
+ */
 export function parseUsageTail(tail: string): Usage | undefined {
-  return lastObject(tail, '"usage"', toUsage);
+  const whole = lastObject(tail, '"usage"', toUsage);
+  const output = lastObject(tail, '"usage"', outputTokensOnly);
+  if (whole && output && output.at > whole.at) return { ...whole.value, completionTokens: output.value };
+  return whole?.value;
+}
+
+/** A usage object with `output_tokens` and no prompt count (Anthropic's `message_delta`). */
+function outputTokensOnly(value: unknown): number | undefined {
+  if (!value || typeof value !== "object") return undefined;
+  const u = value as Record<string, unknown>;
+  return typeof u.output_tokens === "number" && u.input_tokens === undefined && u.prompt_tokens === undefined ? u.output_tokens : undefined;
 }
 
 /**
  * The last object following `key` in `tail` that `read` accepts (walking back past values that
- * are cut off, not objects, or not of the expected shape, such as `"usage": null`).
+ * are cut off, not objects, or not of the expected shape, such as `"usage": null`), and where.
  */
-function lastObject<T>(tail: string, key: string, read: (value: unknown) => T | undefined): T | undefined {
+function lastObject<T>(tail: string, key: string, read: (value: unknown) => T | undefined): { value: T; at: number } | undefined {
   let at = tail.lastIndexOf(key);
   while (at >= 0) {
     const open = tail.indexOf("{", at);
     if (open >= 0) {
       const object = balancedObject(tail, open);
       const value = object === undefined ? undefined : read(object);
-      if (value !== undefined) return value;
+      if (value !== undefined) return { value, at };
     }
     at = tail.lastIndexOf(key, at - 1);
   }
@@ -93,12 +107,12 @@ function toUsage(value: unknown): Usage | undefined {
  * answer, rather than in `usage.prompt_tokens_details`. Finds the last such object in `tail`.
  */
 export function parseLlamaTimingsTail(tail: string): Pick<Usage, "promptTokens" | "cachedTokens"> | undefined {
-  return lastObject(tail, '"timings"', (object) => {
+  return lastObject(tail, '"timings"', (object): Pick<Usage, "promptTokens" | "cachedTokens"> | undefined => {
     if (!object || typeof object !== "object") return undefined;
     const t = object as Record<string, unknown>;
     if (typeof t.cache_n !== "number" || typeof t.prompt_n !== "number") return undefined;
     return { promptTokens: t.cache_n + t.prompt_n, cachedTokens: t.cache_n };
-  });
+  })?.value;
 }
 
 /** The answer's usage, with llama.cpp's cache counters filling in what `usage` does not say. */

@@ -52,4 +52,24 @@ describe("usage of the Responses and Messages APIs", () => {
     // Without cache fields nothing is known about the cache: not "none cached".
     expect(parseAnswerTail('{"usage":{"input_tokens":100,"output_tokens":7}}')).toEqual({ promptTokens: 100, completionTokens: 7 });
   });
+
+  it("takes an Anthropic stream's completion from message_delta when it carries only output_tokens", () => {
+    const stream =
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":40,"cache_read_input_tokens":960,"output_tokens":1}}}\n\n' +
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}\n\n' +
+      'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":25}}\n\n' +
+      'event: message_stop\ndata: {"type":"message_stop"}\n\n';
+    expect(parseAnswerTail(stream)).toEqual({ promptTokens: 1000, cachedTokens: 960, completionTokens: 25 });
+    // A message_delta with the whole usage (vLLM, the simulated fleet) is read as it is.
+    const whole = stream.replace(
+      '"usage":{"output_tokens":25}',
+      '"usage":{"input_tokens":40,"cache_read_input_tokens":960,"output_tokens":25}',
+    );
+    expect(parseAnswerTail(whole)).toEqual({ promptTokens: 1000, cachedTokens: 960, completionTokens: 25 });
+    // An output count before the whole usage (a chat chunk's) changes nothing.
+    expect(parseAnswerTail('{"usage":{"output_tokens":3}} {"usage":{"prompt_tokens":10,"completion_tokens":4}}')).toEqual({
+      promptTokens: 10,
+      completionTokens: 4,
+    });
+  });
 });
