@@ -69,6 +69,7 @@ import { planAnswer, planToken } from "../../fleet/continuation.ts";
 import { countTokens, renderChat } from "../../fleet/prompt.ts";
 import { DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3 } from "../../src/config/dev-credentials.ts";
 import { adminRegionStateSchema } from "../../src/contracts/admin.ts";
+import type { UsageRow } from "../../src/contracts/usage.ts";
 import { percentile } from "../../src/core/stats.ts";
 import { devConfigWithPolicy } from "../demo/policy-config.ts";
 import { ROOT, startSystem, type System } from "../system.ts";
@@ -137,6 +138,8 @@ export interface ScenarioResult {
   notes: string;
   /** Region worker kill only: what became of the requests around it. */
   regionWorker?: RegionWorkerOutage;
+  /** The usage ledger against the scenario's answers. */
+  ledger?: LedgerCheck;
 }
 
 /** The requests around the kill of REGION's worker, by what became of them. */
@@ -383,6 +386,10 @@ interface Sent {
   corrupt?: AnswerProblem | undefined;
   /** Any answer but an `ok` one: the last characters the client read. */
   tail?: string | undefined;
+  /** The tenant that sent it (the usage ledger's key). */
+  tenant?: string | undefined;
+  /** The usage event the answer carried (the tenant that asks for it), as prompt and completion tokens. */
+  usage?: { prompt: number; completion: number } | undefined;
 }
 
 /** One streamed chat completion as a scenario, the flood or a light tenant sends it. */
@@ -393,6 +400,8 @@ interface Ask {
   tag?: string;
   /** Asks for the usage event (`stream_options.include_usage`). */
   usage?: boolean;
+  /** The tenant the key belongs to, for the usage ledger's check. */
+  tenant?: string;
 }
 
 /** Characters of a failed or lost stream kept for its diagnosis. */
@@ -450,6 +459,8 @@ async function post(system: System, key: string, ask: Ask, timeoutMs: number): P
       node: res.headers.get("x-warmpath-node") ?? undefined,
       attempts: Number(res.headers.get("x-warmpath-attempts") ?? 0),
       decision: res.headers.get("x-warmpath-decision") ?? undefined,
+      tenant: ask.tenant,
+      usage: res.status === 200 ? lastUsage(text) : undefined,
     };
     const tail = text.slice(-TAIL_CHARS);
     if (res.status !== 200) {
@@ -482,6 +493,15 @@ async function post(system: System, key: string, ask: Ask, timeoutMs: number): P
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The last usage event of a stream (its `usage` with prompt and completion tokens), if any. */
+function lastUsage(text: string): { prompt: number; completion: number } | undefined {
+  const at = text.lastIndexOf('"usage":{');
+  if (at < 0) return undefined;
+  const prompt = /"prompt_tokens":(\d+)/.exec(text.slice(at))?.[1];
+  const completion = /"completion_tokens":(\d+)/.exec(text.slice(at))?.[1];
+  return prompt && completion ? { prompt: Number(prompt), completion: Number(completion) } : undefined;
 }
 
 /** The answer one node of the fault fleet streams, uninterrupted, for a request. */
@@ -630,11 +650,99 @@ function send(system: System, key: string, i: number, tag: string): Promise<Sent
     { role: "user", content: `[request-tag:${tag}] question ${i}: ` + "Here is what happened to my order. ".repeat(115) },
   ];
   // One tenant asks for the usage event, the other does not (the router then takes out the one it asks for).
-  return post(system, key, { messages, maxTokens: ANSWER_TOKENS, tag, usage: key === USAGE_TENANT_KEY }, CLIENT_TIMEOUT_MS);
+  const ask = { messages, maxTokens: ANSWER_TOKENS, tag, usage: key === USAGE_TENANT_KEY, tenant: TENANT_OF_KEY.get(key)! };
+  return post(system, key, ask, CLIENT_TIMEOUT_MS);
 }
 
 /** The scenarios' tenant whose requests ask for the usage event (`stream_options.include_usage`). */
 const USAGE_TENANT_KEY = DEV_API_KEY_2;
+/** The development tenants' ids (wrangler.toml), by key. */
+const TENANT_OF_KEY = new Map([
+  [DEV_API_KEY, "dev"],
+  [DEV_API_KEY_2, "dev-2"],
+]);
+
+/** A tenant's usage ledger (GET /admin/usage, yesterday and today): answered requests, those estimated, and reported tokens. */
+interface LedgerTotals {
+  requests: number;
+  estimated: number;
+  prompt: number;
+  completion: number;
+}
+
+async function ledgerOf(system: System, tenant: string): Promise<LedgerTotals> {
+  const day = (at: number) => new Date(at).toISOString().slice(0, 10);
+  const url = `${system.url}/admin/usage?tenant=${tenant}&from=${day(Date.now() - 86_400_000)}&to=${day(Date.now())}`;
+  const rows = ((await (await fetch(url)).json()) as { data: UsageRow[] }).data;
+  const total = (k: keyof UsageRow) => rows.reduce((n, r) => n + (r[k] as number), 0);
+  return {
+    requests: total("requests"),
+    estimated: total("estimated_requests"),
+    prompt: total("prompt_tokens"),
+    completion: total("completion_tokens"),
+  };
+}
+
+/** Both tenants' ledgers. */
+async function ledgers(system: System): Promise<Map<string, LedgerTotals>> {
+  return new Map(await Promise.all([...TENANT_OF_KEY.values()].map(async (t) => [t, await ledgerOf(system, t)] as const)));
+}
+
+/**
+ * The usage ledger against what the clients read, over a scenario: every request a node answered
+ * (status 200) billed once, and for the tenant that asks for the usage event, the ledger's reported
+ * tokens exactly its answers' usage events (docs/USAGE.md). Bills reach the region objects just after
+ * the streams end: read until they match or stop changing.
+ */
+async function ledgerCheck(system: System, before: Map<string, LedgerTotals>, results: readonly Sent[]): Promise<LedgerCheck> {
+  const answered = (tenant: string) => results.filter((r) => r.tenant === tenant && r.status === 200).length;
+  const usageTenant = TENANT_OF_KEY.get(USAGE_TENANT_KEY)!;
+  const carried = results.filter((r) => r.tenant === usageTenant && r.usage);
+  const want = {
+    answered: [...TENANT_OF_KEY.values()].reduce((n, t) => n + answered(t), 0),
+    prompt: carried.reduce((n, r) => n + r.usage!.prompt, 0),
+    completion: carried.reduce((n, r) => n + r.usage!.completion, 0),
+  };
+  let check: LedgerCheck | undefined;
+  for (let i = 0; i < 20; i++) {
+    const now = await ledgers(system);
+    const delta = (t: string, k: keyof LedgerTotals) => now.get(t)![k] - before.get(t)![k];
+    const next: LedgerCheck = {
+      answered: want.answered,
+      billed: [...TENANT_OF_KEY.values()].reduce((n, t) => n + delta(t, "requests"), 0),
+      estimated: [...TENANT_OF_KEY.values()].reduce((n, t) => n + delta(t, "estimated"), 0),
+      carriedTokens: want.prompt + want.completion,
+      // The usage tenant's estimated answers carried no usage event: only its reported tokens are compared.
+      billedTokens: delta(usageTenant, "prompt") + delta(usageTenant, "completion"),
+    };
+    if (next.billed === next.answered && next.billedTokens === next.carriedTokens) return next;
+    if (check && JSON.stringify(check) === JSON.stringify(next)) return next;
+    check = next;
+    await sleep(250);
+  }
+  return check!;
+}
+
+/** A scenario's usage ledger against its answers (ledgerCheck). */
+export interface LedgerCheck {
+  /** Requests a node answered (status 200), both tenants; billed in the ledger, and of those estimated (no usage reported). */
+  answered: number;
+  billed: number;
+  estimated: number;
+  /** The usage tenant: the tokens its answers' usage events carried, and the ledger's reported tokens. */
+  carriedTokens: number;
+  billedTokens: number;
+}
+
+/** The ledger column: `exact` when every answered request was billed once and the tokens match, else what differs. */
+export function formatLedger(l: LedgerCheck): string {
+  const requests = l.billed === l.answered ? `${l.answered} billed` : `${l.billed} billed of ${l.answered} answered`;
+  const estimated = l.estimated ? ` (${l.estimated} estimated)` : "";
+  const tokens = l.billedTokens === l.carriedTokens ? "tokens exact" : `tokens ${l.billedTokens} billed, ${l.carriedTokens} carried`;
+  return l.billed === l.answered && l.billedTokens === l.carriedTokens
+    ? `exact: ${requests}${estimated}`
+    : `${requests}${estimated}; ${tokens}`;
+}
 
 /**
  * Steady load, two tenants, requests tagged `<prefix>-<i>`, for `ms` and then for as long as `more`
@@ -788,6 +896,7 @@ export async function runScenario(system: System, scenario: Scenario, faultMs = 
   const onSent = (tag: string, p: Promise<Sent>) => (tags.push(tag), pending.push(p));
   const fault: Fault = { routedAtStart: await routedByNode(system), victim: "", injectedAt: 0, endedAt: 0 };
   const countersBefore = await routerContinuations(system);
+  const ledgerBefore = await ledgers(system);
   // The fault strikes one second into a steady load, so requests are in flight when it does; the
   // load goes on until the fault is over (healed, or a restart back up), however long that takes.
   let over = false;
@@ -808,6 +917,7 @@ export async function runScenario(system: System, scenario: Scenario, faultMs = 
   // The failed nodes' completions, which count continuations, are reported after the streams end.
   await sleep(COUNTERS_SETTLE_MS);
   const continuations = increase(countersBefore, await routerContinuations(system));
+  const ledger = await ledgerCheck(system, ledgerBefore, sent);
   const results = sent.map((r) => ({ ...r, outcome: aroundOutage(r, fault.outage) }));
   const states = system.fleet!.nodes.map((n) => n.state());
   const firstBytes = tagCounts(states, "first_byte_tags");
@@ -870,6 +980,7 @@ export async function runScenario(system: System, scenario: Scenario, faultMs = 
     regions,
     recoverySeconds: firstOkAfter.length ? (Math.min(...firstOkAfter) - fault.endedAt) / 1000 : null,
     notes,
+    ledger,
     ...(fault.regionOutage ? { regionWorker: regionWorkerOutage(fault, results) } : {}),
   };
 }
@@ -1164,12 +1275,13 @@ export function formatResults(results: readonly ScenarioResult[]): string {
         .map(([k, v]) => `${k} ${v}`)
         .join(", "),
       r.recoverySeconds === null ? "–" : r.recoverySeconds.toFixed(1) + " s",
+      r.ledger ? formatLedger(r.ledger) : "–",
       r.notes || "–",
     ].join(" | ")} |`;
   });
   return [
-    "| scenario | sent | ok | continued mid-stream | failed cleanly | lost | corrupt | duplicated | in flight at the kill | refused while down | leaked internal URL | retried before the first byte | answered by region | recovery | measured |",
-    "|---|---:|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---|",
+    "| scenario | sent | ok | continued mid-stream | failed cleanly | lost | corrupt | duplicated | in flight at the kill | refused while down | leaked internal URL | retried before the first byte | answered by region | recovery | usage ledger | measured |",
+    "|---|---:|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---|---|",
     ...rows,
   ].join("\n");
 }

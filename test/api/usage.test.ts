@@ -145,7 +145,38 @@ describe("the usage ledger", () => {
       expect(res.status).toBe(200);
     }
     await expectExact();
-  });
+  }, 30_000);
+
+  it("a request in flight when its region object restarts is billed by the object's new instance", async () => {
+    await registerAll([{ id: "bill-restart", region: "us", models: ["m-bill-restart"] }]);
+    const rows = async () => (await usage("?tenant=umbrella")).filter((r) => r.model === "m-bill-restart");
+    const res = await call("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${UMBRELLA_KEY}`, "x-warmpath-region": "us" },
+      body: JSON.stringify({
+        model: "m-bill-restart",
+        messages: [{ role: "user", content: "billed across a restart" }],
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+      cf: CF_FRANKFURT,
+    });
+    expect(res.status).toBe(200);
+    // The fake node streams a word every 30 ms: the object restarts while it does.
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = decoder.decode((await reader.read()).value, { stream: true });
+    expect((await call("/admin/regions/us/restart", { method: "POST", headers: admin })).status).toBe(200);
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value, { stream: true });
+    const c = carried(text, true);
+    await vi.waitFor(
+      async () => expect(await rows()).toMatchObject([{ requests: 1, prompt_tokens: c.prompt, completion_tokens: c.completion }]),
+      {
+        timeout: 10_000,
+        interval: 100,
+      },
+    );
+  }, 30_000);
 
   it("a stream cut short without usage is counted apart, as estimated", async () => {
     await registerAll([{ id: "bill-mid", region: "us", mode: "midfail", models: ["m-bill-est"] }]);
@@ -164,7 +195,7 @@ describe("the usage ledger", () => {
     // The router's estimate of the prompt, and what was streamed before the break (two words: "Hello", " from").
     expect(rows[0]!.estimated_prompt_tokens).toBeGreaterThan(0);
     expect(rows[0]!.estimated_completion_tokens).toBe(2);
-  });
+  }, 30_000);
 
   it("exports CSV, filters by tenant and day, and refuses a bad query in OpenAI's shape", async () => {
     const today = utcDay(Date.now());
@@ -193,5 +224,5 @@ describe("the usage ledger", () => {
       expect(body.error).toMatchObject({ type: "invalid_request_error", code: "invalid_usage_query", param });
     }
     expect((await call("/admin/usage", { headers: { authorization: "Bearer nope" } })).status).toBe(401);
-  });
+  }, 30_000);
 });

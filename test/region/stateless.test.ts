@@ -185,5 +185,5 @@ describe("billing without the region's object", () => {
     }
     // The ledger did not count the unbilled one.
     expect((await usageOf()).requests).toBe(before.requests + 1);
-  });
+  }, 30_000);
 });
