@@ -58,6 +58,7 @@ import {
   spendTotalsSchema,
   usageQuerySchema,
   type Bill,
+  type SpendReport,
   type SpendTotals,
   type UsageAnswer,
 } from "../src/contracts/usage.ts";
@@ -65,6 +66,12 @@ import { PendingUsage } from "../src/core/usage/pending.ts";
 import { utcDay, utcMonth } from "../src/core/usage/periods.ts";
 import { overBudgetMessage, SpendView } from "../src/core/usage/spend.ts";
 import { SPEND_LEDGER_NAME, UsageStore } from "./usage-store.ts";
+import { BUDGET_LEDGER_BINDING } from "../src/contracts/topology.ts";
+import { CONTRACT_HEADER, REGION_CONTRACT_VERSION, regionPath } from "../src/contracts/region-service.ts";
+
+/** The configuration's defaults (src/config/usage-schema.ts), for an object that has had no init (the budget ledger). */
+const DEFAULT_FLUSH_INTERVAL_MS = 1_000;
+const DEFAULT_RETENTION_DAYS = 400;
 import {
   RESTART_REASON,
   type CompletionOutcome,
@@ -186,7 +193,11 @@ export class RegionDurableObject extends DurableObject<Env> {
   private readonly pendingUsage = new PendingUsage();
   private readonly usageStore: UsageStore;
   private readonly spendView = new SpendView();
-  private usageInit: UsageInit = { flushIntervalMs: 1_000, retentionDays: 400 };
+  /** Until the first init arrives (the budget ledger object itself never gets one). */
+  private usageInit: UsageInit | undefined;
+  private get flushIntervalMs(): number {
+    return this.usageInit?.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS;
+  }
   /** This instance, as the budget ledger tells its batches apart (a restarted object is a new source). */
   private readonly instance = crypto.randomUUID().slice(0, 8);
   private spendExchanging = false;
@@ -330,7 +341,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     const now = Date.now();
     if (req.budget !== undefined && req.tenant !== undefined) {
       // The budget ledger's totals are refreshed off the request's path, at most once a flush interval.
-      const interval = this.usageInit.flushIntervalMs;
+      const interval = this.flushIntervalMs;
       if (now - this.spendView.lastAnsweredAt > interval && now - this.spendAttemptAt > interval) this.ctx.waitUntil(this.exchangeSpend());
       const over = this.spendView.check(req.tenant, req.budget, now);
       if (over) {
@@ -515,7 +526,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.pendingUsage.add(bill, now);
     this.spendView.record(bill, now);
     if (this.pendingUsage.full) this.flushUsage(now);
-    this.ctx.waitUntil(this.scheduleAlarm(now + this.usageInit.flushIntervalMs));
+    this.ctx.waitUntil(this.scheduleAlarm(now + this.flushIntervalMs));
   }
 
   /** Writes the usage counted in memory to the ledger's table (synchronous SQLite: durable with the event's output). */
@@ -523,7 +534,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     const rows = this.pendingUsage.take();
     try {
       this.usageStore.write(rows);
-      this.usageStore.prune(this.usageInit.retentionDays, now);
+      this.usageStore.prune(this.usageInit?.retentionDays ?? DEFAULT_RETENTION_DAYS, now);
     } catch (e) {
       this.pendingUsage.restore(rows);
       console.error(
@@ -544,10 +555,9 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.spendAttemptAt = now;
     const batch = this.spendView.takeBatch();
     try {
-      const ledger = this.env.REGION.getByName(SPEND_LEDGER_NAME);
       const source = `${this.router?.settings.name ?? "?"}/${this.shardIndex ?? 0}/${this.instance}`;
-      const answer = await ledger.spend({ source, seq: batch.seq, spends: batch.spends, periods: [utcDay(now), utcMonth(now)] });
-      this.spendView.acknowledge(batch.seq, spendTotalsSchema.parse(answer).totals, Date.now());
+      const report = { source, seq: batch.seq, spends: batch.spends, periods: [utcDay(now), utcMonth(now)] };
+      this.spendView.acknowledge(batch.seq, spendTotalsSchema.parse(await this.sendSpend(report)).totals, Date.now());
     } catch (e) {
       console.error(JSON.stringify({ event: "spend_exchange_error", region: this.router?.settings.name, message: String(e) }));
     } finally {
@@ -555,12 +565,30 @@ export class RegionDurableObject extends DurableObject<Env> {
     }
   }
 
+  /**
+   * To the budget ledger: in this worker's namespace if it is the ledger's home (or the local
+   * single-process composition, which has one namespace), else through the binding to the home
+   * region's worker (BUDGET_LEDGER_BINDING), which asks it there.
+   */
+  private async sendSpend(report: SpendReport): Promise<unknown> {
+    const home = (this.env as unknown as Record<string, unknown>)[BUDGET_LEDGER_BINDING] as Fetcher | undefined;
+    if (!home) return this.env.REGION.getByName(SPEND_LEDGER_NAME).spend(report);
+    const region = this.usageInit?.ledgerRegion ?? "";
+    const res = await home.fetch(`https://region.warmpath.internal${regionPath.spend(region)}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", [CONTRACT_HEADER]: String(REGION_CONTRACT_VERSION) },
+      body: JSON.stringify(report),
+    });
+    if (!res.ok) throw new Error(`budget ledger's home ${region} answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
+    return res.json();
+  }
+
   /** The budget ledger (the object named SPEND_LEDGER_NAME): applies a region object's batch once, answers the totals. */
   spend(report: unknown): SpendTotals {
     const r = spendReportSchema.parse(report);
     const now = Date.now();
     const totals = this.usageStore.applySpend(r, now);
-    this.usageStore.prune(this.usageInit.retentionDays, now);
+    this.usageStore.prune(DEFAULT_RETENTION_DAYS, now);
     return { totals };
   }
 
@@ -693,7 +721,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     if (this.pendingUsage.size > 0) this.flushUsage(Date.now());
     if (this.spendView.pending) await this.exchangeSpend();
     // Spend the budget ledger has not acknowledged is sent again at the next interval.
-    if (this.spendView.pending) await this.scheduleAlarm(Date.now() + this.usageInit.flushIntervalMs);
+    if (this.spendView.pending) await this.scheduleAlarm(Date.now() + this.flushIntervalMs);
     const router = this.router;
     if (!router) return;
     // A shard that has routed nothing lately has not heard the feed: hear it before expiring anyone.

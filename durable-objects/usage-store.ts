@@ -17,12 +17,10 @@
  *         refuses them before its first exchange answers
  */
 import type { SpendReport, Spend, UsageQuery, UsageRow } from "../src/contracts/usage.ts";
+export { SPEND_LEDGER_NAME } from "../src/contracts/usage.ts";
 import type { OverBudget } from "../src/core/usage/spend.ts";
 import type { PendingRow } from "../src/core/usage/pending.ts";
 import { daysBefore, utcMonth } from "../src/core/usage/periods.ts";
-
-/** The budget ledger: one object for the deployment, in the region objects' namespace. */
-export const SPEND_LEDGER_NAME = "warmpath#spend";
 
 /** Old days are deleted at most this often (a DELETE scans the table's days). */
 const PRUNE_INTERVAL_MS = 3_600_000;

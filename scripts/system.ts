@@ -24,7 +24,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadFleet, type FleetConfig } from "../fleet/config.ts";
 import { startFleet, type Fleet } from "../fleet/fleet.ts";
-import { regionBindingName } from "../src/contracts/topology.ts";
+import { BUDGET_LEDGER_BINDING, regionBindingName } from "../src/contracts/topology.ts";
 import { generateDeployment } from "./deploy/generate.ts";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -227,11 +227,15 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   if (options.runtime === "workerd") {
     // One workerd process per worker, joined over loopback HTTP as the bindings are over the network.
     const binds: string[] = [];
+    /** The first region's worker holds the budget ledger: the others' binding to it (generate.ts). */
+    let ledgerHome: string | undefined;
     for (const r of regions) {
       const regionPort = await freePort();
       const address = (await options.regionAddress?.(r.region!, regionPort)) ?? `127.0.0.1:${regionPort}`;
       binds.push("--bind", `${regionBindingName(r.region!)}=${address}`);
-      const args = ["--config", r.file, "--port", String(regionPort), "--persist-to", join(state, r.name), ...common];
+      const ledger = ledgerHome === undefined ? [] : ["--bind", `${BUDGET_LEDGER_BINDING}=${ledgerHome}`];
+      ledgerHome ??= `127.0.0.1:${regionPort}`;
+      const args = ["--config", r.file, "--port", String(regionPort), "--persist-to", join(state, r.name), ...ledger, ...common];
       launch(r.name, [process.execPath, [WORKERD_HOST, ...args]], `http://127.0.0.1:${regionPort}`);
     }
     const args = ["--config", edge.file, "--port", String(port), "--persist-to", join(state, edge.name), ...binds, ...common, ...hostFlags];

@@ -143,7 +143,11 @@ const first = workers[0]!;
 const mf = new Miniflare(
   convertV4MiniflareOptions({
     workers: workers.map((w, i) => (i === 0 ? { ...w, unsafeDirectSockets: [{ host: flags.ip, port: Number(flags.port) }] } : w)),
-    durableObjectsPersist: join(state, "do"),
+    // The store a worker started again on (scripts/system.ts) finds as it left it: Durable Object
+    // storage under <state>/<plugin>. (This Miniflare's v4 adapter drops `durableObjectsPersist`,
+    // and storage silently stayed in a temporary folder: a restarted region worker came back with
+    // an empty node table and usage ledger.)
+    resourcePersistencePath: state,
     logRequests: false,
     ...(flags["inspector-port"] ? { inspectorPort: Number(flags["inspector-port"]) } : {}),
   } as unknown as HostOptions),

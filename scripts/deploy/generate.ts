@@ -7,7 +7,9 @@
  *                                                          REGION_WORKER_<REGION> -> each region worker
  *     region  <name>-region-<region> src/region/index.ts  placement from regions[].placement,
  *                                                          the REGION Durable Object, analytics,
- *                                                          WARMPATH_REGION = <region>, no public address
+ *                                                          WARMPATH_REGION = <region>, no public address,
+ *                                                          BUDGET_LEDGER -> the first region's worker
+ *                                                          (every region but the first)
  *
  * The warmpath configuration is validated first with the worker's own schema; an invalid one
  * throws a {@link DeployConfigError} naming the field, before anything is written or uploaded.
@@ -19,7 +21,13 @@ import { join, relative } from "node:path";
 import { parse } from "smol-toml";
 import { EDGE_CEILING_PERIOD_SECONDS, edgeCeilingPerMinute } from "../../src/config/edge-ceiling.ts";
 import { configSchema, describeIssues, type WarmpathConfig } from "../../src/config/schema.ts";
-import { MAX_WORKER_NAME_LENGTH, REGION_VAR, regionBindingName, regionWorkerName } from "../../src/contracts/topology.ts";
+import {
+  BUDGET_LEDGER_BINDING,
+  MAX_WORKER_NAME_LENGTH,
+  REGION_VAR,
+  regionBindingName,
+  regionWorkerName,
+} from "../../src/contracts/topology.ts";
 
 export class DeployConfigError extends Error {}
 
@@ -165,6 +173,8 @@ export function generateDeployment(options: GenerateOptions): Deployment {
   const otherVars = Object.fromEntries(Object.entries(env.vars ?? {}).filter(([k]) => k !== "WARMPATH_CONFIG"));
   const warmpathConfig = options.warmpathConfig ?? env.vars?.WARMPATH_CONFIG;
 
+  // The budget ledger lives in the first region's worker's namespace; the others reach it there.
+  const ledgerHome = regionWorkerName(edgeName, config.regions[0]!.name);
   const regions: GeneratedWorker[] = config.regions.map((r) => {
     const name = regionWorkerName(edgeName, r.name);
     return {
@@ -182,6 +192,7 @@ export function generateDeployment(options: GenerateOptions): Deployment {
         preview_urls: false,
         ...(r.placement ? { placement: placementOf(r.placement) } : {}),
         durable_objects: { bindings: [{ name: "REGION", class_name: "RegionDurableObject" }] },
+        ...(name === ledgerHome ? {} : { services: [{ binding: BUDGET_LEDGER_BINDING, service: ledgerHome }] }),
         migrations: env.migrations ?? top.migrations ?? [{ tag: "v1", new_sqlite_classes: ["RegionDurableObject"] }],
         ...(env.analytics_engine_datasets ? { analytics_engine_datasets: env.analytics_engine_datasets } : {}),
         // Of the other vars, only its own origin token (a local development value) if it is one.

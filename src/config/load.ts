@@ -140,7 +140,11 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
       kvCapacityTokens: n.kv_capacity_tokens,
       ...(n.engine === undefined ? {} : { engine: n.engine }),
     }));
-    const usage = { flushIntervalMs: cfg.usage.flush_interval_ms, retentionDays: cfg.usage.retention_days };
+    const usage = {
+      flushIntervalMs: cfg.usage.flush_interval_ms,
+      retentionDays: cfg.usage.retention_days,
+      ledgerRegion: cfg.regions[0]!.name,
+    };
     const fingerprint = JSON.stringify([settings, staticNodes, usage]);
     return {
       config: r,

@@ -21,6 +21,8 @@ export const staticNodeInitSchema = z.strictObject({
 export const usageInitSchema = z.strictObject({
   flushIntervalMs: z.number().int().min(100).max(60_000),
   retentionDays: z.number().int().min(1).max(MAX_RETENTION_DAYS),
+  /** The region whose worker's namespace holds the budget ledger (the first configured region). */
+  ledgerRegion: z.string().min(1).max(64),
 });
 export type UsageInit = z.infer<typeof usageInitSchema>;
 

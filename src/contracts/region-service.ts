@@ -39,6 +39,8 @@ export const regionPath = {
   history: (region: string) => `/region/v1/${region}/history`,
   digest: (region: string) => `/region/v1/${region}/digest`,
   restart: (region: string) => `/region/v1/${region}/restart`,
+  /** POST a SpendReport to the budget ledger's home region (its first region's worker): the totals back. */
+  spend: (region: string) => `/region/v1/${region}/spend`,
   /** GET with `tenant`, `from`, `to` in the query (usageQuerySchema): the region's usage ledger rows. */
   usage: (region: string) => `/region/v1/${region}/usage`,
 } as const;

@@ -28,6 +28,15 @@ export function regionWorkerName(edgeName: string, region: string): string {
   return `${edgeName}-region-${region}`;
 }
 
+/**
+ * Every region worker's binding to the budget ledger's home (docs/USAGE.md): the worker of the
+ * first configured region, whose Durable Object namespace holds the one budget ledger object. Each
+ * region worker's script has a namespace of its own, so an object named the same in two regions'
+ * namespaces is two objects: the other regions reach the ledger through this service binding. The
+ * home region's worker, and the local single-process composition, call it in their own namespace.
+ */
+export const BUDGET_LEDGER_BINDING = "BUDGET_LEDGER";
+
 /** Cloudflare's longest Worker name. */
 export const MAX_WORKER_NAME_LENGTH = 63;
 

@@ -6,6 +6,12 @@
 import { z } from "zod";
 import { DAY_PATTERN } from "../core/usage/periods.ts";
 
+/**
+ * The budget ledger: one object for the deployment, named so in the namespace of the first
+ * region's worker (its home: BUDGET_LEDGER_BINDING, src/contracts/topology.ts).
+ */
+export const SPEND_LEDGER_NAME = "warmpath#spend";
+
 const count = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 /** The most a request or a row may cost: far past any real figure, bounded so a sum stays exact to the micro-dollar. */
 const usd = () => z.number().min(0).max(1e12);

@@ -28,7 +28,14 @@ import { mergeHistories, mergeSnapshots } from "../core/region/merge.ts";
 import { readBytesLimited } from "../http/body.ts";
 import { serveInRegion } from "./dispatch.ts";
 import { nodeBody } from "./node-body.ts";
-import { usageAnswerSchema, usageQuerySchema, type UsageAnswer } from "../contracts/usage.ts";
+import {
+  SPEND_LEDGER_NAME,
+  spendReportSchema,
+  spendTotalsSchema,
+  usageAnswerSchema,
+  usageQuerySchema,
+  type UsageAnswer,
+} from "../contracts/usage.ts";
 import { mergeUsageRows } from "../core/usage/rows.ts";
 
 interface RegionEnv {
@@ -161,6 +168,20 @@ export function createRegionApp(): Hono<RegionEnv> {
   app.get("/region/v1/:region/digest", async (c) => {
     const region = c.get("region");
     return c.json(await Promise.all(regionShardStubs(c.env, region).map((s) => s.digest(region.init))), 200, versioned);
+  });
+
+  /**
+   * The budget ledger, for the other regions' objects (BUDGET_LEDGER_BINDING): served by the worker
+   * of the first configured region, whose namespace holds it (durable-objects/usage-store.ts).
+   */
+  app.post("/region/v1/:region/spend", async (c) => {
+    const config = c.get("config");
+    const home = config.raw.regions[0]!.name;
+    if (c.get("region").config.name !== home) return refuse("wrong-region", `the budget ledger is in region ${home}'s worker`);
+    const report = spendReportSchema.safeParse(await c.req.json().catch(() => undefined));
+    if (!report.success) return malformed(`spend: ${report.error.issues[0]?.message ?? "invalid"}`);
+    const totals = await c.env.REGION.getByName(SPEND_LEDGER_NAME).spend(report.data);
+    return c.json(spendTotalsSchema.parse(totals), 200, versioned);
   });
 
   /** The region's usage ledger (every shard's rows, summed), for GET /admin/usage. */
