@@ -189,6 +189,17 @@ export function respond(rc: RegionContext, a: Answer): Response {
         status === "refused"
           ? undefined
           : billOf(rc, { usage: seam ? seam.answerUsage() : usage, streamedTokens: seam?.snapshot().tokens, bytes, sse: a.sse });
+      // An estimate is explained: which request, how it ended, whether another node finished it.
+      if (bill?.estimated) {
+        const line = {
+          event: "usage_estimated",
+          request_id: rc.request.requestId,
+          region: rc.region.config.name,
+          end,
+          continuations: cc?.records.length ?? 0,
+        };
+        console.log(JSON.stringify(line));
+      }
       if (live.session) {
         const outcome = { status, usage, firstByteMsAgo, continuation: live.continuation, bill };
         // A session whose object was restarted meanwhile fails its calls: the bill then goes to
