@@ -13,6 +13,7 @@ import { messages } from "./anthropic.ts";
 import { serveMetrics } from "./metrics-route.ts";
 import { getState, postCrash, postFaults, postResetPrefixCache, postRestart, postUnknownAdmin, type Lifecycle } from "./control-routes.ts";
 import type { NodeRuntime } from "./node-runtime.ts";
+import { recordTrace, serveTraces } from "./trace-log.ts";
 
 export interface RouteContext {
   node: NodeRuntime;
@@ -43,6 +44,7 @@ const ROUTES: readonly Route[] = [
   { method: "GET", path: "/metrics", handler: ({ node }, _req, res) => serveMetrics(node, res) },
   { method: "POST", path: "/reset_prefix_cache", handler: ({ node }, _req, res) => postResetPrefixCache(node, res) },
   { method: "GET", path: "/admin/state", handler: ({ node }, _req, res) => getState(node, res) },
+  { method: "GET", path: "/admin/traces", handler: ({ node }, _req, res) => serveTraces(node, res) },
   { method: "POST", path: "/admin/faults", handler: ({ node }, req, res) => postFaults(node, req, res) },
   { method: "POST", path: "/admin/restart", handler: ({ node, life }, req, res) => postRestart(node, life, req, res) },
   { method: "POST", path: "/admin/crash", handler: ({ node, life }, req, res) => postCrash(node, life, req, res) },
@@ -54,6 +56,8 @@ const matches = (pattern: string, path: string) => (pattern.endsWith("*") ? path
 async function dispatch(ctx: RouteContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = (req.url ?? "/").split("?")[0]!;
   const method = req.method ?? "GET";
+  // Every inference request's trace headers are kept, a failing one's too (trace-log.ts).
+  if (method === "POST" && path.startsWith("/v1/")) recordTrace(ctx.node, req);
   if (ctx.node.faults.hang && !path.startsWith("/admin/")) return; // accepted, never answered (the socket is closed on crash/stop)
   const route = ROUTES.find((r) => r.method === method && matches(r.path, path));
   if (route) return route.handler(ctx, req, res, path);

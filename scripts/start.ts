@@ -4,9 +4,12 @@
  * where to look. Ctrl-C stops everything.
  *
  *   npm start [-- --port 8787] [-- --time-factor 1] [-- --fleet fleet/fleet.default.json] [-- --verbose]
+ *             [-- --traces traces.jsonl | http://127.0.0.1:4318/v1/traces]
  *
  * `--verbose` passes the router's own output through: the decision log (one JSON line per
- * request), refusal lines and errors.
+ * request), refusal lines and errors. `--traces` exports the workers' spans as OTLP/JSON, to a
+ * file (one ExportTraceServiceRequest a line) or an OTLP/HTTP endpoint (scripts/traces/export.ts;
+ * docs/OBSERVABILITY.md, "Traces").
  */
 import { createServer } from "node:net";
 import { parseArgs } from "node:util";
@@ -19,6 +22,7 @@ const { values } = parseArgs({
     "time-factor": { type: "string", default: "1" },
     fleet: { type: "string" },
     verbose: { type: "boolean", default: false },
+    traces: { type: "string" },
   },
 });
 
@@ -49,6 +53,7 @@ const system = await startSystem({
   fleetFile: values.fleet,
   timeFactorScale: Number(values["time-factor"]),
   onRouterOutput: values.verbose ? (line) => console.log(`[router] ${line}`) : undefined,
+  traces: values.traces,
 }).catch((e: unknown) => {
   // What failed, in one line; the router's own output (--verbose) has the rest.
   console.error(`warmpath: could not start: ${e instanceof Error ? e.message : String(e)}`);
@@ -79,6 +84,7 @@ Try it:
   for await (const chunk of stream) process.stdout.write(chunk.choices[0]?.delta?.content ?? "");
 
 Decision log (one JSON line per request: node, decision, candidates, usage): npm start -- --verbose
+Traces${values.traces ? ` -> ${values.traces}` : ""} (OTLP/JSON, to a file or an OTLP/HTTP endpoint): npm start -- --traces traces.jsonl
 Compare sticky sessions with warmpath: npm run demo        Stop: Ctrl-C
 `);
 

@@ -26,6 +26,7 @@ import { loadFleet, type FleetConfig } from "../fleet/config.ts";
 import { startFleet, type Fleet } from "../fleet/fleet.ts";
 import { BUDGET_LEDGER_BINDING, regionBindingName } from "../src/contracts/topology.ts";
 import { generateDeployment } from "./deploy/generate.ts";
+import { traceExporter, type TraceExporter } from "./traces/export.ts";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
@@ -64,6 +65,11 @@ export interface SystemOptions {
   secrets?: Record<string, string>;
   /** Where wrangler's output goes. Default: discarded unless it fails to start. */
   onRouterOutput?: (line: string) => void;
+  /**
+   * Export the workers' spans (docs/OBSERVABILITY.md, "Traces") as OTLP/JSON: to this file (one
+   * ExportTraceServiceRequest a line), or POSTed to this `http://` OTLP/HTTP traces endpoint.
+   */
+  traces?: string;
   log?: (event: Record<string, unknown>) => void;
 }
 
@@ -71,6 +77,8 @@ export interface System {
   url: string;
   /** The simulated fleet (undefined with `fleetFile: null`). */
   fleet: Fleet | undefined;
+  /** With `traces`: the exporter (its counts; flushed by stop()). */
+  traces: TraceExporter | undefined;
   /** The process answering on `url` (wrangler dev, or the edge's workerd), a new one after restartRouter. */
   readonly router: ChildProcess;
   /** Every worker process running now: one (wrangler dev), or the edge and one per region (workerd). */
@@ -153,13 +161,22 @@ function launchRouter(command: [string, string[]], output: string[], onOutput: (
   });
   for (const stream of [router.stdout!, router.stderr!]) {
     stream.setEncoding("utf8");
+    // A line longer than a pipe's chunk (a spans line is several KB) arrives in pieces: kept until its newline.
+    let partial = "";
+    const take = (line: string) => {
+      if (!line) return;
+      output.push(line);
+      if (output.length > 500) output.shift();
+      onOutput?.(line);
+    };
     stream.on("data", (chunk: string) => {
-      for (const line of chunk.split("\n")) {
-        if (!line) continue;
-        output.push(line);
-        if (output.length > 500) output.shift();
-        onOutput?.(line);
-      }
+      const lines = (partial + chunk).split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) take(line);
+    });
+    stream.on("end", () => {
+      take(partial);
+      partial = "";
     });
   }
   return router;
@@ -215,13 +232,21 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   }
   const output: string[] = [];
   const processes: WorkerProcess[] = [];
+  const traces = options.traces ? traceExporter(options.traces) : undefined;
+  const onOutput =
+    traces || options.onRouterOutput
+      ? (line: string) => {
+          traces?.push(line);
+          options.onRouterOutput?.(line);
+        }
+      : undefined;
   const launch = (name: string, command: [string, string[]], health: string): WorkerProcess => {
-    const p: WorkerProcess = { name, command, url: health, child: launchRouter(command, output, options.onRouterOutput) };
+    const p: WorkerProcess = { name, command, url: health, child: launchRouter(command, output, onOutput) };
     processes.push(p);
     return p;
   };
   const relaunch = (p: WorkerProcess) => {
-    p.child = launchRouter(p.command, output, options.onRouterOutput);
+    p.child = launchRouter(p.command, output, onOutput);
   };
 
   if (options.runtime === "workerd") {
@@ -259,6 +284,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   const stop = async () => {
     await fleet?.stop();
     await Promise.all(processes.map((p) => killTree(p.child)));
+    await traces?.stop();
     rmSync(state, { recursive: true, force: true });
   };
   const restartRouter = async () => {
@@ -278,6 +304,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   const system = (): System => ({
     url,
     fleet,
+    traces,
     get router() {
       return processes[processes.length - 1]!.child;
     },

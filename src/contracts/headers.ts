@@ -8,6 +8,12 @@
 /** The request's id, both ways (a client's own is kept when well-formed). */
 export const REQUEST_ID = "x-request-id";
 
+/** W3C Trace Context (src/core/trace-context.ts): a client's trace, continued; warmpath's own, sent to each node. */
+export const TRACEPARENT = "traceparent";
+export const TRACESTATE = "tracestate";
+/** The trace id of the request (the client's, or a new one), on every inference answer. */
+export const TRACE_ID = "x-warmpath-trace-id";
+
 /** Hints a client may send. */
 export const HINT = {
   /** A session or user key (the strongest routing hint). */
@@ -42,7 +48,7 @@ export const CONTRACT_HEADER = "x-warmpath-contract";
 export const REFUSAL_HEADER = "x-warmpath-region-refusal";
 
 /** What a browser script may read of an answer (CORS `Access-Control-Expose-Headers`). */
-export const EXPOSED_HEADERS = [REQUEST_ID, ...Object.values(EXPLAIN), ...RATE_LIMIT_HEADERS, "retry-after"];
+export const EXPOSED_HEADERS = [REQUEST_ID, TRACE_ID, ...Object.values(EXPLAIN), ...RATE_LIMIT_HEADERS, "retry-after"];
 /** What a browser may send (CORS `Access-Control-Allow-Headers`). */
 export const ALLOWED_REQUEST_HEADERS = [
   "authorization",
@@ -53,4 +59,6 @@ export const ALLOWED_REQUEST_HEADERS = [
   "openai-beta",
   ...Object.values(HINT),
   REQUEST_ID,
+  TRACEPARENT,
+  TRACESTATE,
 ];

@@ -21,6 +21,7 @@
 import { z } from "zod";
 import { nodeIdSchema, nodeReportSchema } from "./node.ts";
 import { rateLimitStateSchema, responseIdSchema } from "./routing.ts";
+import { traceScopeSchema } from "./trace.ts";
 import { nodeCredentialSchema } from "../core/node-identity.ts";
 
 /** The contract this code speaks. Raise it when a message below changes incompatibly. */
@@ -131,6 +132,12 @@ export const dispatchRequestSchema = z.object({
   attempts: z.array(attemptSchema).max(MAX_ATTEMPTS),
   /** The client's headers a node may see (content type, accept, user agent, API betas), nothing else. */
   headers: z.record(z.string().max(64), z.string().max(1024)),
+  /**
+   * The request's trace: the region worker's spans hang from the edge's span for this region, and
+   * each node call sends the node a child `traceparent` (src/region/trace.ts). Optional: an older
+   * edge sends none, and the region worker then starts a trace of its own.
+   */
+  trace: traceScopeSchema.optional(),
 });
 export type DispatchRequest = z.infer<typeof dispatchRequestSchema>;
 

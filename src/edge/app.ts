@@ -13,6 +13,7 @@ import { ApiError } from "../http/errors.ts";
 import { clientCors } from "./middleware/cors.ts";
 import { refusalLog } from "./middleware/refusal-log.ts";
 import { requestBounds } from "./middleware/request-bounds.ts";
+import { TRACED_PATHS, traceRequest } from "./middleware/trace.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -31,6 +32,9 @@ export function createApp(): Hono<AppEnv> {
     await next();
     c.header("x-request-id", c.get("requestId"));
   });
+
+  // The request's trace, before anything may refuse it: the refusal's line names it too.
+  for (const path of TRACED_PATHS) app.use(path, traceRequest);
 
   // Every answer without a node gets a line and a metric (a flood's are bounded).
   app.use("*", refusalLog);

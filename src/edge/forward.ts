@@ -81,11 +81,13 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   }
   const nearest = input.regions[0]?.config.name;
   const tenant = rc.tenant;
+  rc.trace.root.set({ "warmpath.tenant": tenant.id, "gen_ai.request.model": input.model, "warmpath.stream": input.stream });
 
   for (const [index, region] of input.regions.slice(0, limits.max_region_attempts).entries()) {
     const name = region.config.name;
     asked++;
     const roundTripSeconds = (input.roundTripMs?.[index] ?? 0) / 1000;
+    const span = rc.trace.regionCall(name, index, nearest);
     const meta: DispatchRequest = {
       requestId: rc.requestId,
       startedAt: rc.startedAt,
@@ -113,6 +115,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
       warm: input.warm,
       attempts,
       headers: nodeHeaders,
+      trace: rc.trace.scope(span),
     };
     let answer: Awaited<ReturnType<typeof callRegion>>;
     try {
@@ -125,13 +128,19 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
       if (!(e instanceof RegionUnavailable)) throw e;
       console.error(JSON.stringify({ event: "region_unavailable", request_id: rc.requestId, region: name, message: e.message }));
       attempts.push({ region: name, outcome: `region worker ${e.why}` });
+      span.end({ "warmpath.outcome": `region worker ${e.why}` }, e.message);
       lastMessage = `region ${name} is unavailable`;
       unavailable++;
       retryAfter = Math.min(retryAfter, 1);
       continue;
     }
-    if (answer.ok) return clientAnswer(rc, answer.response, input.stream);
+    if (answer.ok) {
+      span.set({ "http.response.status_code": answer.response.status });
+      rc.trace.answeredBy(span);
+      return clientAnswer(rc, answer.response, input.stream);
+    }
     const refusal = answer.refusal;
+    span.end({ "warmpath.refusal": refusal.reason }, refusal.message);
     attempts.push(...refusal.attempts);
     if (refusal.reason === "rate-limited") {
       recordRefusal(rc, input, attempts, 429);
@@ -177,7 +186,14 @@ function clientAnswer(rc: RequestContext, response: Response, stream: boolean): 
   for (const h of INTERNAL_HEADERS) headers.delete(h);
   headers.set(REQUEST_ID, rc.requestId);
   const sse = (headers.get("content-type") ?? "").includes("text/event-stream") || (stream && response.ok);
-  const body = response.body && sse ? guardStream(response.body, true, rc.requestId) : response.body;
+  // A stream's trace ends with its body: the client has the whole answer (or lost it) then.
+  if (response.body && sse) rc.trace.deferred = true;
+  const body =
+    response.body && sse
+      ? guardStream(response.body, true, rc.requestId, (end) =>
+          rc.trace.finish({ "warmpath.end": end }, end === "region-stream-lost" ? "the region's stream was lost" : undefined),
+        )
+      : response.body;
   return new Response(body, { status: response.status, headers });
 }
 
@@ -201,5 +217,10 @@ function recordRefusal(rc: RequestContext, input: ForwardInput, attempts: Attemp
 
 /** Where the edge's decision lines go: the log (sampled) and, if bound, the Analytics Engine dataset. */
 export function edgeSinks(rc: RequestContext): DecisionSinks {
-  return { dataset: rc.env.ANALYTICS, sampleRate: rc.config.raw.decision_log_sample_rate, random: Math.random };
+  return {
+    dataset: rc.env.ANALYTICS,
+    sampleRate: rc.config.raw.decision_log_sample_rate,
+    random: Math.random,
+    trace: { traceId: rc.trace.traceId },
+  };
 }

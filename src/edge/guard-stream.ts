@@ -9,17 +9,28 @@
  */
 import { sseErrorEvent } from "../http/errors.ts";
 
-export function guardStream(body: ReadableStream<Uint8Array>, sse: boolean, requestId: string): ReadableStream<Uint8Array> {
+/** How a guarded body ended: read to its end, lost with its region worker, or cancelled by the client. */
+export type GuardedEnd = "ok" | "region-stream-lost" | "cancelled";
+
+export function guardStream(
+  body: ReadableStream<Uint8Array>,
+  sse: boolean,
+  requestId: string,
+  onEnd?: (end: GuardedEnd) => void,
+): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
         try {
           const { done, value } = await reader.read();
-          if (done) controller.close();
-          else controller.enqueue(value);
+          if (done) {
+            controller.close();
+            onEnd?.("ok");
+          } else controller.enqueue(value);
         } catch (e) {
           console.error(JSON.stringify({ event: "region_stream_lost", request_id: requestId, message: String(e).slice(0, 300) }));
+          onEnd?.("region-stream-lost");
           if (!sse) return controller.error(e);
           controller.enqueue(
             new TextEncoder().encode(sseErrorEvent("The region serving this answer failed mid-stream", "region_stream_lost")),
@@ -28,6 +39,7 @@ export function guardStream(body: ReadableStream<Uint8Array>, sse: boolean, requ
         }
       },
       cancel(reason) {
+        onEnd?.("cancelled");
         return reader.cancel(reason);
       },
     },

@@ -25,6 +25,8 @@ export interface ContinuationLog {
 export interface DecisionLine {
   event: "request";
   request_id: string;
+  /** The request's W3C trace id (docs/OBSERVABILITY.md, "Traces"); set by {@link recordDecision} from its sinks. */
+  trace_id?: string | undefined;
   tenant: string;
   model: string;
   /** The HTTP status the client got. */
@@ -124,10 +126,15 @@ export interface DecisionSinks {
   dataset: AnalyticsEngineDataset | undefined;
   sampleRate: number;
   random: () => number;
+  /** The request's trace: its id goes in the line, and `onLine` ends the worker's spans with the line's figures. */
+  trace?: { traceId: string; onLine?: (line: DecisionLine) => void } | undefined;
 }
 
 /** Writes the line to the log (sampled) and the dataset (every request: Analytics Engine samples itself). */
-export function recordDecision(line: DecisionLine, sinks: DecisionSinks): void {
+export function recordDecision(given: DecisionLine, sinks: DecisionSinks): void {
+  // The trace id right after the request id, where a reader looks for ids.
+  const { event, request_id, ...rest } = given;
+  const line: DecisionLine = sinks.trace ? { event, request_id, trace_id: sinks.trace.traceId, ...rest } : given;
   if (shouldLog(line, sinks.sampleRate, sinks.random)) console.log(JSON.stringify(line));
   try {
     sinks.dataset?.writeDataPoint(dataPoint(line));
@@ -135,4 +142,5 @@ export function recordDecision(line: DecisionLine, sinks: DecisionSinks): void {
     // Analytics are best effort: a full or missing dataset must never fail a request.
     console.error(JSON.stringify({ event: "analytics_error", request_id: line.request_id, message: String(e) }));
   }
+  sinks.trace?.onLine?.(line);
 }

@@ -28,6 +28,7 @@ import { mergeHistories, mergeSnapshots } from "../core/region/merge.ts";
 import { readBytesLimited } from "../http/body.ts";
 import { serveInRegion } from "./dispatch.ts";
 import { nodeBody } from "./node-body.ts";
+import { RegionTrace } from "./trace.ts";
 import {
   SPEND_LEDGER_NAME,
   spendReportSchema,
@@ -107,15 +108,26 @@ export function createRegionApp(): Hono<RegionEnv> {
     const meta = dispatchRequestSchema.safeParse(decoded.meta);
     if (!meta.success) return malformed(`dispatch meta: ${meta.error.issues[0]?.message ?? "invalid"}`);
     const region = c.get("region");
-    const outcome = await serveInRegion({
-      env: c.env,
-      ctx: c.executionCtx,
-      config,
-      region,
-      request: meta.data,
-      ...(await nodeBody(region, meta.data, decoded.body)),
-    });
-    return outcome.ok ? outcome.response : refusalResponse(outcome.refusal);
+    const trace = new RegionTrace(meta.data, region.config.name);
+    let outcome: Awaited<ReturnType<typeof serveInRegion>>;
+    try {
+      outcome = await serveInRegion({
+        env: c.env,
+        ctx: c.executionCtx,
+        config,
+        region,
+        request: meta.data,
+        ...(await nodeBody(region, meta.data, decoded.body)),
+        trace,
+      });
+    } catch (e) {
+      trace.finish(String(e).slice(0, 200));
+      throw e;
+    }
+    if (outcome.ok) return outcome.response;
+    // Refused: the region's part of the trace is over (an answer's ends with its decision line).
+    trace.finish(outcome.refusal.message, { "warmpath.refusal": outcome.refusal.reason });
+    return refusalResponse(outcome.refusal);
   });
 
   app.post("/region/v1/:region/report", async (c) => {

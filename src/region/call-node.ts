@@ -42,8 +42,11 @@ export function firstByteTimeoutMs(
   return Math.max(1, Math.min(limits.first_byte_timeout_ms, adaptive, untilDeadlineMs));
 }
 
-/** Calls the node with `body` and waits for its first body byte (or a definitive non-retryable answer). */
-export async function callNode(rc: RegionContext, placed: Placed, body: Uint8Array): Promise<Upstream> {
+/**
+ * Calls the node with `body` and waits for its first body byte (or a definitive non-retryable
+ * answer). `trace`: the `traceparent` (and `tracestate`) naming this call's span (trace.ts).
+ */
+export async function callNode(rc: RegionContext, placed: Placed, body: Uint8Array, trace?: Record<string, string>): Promise<Upstream> {
   const { limits } = rc.config.raw;
   const timeoutMs = firstByteTimeoutMs(placed.estimatedTtftMs, limits, deadlineOf(rc) - Date.now());
   const headers = new Headers();
@@ -52,6 +55,7 @@ export async function callNode(rc: RegionContext, placed: Placed, body: Uint8Arr
     if (v !== undefined) headers.set(name, v);
   }
   headers.set("x-request-id", rc.request.requestId);
+  for (const [name, value] of Object.entries(trace ?? {})) headers.set(name, value);
   // The origin token only ever goes to the region's allowed origins (src/core/origins.ts).
   if (rc.region.originToken && originTokenAllowed(placed.url, rc.region)) headers.set("authorization", `Bearer ${rc.region.originToken}`);
 

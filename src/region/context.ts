@@ -4,6 +4,7 @@
  */
 import type { LoadedConfig, LoadedRegion } from "../config/load.ts";
 import type { DispatchRequest } from "../contracts/region-service.ts";
+import type { RegionTrace } from "./trace.ts";
 
 /** The part of the execution context the region worker needs: work that outlives the response. */
 export interface WaitUntil {
@@ -20,6 +21,8 @@ export interface RegionContext {
   body: Uint8Array;
   /** The node was asked for usage the client did not ask for: its event is taken out of the answer. */
   usageInjected: boolean;
+  /** The request's spans in this worker (trace.ts). */
+  trace: RegionTrace;
 }
 
 /** When the whole request must be over (ms epoch): the edge's arrival plus the configured deadline. */

@@ -76,6 +76,31 @@ export function continuable(rc: RegionContext): SeamKind | undefined {
 /** The relay's `resume`: another node's body to carry on with, or undefined (the failure is then the client's). */
 export function continuer(cc: ContinuationContext): (failure: StreamFailureKind) => Promise<Segment | undefined> {
   return async (failure) => {
+    // The failed node's call ends here; the continuation's placements hang from a span of its own.
+    const trace = cc.rc.trace;
+    const span = trace.continuation(trace.root.id, cc.live.placed.nodeId, failure, cc.records.length + 1);
+    trace.endLive(`stream failed: ${failure}`, { "warmpath.failure": failure });
+    try {
+      return await continueOnce(cc, failure, span.id);
+    } finally {
+      const record = cc.records.at(-1);
+      const carried = record?.outcome === "continued" || record?.outcome === "finished";
+      span.end(
+        {
+          "warmpath.continuation.outcome": record?.outcome,
+          "warmpath.continuation.tokens_carried": record?.tokens_carried,
+          "warmpath.continuation.to_node": record?.to_node,
+          "warmpath.continuation.detail": record?.detail,
+        },
+        carried ? undefined : `not continued: ${record?.outcome ?? "failed"}`,
+      );
+    }
+  };
+}
+
+/** One continuation of a failed stream (see {@link continuer}); its placements' spans hang from `traceParent`. */
+async function continueOnce(cc: ContinuationContext, failure: StreamFailureKind, traceParent: string): Promise<Segment | undefined> {
+  {
     const failedAt = Date.now();
     const failed = cc.live;
     const state = cc.seam.snapshot();
@@ -112,6 +137,7 @@ export function continuer(cc: ContinuationContext): (failure: StreamFailureKind)
     }
 
     const tried = await tryNodes(cc.rc, {
+      traceParent,
       shard: cc.shard,
       exclude: cc.exclude,
       own: cc.own,
@@ -129,6 +155,7 @@ export function continuer(cc: ContinuationContext): (failure: StreamFailureKind)
       // The node refused the continuation (a client error such as the context length): nothing of
       // it can join the client's stream.
       void tried.upstream.reader?.cancel().catch(() => {});
+      cc.rc.trace.endLive(`HTTP ${tried.upstream.response.status}`);
       if (tried.session)
         cc.rc.ctx.waitUntil(Promise.resolve(tried.session.complete({ status: "refused" })).then(ignore, logBookkeepingError));
       else countStateless(cc.rc.region.config.name, tried.placed.nodeId, -1);
@@ -155,7 +182,7 @@ export function continuer(cc: ContinuationContext): (failure: StreamFailureKind)
     );
     const reader = tried.upstream.reader ?? ended();
     return { first: tried.upstream.first, reader };
-  };
+  }
 }
 
 /** A body already at its end. */

@@ -76,6 +76,8 @@ export interface NodePlan {
   own: Attempt[];
   /** A continuation (continue.ts): only these engines, and the prompt grown by the text carried over. */
   continuation?: { engines: RouteRequest["engines"]; promptTokens: number } | undefined;
+  /** The span the placements' spans hang from (a continuation's); default the region's span. */
+  traceParent?: string | undefined;
 }
 
 /** A node that produced its first byte. */
@@ -91,8 +93,10 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
   const region = rc.region.config.name;
   let lastMessage = `region ${region} could not place the request`;
   let stateless = false;
+  const parent = plan.traceParent ?? rc.trace.root.id;
   for (let attempt = 0; attempt <= rc.config.raw.limits.max_retries; attempt++) {
     let placement: Placement | undefined;
+    const decision = rc.trace.route(parent, attempt, stateless);
     if (!stateless) {
       placement = await ask(rc, plan).catch((e: unknown) => {
         console.error(JSON.stringify({ event: "region_error", request_id: rc.request.requestId, region, message: String(e) }));
@@ -100,8 +104,10 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
         return undefined;
       });
     }
+    if (!placement) decision.set({ "warmpath.stateless": true });
     placement ??= placeStateless(rc, plan);
     if (!placement.ok) {
+      decision.end({ "warmpath.refusal": placement.reason }, placement.message);
       plan.own.push({ region, outcome: placement.reason });
       return {
         ok: false,
@@ -116,8 +122,16 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
       };
     }
     const { placed, session } = placement;
-    const upstream = await wholeIfJson(rc, await callNode(rc, placed, typeof plan.body === "function" ? plan.body(placed) : plan.body));
+    rc.trace.placed(decision, placed, rc.region.init.settings.shards > 1 ? plan.shard : undefined);
+    const call = rc.trace.nodeCall(parent, placed, attempt);
+    const calledAt = Date.now();
+    const answered = await callNode(rc, placed, typeof plan.body === "function" ? plan.body(placed) : plan.body, call.headers);
+    if (answered.ok) rc.trace.firstByte(call.span, calledAt, answered.response.status);
+    const upstream = await wholeIfJson(rc, answered);
     if (!upstream.ok) {
+      // Before its first byte, or a JSON answer that broke off: this node's call failed.
+      if (answered.ok) rc.trace.endLive(upstream.detail, { "warmpath.failure": upstream.reason });
+      else call.span.end({ "warmpath.failure": upstream.reason }, upstream.detail);
       plan.own.push({ region, node: placed.nodeId, outcome: upstream.detail });
       lastMessage = `node ${placed.nodeId} in ${region} failed: ${upstream.detail}`;
       if (session)

@@ -6,6 +6,7 @@ import type { Context } from "hono";
 import type { AppEnv } from "../app-types.ts";
 import type { LoadedConfig } from "../../config/load.ts";
 import type { TenantConfig } from "../../config/schema.ts";
+import type { EdgeTrace } from "../trace.ts";
 
 /** The part of the execution context the proxy needs: work that outlives the response. */
 export interface WaitUntil {
@@ -21,6 +22,8 @@ export interface RequestContext {
   requestId: string;
   /** When the request arrived (ms), for the log line's duration. */
   startedAt: number;
+  /** The request's trace (middleware/trace.ts). */
+  trace: EdgeTrace;
 }
 
 /** The context of an authenticated tenant request. */
@@ -33,5 +36,6 @@ export function requestContext(c: Context<AppEnv>): RequestContext {
     tenant: c.get("tenant"),
     requestId: c.get("requestId"),
     startedAt: Date.now(),
+    trace: c.get("trace"),
   };
 }

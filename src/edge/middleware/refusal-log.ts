@@ -29,6 +29,8 @@ const MAX_KEYS = 256;
 export interface RefusalLine {
   event: "refusal";
   request_id: string;
+  /** The request's trace (an inference path's; middleware/trace.ts). */
+  trace_id?: string | undefined;
   tenant?: string | undefined;
   method: string;
   /** The route's pattern (`/v1/chat/completions`, `/v1/nodes/:region/:id`), never the raw path. */
@@ -106,6 +108,7 @@ export const refusalLog: MiddlewareHandler<AppEnv> = createMiddleware<AppEnv>(as
     {
       event: "refusal",
       request_id: c.get("requestId"),
+      trace_id: c.get("trace")?.traceId,
       tenant: c.get("tenant")?.id,
       method: c.req.method.slice(0, 16),
       route: c.req.routePath,
