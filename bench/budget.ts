@@ -23,8 +23,10 @@
  * answer's carried usage is kept; then GET /admin/usage?tenant=... must hold exactly their sum
  * (the ledger's exactness under concurrency: the benchmark fails if it does not), and the
  * overshoot (ledger - budget) is set against the bound docs/USAGE.md states, computed from the
- * run's own measurements: (spend rate outside the refusing object) x (F + one round trip) +
- * requests in flight (every client's, each up to the largest answer seen).
+ * run's own measurements: (spend rate outside the refusing object) x 2 x (F + one round trip) +
+ * requests in flight (every client's, each up to the largest answer seen). Twice: another region's
+ * spend reaches the budget ledger up to F + a round trip late, and the ledger's totals reach this
+ * object up to F + a round trip after that.
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -295,7 +297,7 @@ async function run(system: System, tenant: RunTenant, flushMs: number, regions: 
   );
   const largestAnswer = Math.max(...ok.map((a) => a.tokens));
   const inFlightTokens = tenant.clients * largestAnswer;
-  const bound = rateOutside * ((flushMs + rttMs) / 1000) + inFlightTokens;
+  const bound = rateOutside * ((2 * (flushMs + rttMs)) / 1000) + inFlightTokens;
   const otherAnswers: Record<string, number> = {};
   for (const a of answers)
     if (a.status !== 200 && !(a.status === 429 && a.code === "insufficient_quota")) {
@@ -428,7 +430,7 @@ function render(
     "## How to read it",
     "",
     "- **overshoot** = the ledger's tokens less B. It is never negative: an object refuses only once what it knows was spent reaches B, and it knows no more than was spent.",
-    "- **bound**, docs/USAGE.md's: (spend rate outside the refusing object) x (F + one round trip) + requests in flight, from the run's own figures: the _spend rate_ of a region is the tokens its answers carried a second over the second half of the time before the first refusal (past the start-up), and the rate outside is the larger of the two regions'; _one round trip_ is the run's median 429 latency (client, edge, region worker, object and back: more hops than an object's call to the budget ledger); _in flight_ is every client with a request in flight, each at the largest answer seen.",
+    "- **bound**, docs/USAGE.md's: (spend rate outside the refusing object) x 2 x (F + one round trip) + requests in flight (the other region's report up to F + a round trip late at the budget ledger, the ledger's totals up to as late again at this object), from the run's own figures: the _spend rate_ of a region is the tokens its answers carried a second over the second half of the time before the first refusal (past the start-up), and the rate outside is the larger of the two regions'; _one round trip_ is the run's median 429 latency (client, edge, region worker, object and back: more hops than an object's call to the budget ledger); _in flight_ is every client with a request in flight, each at the largest answer seen.",
     "- **admitted after first refusal**: requests sent after the first 429 `insufficient_quota` anywhere reached its client, and answered 200 (in either region); _their tokens_, what those answers carried.",
     "- **first 429**: seconds from the run's first request to the region's first refusal; the gap between the two regions' is how long the second took to hear of the first's spend.",
     "- **overshoot in time of outside spend**: the overshoot divided by the rate outside, to set against F + one round trip (the in-flight requests are part of it).",
