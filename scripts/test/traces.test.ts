@@ -11,7 +11,8 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
-import { startSystem, type System } from "../system.ts";
+import { freePort, startSystem, type System } from "../system.ts";
+import { traceExporter } from "../traces/export.ts";
 
 const TRACE = "0af7651916cd43dd8448eb211c80319c";
 const CLIENT_PARENT = "b7ad6b7169203331";
@@ -143,5 +144,49 @@ test("--traces URL posts them to an OTLP/HTTP endpoint as JSON", { timeout: 180_
   } finally {
     await system.stop();
     collector.close();
+  }
+});
+
+test("a failed OTLP/HTTP export is logged once, drops its batch, and the exporter recovers", { timeout: 30_000 }, async () => {
+  const port = await freePort(); // nothing listens there yet
+  const logged: string[] = [];
+  const exporter = traceExporter(`http://127.0.0.1:${port}/v1/traces`, (m) => logged.push(m));
+  const line = (i: number) =>
+    `[wrangler] ${JSON.stringify({ event: "spans", service: "warmpath-edge", request_id: `r${i}`, trace_id: TRACE, dropped_spans: 0, spans: [{ traceId: TRACE, spanId: CLIENT_PARENT, name: "warmpath.edge", kind: 2, startTimeUnixNano: "1", endTimeUnixNano: "2", attributes: [], status: { code: 0 } }] })}`;
+  try {
+    exporter.push("not a spans line");
+    exporter.push(line(1));
+    exporter.push(line(2));
+    await exporter.flush();
+    exporter.push(line(3));
+    await exporter.flush();
+    assert.deepEqual(exporter.stats, { lines: 3, exported: 0, dropped: 3, failures: 2 });
+    assert.equal(logged.length, 1, logged.join("\n"));
+    assert.match(logged[0]!, /trace export .* failed/);
+
+    const bodies: string[] = [];
+    const collector = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString()));
+      req.on("end", () => {
+        bodies.push(body);
+        res.writeHead(200).end("{}");
+      });
+    });
+    await new Promise<void>((r) => collector.listen(port, "127.0.0.1", r));
+    try {
+      exporter.push(line(4));
+      await exporter.flush();
+      assert.equal(exporter.stats.exported, 1);
+      assert.equal(logged.length, 2);
+      assert.match(logged[1]!, /works again/);
+      const sent = JSON.parse(bodies[0]!) as ExportRequest;
+      assert.equal(sent.resourceSpans[0]!.resource.attributes[0]!.value.stringValue, "warmpath-edge");
+      assert.equal(sent.resourceSpans[0]!.scopeSpans[0]!.spans[0]!.traceId, TRACE);
+    } finally {
+      collector.close();
+    }
+  } finally {
+    await exporter.stop();
   }
 });

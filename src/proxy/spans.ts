@@ -7,6 +7,10 @@
  * Logged only for a sampled trace (its flags: the client's, or sampled for a trace warmpath
  * starts), once. Bounded: past {@link MAX_SPANS} spans a request's further spans still get ids
  * (a node still gets its own parent) but are counted in `dropped_spans`, not kept.
+ *
+ * Cost, measured in Node 22 on the 2-core development machine: a region worker's four spans of a
+ * plain request (region, route, node call, first byte), ids, attributes and the line's
+ * JSON.stringify, ~26 us a request; the line ~2 KB (the edge's two spans ~1 KB).
  */
 import { isSampled, newSpanId, type RandomBytes } from "../core/trace-context.ts";
 import { SPAN_KIND, STATUS_CODE, type OtlpAttribute, type OtlpSpan, type SpansLine } from "../contracts/trace.ts";
