@@ -140,6 +140,9 @@ describe("CORS", () => {
     expect(allowed.status).toBe(204);
     expect(allowed.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
     expect(allowed.headers.get("access-control-allow-headers")).toContain("authorization");
+    // A browser may continue its own trace (W3C Trace Context).
+    expect(allowed.headers.get("access-control-allow-headers")).toContain("traceparent");
+    expect(allowed.headers.get("access-control-allow-headers")).toContain("tracestate");
     const other = await preflight("https://evil.example.net");
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
     // The node and admin APIs are not for browsers.
@@ -157,6 +160,8 @@ describe("CORS", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
     expect(res.headers.get("access-control-expose-headers")).toContain("x-warmpath-decision");
+    expect(res.headers.get("access-control-expose-headers")).toContain("x-warmpath-trace-id");
+    expect(res.headers.get("x-warmpath-trace-id")).toMatch(/^[0-9a-f]{32}$/);
   });
 });
 

@@ -12,6 +12,8 @@ import { EdgeTrace } from "../trace.ts";
 export const TRACED_PATHS = ["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"];
 
 export const traceRequest = createMiddleware<AppEnv>(async (c, next) => {
+  // A CORS preflight or a wrong method is no inference request: nothing to trace.
+  if (c.req.method !== "POST") return next();
   const trace = new EdgeTrace(c.req.raw.headers, c.get("requestId"), c.req.method, c.req.path);
   c.set("trace", trace);
   await next();
