@@ -342,7 +342,7 @@ export const configSchema = z
       .max(1)
       .default(1)
       .describe(
-        "Share of answered requests whose decision is logged (one JSON line each); every error, refusal and failure is logged whatever this says.",
+        "Share of answered requests whose decision is logged (one JSON line each); every error, refusal and failure is logged whatever this says. Also the share of traces warmpath starts that are sampled (their spans logged; a client's `traceparent` keeps its own flag).",
       ),
   })
   .superRefine((cfg, ctx) => {

@@ -25,8 +25,9 @@ export class EdgeTrace {
   /** The region span whose worker is answering: it ends with the answer. */
   private answering: Span | undefined;
 
-  constructor(headers: Headers, requestId: string, method: string, path: string) {
-    this.incoming = incomingTrace(headers.get("traceparent"), headers.get("tracestate"), random);
+  /** @param sampledByDefault whether a trace started here (no valid `traceparent`) is sampled. */
+  constructor(headers: Headers, requestId: string, method: string, path: string, sampledByDefault = true) {
+    this.incoming = incomingTrace(headers.get("traceparent"), headers.get("tracestate"), random, sampledByDefault);
     this.recorder = new SpanRecorder(this.incoming, { service: "warmpath-edge", requestId, random, mirror: cloudflareMirror });
     this.root = this.recorder.start("warmpath.edge", this.incoming.spanId, "server", {
       "http.request.method": method.slice(0, 16),

@@ -7,6 +7,22 @@ import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-types.ts";
 import { EXPLAIN, TRACE_ID } from "../../contracts/headers.ts";
 import { EdgeTrace } from "../trace.ts";
+import { ConfigError, loadConfig } from "../../config/load.ts";
+
+/**
+ * Whether a trace the edge starts is sampled: at `decision_log_sample_rate`, the share of answered
+ * requests whose decision line is logged, so that tracing never logs more than the decision log (a
+ * sampled request adds two spans lines, ~3 KB). A client's own `traceparent` keeps its flag. An
+ * invalid configuration samples it: the request fails, and its trace says why.
+ */
+function startsSampled(env: Env): boolean {
+  try {
+    return Math.random() < loadConfig(env, { kind: "edge" }).raw.decision_log_sample_rate;
+  } catch (e) {
+    if (e instanceof ConfigError) return true;
+    throw e;
+  }
+}
 
 /** The inference paths traced (the rest of the API is not worth a trace: listings, reports, admin). */
 export const TRACED_PATHS = ["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"];
@@ -14,7 +30,7 @@ export const TRACED_PATHS = ["/v1/chat/completions", "/v1/completions", "/v1/res
 export const traceRequest = createMiddleware<AppEnv>(async (c, next) => {
   // A CORS preflight or a wrong method is no inference request: nothing to trace.
   if (c.req.method !== "POST") return next();
-  const trace = new EdgeTrace(c.req.raw.headers, c.get("requestId"), c.req.method, c.req.path);
+  const trace = new EdgeTrace(c.req.raw.headers, c.get("requestId"), c.req.method, c.req.path, startsSampled(c.env));
   c.set("trace", trace);
   await next();
   const res = c.res;
