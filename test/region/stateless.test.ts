@@ -40,23 +40,26 @@ describe("stateless chooser", () => {
   });
 });
 
+/** A chat completion for m-stateless in region us, through the worker with `environment`'s bindings; its body read and its background work done. */
+async function post(environment: Env, content: string): Promise<{ res: Response; body: ArrayBuffer }> {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(
+    new Request(`${BASE}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${ACME_KEY}`, "x-warmpath-region": "us" },
+      body: JSON.stringify({ model: "m-stateless", messages: [{ role: "user", content }] }),
+      cf: CF_VIRGINIA,
+    } as RequestInit) as Request<unknown, IncomingRequestCfProperties>,
+    withRegionService(environment, ctx),
+    ctx,
+  );
+  const body = await res.arrayBuffer();
+  await waitOnExecutionContext(ctx);
+  return { res, body };
+}
+
 describe("the region's object overloaded", () => {
-  const send = async (environment: Env, content: string) => {
-    const ctx = createExecutionContext();
-    const res = await worker.fetch(
-      new Request(`${BASE}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${ACME_KEY}`, "x-warmpath-region": "us" },
-        body: JSON.stringify({ model: "m-stateless", messages: [{ role: "user", content }] }),
-        cf: CF_VIRGINIA,
-      } as RequestInit) as Request<unknown, IncomingRequestCfProperties>,
-      withRegionService(environment, ctx),
-      ctx,
-    );
-    await res.arrayBuffer();
-    await waitOnExecutionContext(ctx);
-    return res;
-  };
+  const send = async (environment: Env, content: string) => (await post(environment, content)).res;
 
   it("routes statelessly over the nodes it has been sent to, and says so", async () => {
     const nodes = ["sl-a", "sl-b"].map((id) => ({ id, region: "us", models: ["m-stateless"] }));
@@ -117,20 +120,9 @@ describe("billing without the region's object", () => {
     return { ...env, REGION: namespace } as unknown as Env;
   };
   const ask = async (environment: Env, content: string) => {
-    const ctx = createExecutionContext();
-    const res = await worker.fetch(
-      new Request(`${BASE}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${ACME_KEY}`, "x-warmpath-region": "us" },
-        body: JSON.stringify({ model: "m-stateless", messages: [{ role: "user", content }] }),
-        cf: CF_VIRGINIA,
-      } as RequestInit) as Request<unknown, IncomingRequestCfProperties>,
-      withRegionService(environment, ctx),
-      ctx,
-    );
-    const body = (await res.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
-    await waitOnExecutionContext(ctx);
-    return { res, usage: body.usage };
+    const { res, body } = await post(environment, content);
+    const answer = JSON.parse(new TextDecoder().decode(body)) as { usage: { prompt_tokens: number; completion_tokens: number } };
+    return { res, usage: answer.usage };
   };
 
   it("a request placed statelessly is billed to the object when it answers, and logged as unbilled when it cannot", async () => {
