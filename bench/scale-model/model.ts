@@ -369,59 +369,32 @@ export function monthlyCost(d: Deployment, p: Protocol, prices: Prices = PRICES)
   // Stored: each day's maximum queryable GB (the retention window), averaged over 30 days.
   const logGbMonth = (logGb / 30) * prices.logRetentionDays;
   const m = 1e6;
+  /** A metered line: what is used past the plan's inclusion, at `price` per `per` units. */
+  const metered = (item: string, quantity: number, unit: string, included: number, price: number, per = m) => ({
+    item,
+    quantity,
+    unit,
+    usd: (over(quantity, included) / per) * price,
+  });
   return [
     { item: "Workers subscription", quantity: 1, unit: "month", usd: prices.subscription },
-    {
-      item: "Workers requests (routed + node reports)",
-      quantity: workerRequests,
-      unit: "requests",
-      usd: (over(workerRequests, prices.workerRequestsIncluded) / m) * prices.workerRequestPerMillion,
-    },
-    {
-      item: "Workers CPU",
-      quantity: cpuMs,
-      unit: "CPU ms",
-      usd: (over(cpuMs, prices.workerCpuMsIncluded) / m) * prices.workerCpuPerMillionMs,
-    },
-    {
-      item: "Durable Object requests",
-      quantity: doRequests,
-      unit: "requests",
-      usd: (over(doRequests, prices.doRequestsIncluded) / m) * prices.doRequestPerMillion,
-    },
-    {
-      item: "Durable Object duration",
-      quantity: gbSeconds,
-      unit: "GB-s",
-      usd: (over(gbSeconds, prices.doGbSecondsIncluded) / m) * prices.doPerMillionGbSeconds,
-    },
-    {
-      item: "SQLite rows written",
-      quantity: rowsWritten,
-      unit: "rows",
-      usd: (over(rowsWritten, prices.rowsWrittenIncluded) / m) * prices.rowsWrittenPerMillion,
-    },
+    metered(
+      "Workers requests (routed + node reports)",
+      workerRequests,
+      "requests",
+      prices.workerRequestsIncluded,
+      prices.workerRequestPerMillion,
+    ),
+    metered("Workers CPU", cpuMs, "CPU ms", prices.workerCpuMsIncluded, prices.workerCpuPerMillionMs),
+    metered("Durable Object requests", doRequests, "requests", prices.doRequestsIncluded, prices.doRequestPerMillion),
+    metered("Durable Object duration", gbSeconds, "GB-s", prices.doGbSecondsIncluded, prices.doPerMillionGbSeconds),
+    metered("SQLite rows written", rowsWritten, "rows", prices.rowsWrittenIncluded, prices.rowsWrittenPerMillion),
     // Per request the object reads no storage (durable-objects/region.ts: route and complete touch none); reads happen at construction only.
     { item: "SQLite rows read", quantity: 0, unit: "rows", usd: 0 },
-    {
-      item: "SQLite storage",
-      quantity: storageGbMonth,
-      unit: "GB-month",
-      usd: over(storageGbMonth, prices.storageGbMonthIncluded) * prices.storagePerGbMonth,
-    },
-    {
-      item: "Analytics Engine data points",
-      quantity: points,
-      unit: "points",
-      usd: (over(points, prices.analyticsPointsIncluded) / m) * prices.analyticsPerMillion,
-    },
-    { item: "Workers Logs ingestion", quantity: logGb, unit: "GB", usd: over(logGb, prices.logIngestGbIncluded) * prices.logIngestPerGb },
-    {
-      item: "Workers Logs storage",
-      quantity: logGbMonth,
-      unit: "GB-month",
-      usd: over(logGbMonth, prices.logStorageGbMonthIncluded) * prices.logStoragePerGbMonth,
-    },
+    metered("SQLite storage", storageGbMonth, "GB-month", prices.storageGbMonthIncluded, prices.storagePerGbMonth, 1),
+    metered("Analytics Engine data points", points, "points", prices.analyticsPointsIncluded, prices.analyticsPerMillion),
+    metered("Workers Logs ingestion", logGb, "GB", prices.logIngestGbIncluded, prices.logIngestPerGb, 1),
+    metered("Workers Logs storage", logGbMonth, "GB-month", prices.logStorageGbMonthIncluded, prices.logStoragePerGbMonth, 1),
   ];
 }
 
