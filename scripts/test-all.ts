@@ -17,6 +17,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "./system.ts";
+import { tapFailures, vitestFailures, type VitestReport } from "./test-report.ts";
 
 const TMP = join(ROOT, ".tmp");
 mkdirSync(TMP, { recursive: true });
@@ -25,6 +26,8 @@ const bin = (name: string) => join(ROOT, "node_modules", ".bin", name);
 let passed = 0;
 let failed = 0;
 const failures: string[] = [];
+/** Each failed test's name and the first lines of its error, repeated at the end: CI keeps only the output's tail. */
+const failedTests: string[] = [];
 
 function run(title: string, command: string, args: string[]): boolean {
   console.log(`\n── ${title} ──`);
@@ -98,7 +101,8 @@ tests(
   ["run", "--reporter=default", "--reporter=json", `--outputFile=${vitestJson}`],
   () => {
     if (!existsSync(vitestJson)) return undefined;
-    const r = JSON.parse(readFileSync(vitestJson, "utf8")) as { numPassedTests: number; numFailedTests: number };
+    const r = JSON.parse(readFileSync(vitestJson, "utf8")) as VitestReport;
+    failedTests.push(...vitestFailures(r));
     return { passed: r.numPassedTests, failed: r.numFailedTests };
   },
 );
@@ -122,6 +126,7 @@ tests(
     if (!existsSync(tap)) return undefined;
     const text = readFileSync(tap, "utf8");
     const count = (key: string) => Number(new RegExp(`^# ${key} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
+    failedTests.push(...tapFailures(text));
     return { passed: count("pass"), failed: count("fail") + count("cancelled") };
   },
 );
@@ -131,6 +136,7 @@ check("shard benchmark, quick mode", process.execPath, ["bench/shards.ts", "--qu
 check("cross-region benchmark, quick mode", process.execPath, ["bench/regions.ts", "--quick", "--out", join(TMP, "regions-quick.md")]);
 check("workerd cost benchmark, quick mode", process.execPath, ["bench/workerd/run.ts", "--quick"]);
 
+if (failedTests.length) console.log(`\nFailed tests:\n${failedTests.map((t) => `- ${t}`).join("\n")}`);
 console.log(failures.length ? `\nFailed: ${failures.join("; ")}` : "\nAll stages passed.");
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed > 0 ? 1 : 0);
