@@ -17,8 +17,7 @@
  * `killRegionWorker`).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,6 +25,7 @@ import { loadFleet, type FleetConfig } from "../fleet/config.ts";
 import { startFleet, type Fleet } from "../fleet/fleet.ts";
 import { BUDGET_LEDGER_BINDING, regionBindingName } from "../src/contracts/topology.ts";
 import { generateDeployment } from "./deploy/generate.ts";
+import { freePort } from "./ports.ts";
 import { traceExporter, type TraceExporter } from "./traces/export.ts";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -97,17 +97,6 @@ export interface System {
   stop(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
@@ -123,30 +112,82 @@ async function waitFor(what: string, timeoutMs: number, check: () => Promise<boo
   }
 }
 
+/** How long a killed process group gets to end after SIGTERM before SIGKILL. */
+const KILL_GRACE_MS = 5000;
+
 /**
- * Kills a child and its process group (wrangler starts workerd as its own child): SIGTERM, then
- * SIGKILL after 5 s; or SIGKILL at once, as a crash would.
+ * Kills a child and its process group (wrangler and workerd-host start workerd as their child, in
+ * the same group): SIGTERM, then SIGKILL after 5 s; or SIGKILL at once, as a crash would. Resolves
+ * once every process of the group has ended, not only the child: the child can exit while its
+ * workerd still writes its SQLite store and holds its port, and a caller that then deletes the
+ * store (`stop`) or starts a worker on the same port and store (`restartRouter`) races it.
  */
 async function killTree(child: ChildProcess, signal: "SIGTERM" | "SIGKILL" = "SIGTERM"): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const pgid = child.pid;
+  if (pgid === undefined) return;
+  const exited =
+    child.exitCode !== null || child.signalCode !== null
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const kill = (sig: NodeJS.Signals) => {
     try {
-      process.kill(-child.pid!, sig);
+      process.kill(-pgid, sig);
     } catch {
-      child.kill(sig);
+      if (child.exitCode === null && child.signalCode === null) child.kill(sig);
     }
   };
   kill(signal);
   // The timer is cleared once the process exits: it must not keep the caller alive 5 s more.
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), 5000)));
-  const first = await Promise.race([exited.then(() => "exited" as const), timeout]);
+  const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), KILL_GRACE_MS)));
+  const first = await Promise.race([exited.then(async () => ((await groupEnded(pgid, KILL_GRACE_MS)) ? "ended" : "timeout")), timeout]);
   clearTimeout(timer);
   if (first === "timeout") {
     kill("SIGKILL");
     await exited;
+    if (!(await groupEnded(pgid, KILL_GRACE_MS))) throw new Error(`process group ${pgid} still running ${KILL_GRACE_MS} ms after SIGKILL`);
   }
+}
+
+/**
+ * Waits until no live process is left in process group `pgid`, polling every 10 ms for at most
+ * `timeoutMs`; false if some still runs. On Linux it reads /proc and ignores zombies: a process
+ * whose parent died first is reparented to PID 1, which in a container may never reap it, so
+ * `kill(-pgid, 0)` would report the group alive for ever. Elsewhere it asks `kill(-pgid, 0)`.
+ */
+export async function groupEnded(pgid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (!groupAlive(pgid)) return true;
+    if (Date.now() > deadline) return false;
+    await sleep(10);
+  }
+}
+
+function groupAlive(pgid: number): boolean {
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    try {
+      process.kill(-pgid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  for (const pid of pids) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue; // ended while we looked
+    }
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ")".
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(pgrp) === pgid && state !== "Z" && state !== "X") return true;
+  }
+  return false;
 }
 
 const WORKERD_HOST = join(ROOT, "scripts", "workerd-host.ts");

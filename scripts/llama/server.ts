@@ -26,7 +26,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { freePort } from "../ports.ts";
 
 export interface LlamaServerOptions {
   /** Path to the llama-server binary (e.g. `.cache/llama-server-3.21.1/bin/llama-server`). */
@@ -77,20 +77,6 @@ export interface LlamaServer {
   stop(): Promise<void>;
   /** SIGKILL the process group at once; resolves once it has exited. */
   kill(): Promise<void>;
-}
-
-/** Asks the OS for a free TCP port on `host`. */
-export function freePort(host = "127.0.0.1"): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, host, () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolvePort(port));
-    });
-  });
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

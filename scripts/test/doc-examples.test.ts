@@ -12,7 +12,8 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { ROOT, freePort, startSystem } from "../system.ts";
+import { ROOT, startSystem } from "../system.ts";
+import { freePort } from "../ports.ts";
 
 const run = promisify(execFile);
 const LOCAL = /https?:\/\/(?:127\.0\.0\.1|localhost):8787/g;

@@ -2,6 +2,7 @@
  * `npm start` boots the whole system, answers a real streamed chat completion, and on Ctrl-C
  * (SIGINT) stops everything: no port left listening, no process left behind. ~10 s.
  */
+import { once } from "node:events";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -9,7 +10,8 @@ import { readFileSync, readdirSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
-import { ROOT, freePort } from "../system.ts";
+import { ROOT } from "../system.ts";
+import { freePort } from "../ports.ts";
 
 interface Proc {
   pid: number;
@@ -186,7 +188,7 @@ test("npm start boots, serves a streamed completion, and leaves nothing behind o
 test("npm start on a port in use says so in one line and exits 1, without a stack trace", { timeout: 30_000 }, async () => {
   const port = await freePort();
   const holder = createServer().listen(port, "127.0.0.1");
-  await new Promise((resolve) => holder.once("listening", resolve));
+  await once(holder, "listening"); // rejects if the port was taken meanwhile, rather than throwing later
   try {
     const child = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--port", String(port)], {
       cwd: ROOT,

@@ -11,7 +11,8 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
-import { freePort, startSystem, type System } from "../system.ts";
+import { startSystem, type System } from "../system.ts";
+import { freePort } from "../ports.ts";
 import { traceExporter } from "../traces/export.ts";
 
 const TRACE = "0af7651916cd43dd8448eb211c80319c";
