@@ -150,10 +150,14 @@ export interface RegionWorkerOutage {
   cut: Record<string, number>;
   /** Requests under way at the kill that REGION had not answered yet: by the region that answered (or `none`). */
   unanswered: Record<string, number>;
-  /** Requests sent while the worker was down: by the region that answered (or `none`). */
+  /** Requests sent while the worker was down, before it was started again: by the region that answered (or `none`). */
   whileDown: Record<string, number>;
-  /** Of those, sent within one readiness poll before the restarted worker was seen up (it may have been up already). */
-  lateUp: number;
+  /**
+   * Requests sent while its process was starting again, before the harness saw it answer /healthz:
+   * by the region that answered. Either region may: the port may take connections before the first
+   * health check answers, and the worker restarts on its store, its node table intact.
+   */
+  restarting: Record<string, number>;
   /** Requests sent after it was back: by the region that answered (or `none`). */
   after: Record<string, number>;
   /** `ok` answers from REGION among the requests sent after it was back. */
@@ -192,7 +196,8 @@ interface Fault {
    * Region worker kill: when the kill was sent to REGION's worker, when its process had exited, and
    * when the one started again answered /healthz.
    */
-  regionOutage?: { killedAt: number; deadAt: number; upAt: number };
+  /** Kill sent, process seen dead, restart begun (the process launched again), its /healthz answered. */
+  regionOutage?: { killedAt: number; deadAt: number; restartAt: number; upAt: number };
   /** 307 scenario: the internal service the redirect points at. */
   target?: InternalTarget;
 }
@@ -338,9 +343,10 @@ export const SCENARIOS: Scenario[] = [
     name: "region worker us-east killed (SIGKILL) mid-request and started again",
     inject: async (s, f) => {
       const killedAt = await s.killRegionWorker(REGION);
-      f.regionOutage = { killedAt, deadAt: Date.now(), upAt: NaN };
+      f.regionOutage = { killedAt, deadAt: Date.now(), restartAt: NaN, upAt: NaN };
     },
     heal: async (s, f) => {
+      f.regionOutage!.restartAt = Date.now();
       f.regionOutage!.upAt = await s.startRegionWorker(REGION);
     },
     notes: (f, sent) => {
@@ -349,6 +355,7 @@ export const SCENARIOS: Scenario[] = [
       return (
         `in flight at the kill: ${counted(sum(o.cut), o.cut)} answered by ${REGION}, ${counted(sum(o.unanswered), o.unanswered)} not yet answered (by the region that then answered); ` +
         `sent while it was down: ${counted(sum(o.whileDown), o.whileDown)}; ` +
+        `sent while it started again: ${counted(sum(o.restarting), o.restarting)}; ` +
         `${REGION}'s worker answered again ${o.downSeconds.toFixed(1)} s after the kill (bundled and booted), its first ok answer to a request sent ${back}; ` +
         `sent after it was back: ${counted(sum(o.after), o.after)}`
       );
@@ -1000,12 +1007,9 @@ function countBy(rs: readonly Sent[], key: (r: Sent) => string): Record<string, 
 }
 
 /** What became of the requests around the kill of REGION's worker (undefined for another fault). */
-/** How often scripts/system.ts polls a starting worker's /healthz (its waitFor): the uncertainty of "up". */
-const READY_POLL_MS = 250;
-
 function regionWorkerOutage(f: Fault, sent: readonly Sent[]): RegionWorkerOutage | undefined {
   if (!f.regionOutage) return undefined;
-  const { killedAt, deadAt, upAt } = f.regionOutage;
+  const { killedAt, deadAt, restartAt, upAt } = f.regionOutage;
   // Sent before the process had died (the kill takes a moment) and not over when the kill was sent.
   const inFlight = sent.filter((r) => r.at < deadAt && r.endedAt >= killedAt);
   // The region that answered, or (none did) how the request failed.
@@ -1022,12 +1026,16 @@ function regionWorkerOutage(f: Fault, sent: readonly Sent[]): RegionWorkerOutage
       answeredBy,
     ),
     whileDown: countBy(
-      sent.filter((r) => r.at >= deadAt && r.at < upAt),
+      sent.filter((r) => r.at >= deadAt && r.at < restartAt),
       answeredBy,
     ),
-    // The harness sees the restarted worker up at its first /healthz answer, polled every 200 ms:
-    // requests sent in the poll before it may already reach it.
-    lateUp: sent.filter((r) => r.at >= Math.max(deadAt, upAt - READY_POLL_MS) && r.at < upAt).length,
+    // "Up" is when the harness's /healthz poll was first answered: a poll every 200 ms, and a poll
+    // sent to a port that takes connections before the worker answers waits as long as the requests
+    // do. So no instant before it bounds when the new process answers; its launch does.
+    restarting: countBy(
+      sent.filter((r) => r.at >= restartAt && r.at < upAt),
+      answeredBy,
+    ),
     after: countBy(
       sent.filter((r) => r.at >= upAt),
       answeredBy,
@@ -1332,7 +1340,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       "",
       `A node that fails after its first byte no longer costs its clients their answers: the region worker continues each stream it cut on another node of the region, with the text the client already has, and relays it as the first node's (docs/CONTINUATION.md). So the four scenarios where one node fails mid-stream (silent, its error event, a malformed event, killed) must end with 0 failed; before continuation every stream that node was serving ended with an SSE error event (\`upstream_stream_timeout\`, \`upstream_stream_error\`). Continued mid-stream: the router's \`warmpath_stream_continuations_total\`, its increase over the scenario, by how the node failed, then the failures it did not continue, by how and why (\`no-node\`: no node of the region left to take the stream). The measured column gives the tokens the continued streams carried over and the time from each failure to the next node's first byte (from the router's \`stream_continued\` lines; for a silent node, counted from the end of the 3 s idle timeout). The nodes record a continuation's first byte apart from a generation's, and their count of continuations is the router's (a mismatch would be noted in the measured column). Streams still fail cleanly where no node can continue them: every node of ${REGION} down (a continuation stays in its region), ${REGION}'s worker killed (the streams die with the worker relaying them; the edge does not continue them), every worker process killed.`,
       "",
-      `Ok means a stream that ended with \`data: [DONE]\` and is, event for event, what one node streams for that request uninterrupted: the fleet's answer is deterministic filler, so each answer's ${ANSWER_TOKENS} tokens are known in advance, and each answer is checked for its text (no token repeated or missing where a second node took over), one role chunk, one id (with one \`created\` and \`model\`), one finish reason, and, for the tenant that asks for it, one usage event whose completion tokens are the whole answer's (none for the other). Corrupt: a stream that ended with \`data: [DONE]\` but is not that answer; it must be 0. Lost means no answer within ${CLIENT_TIMEOUT_MS / 1000} s, or a stream cut without an error event; it must be 0. When every worker process is killed (the edge's too), a request under way is counted \`in flight at the kill\` and one refused while the edge is down \`refused while down\`, not lost. When only ${REGION}'s region worker is killed the edge stays up, so there is no such excuse: a stream it was relaying from ${REGION} must end with an SSE error event (\`region_stream_lost\`), and a request it had not answered yet, or sent while it is down, must be answered by ${FAILOVER_REGION} (the edge fails over), or, sent within one readiness poll (${READY_POLL_MS} ms) before its restarted worker was seen answering, by ${REGION} itself (it may already have been up: it restarts on its store, its node table intact). Duplicated: requests whose generation a node started (sent a first byte for) more than once, on any node, found by a tag in each request's prompt that the fleet records at its first byte; it must be 0 (a continuation's first byte is recorded apart: it starts no generation again; one that started the answer over would be corrupt). Leaked internal URL: answers whose body or headers show the URL the redirecting node points at; it must be 0. Recovery: from the fault's end to the first ok answer sent after it (for the region worker, its own recovery is in the last column: when ${REGION} itself answered ok again). Usage ledger (docs/USAGE.md): \`GET /admin/usage\` read before and after the scenario; \`exact\` when every request a node answered (status 200) was billed once and the tenant that asks for the usage event was billed exactly the tokens its answers' usage events carried; \`estimated\`: answers whose node reported no usage (a stream cut with no node to continue it). A region worker killed mid-stream takes the bills of the streams it was relaying with it (they ended \`region_stream_lost\`).`,
+      `Ok means a stream that ended with \`data: [DONE]\` and is, event for event, what one node streams for that request uninterrupted: the fleet's answer is deterministic filler, so each answer's ${ANSWER_TOKENS} tokens are known in advance, and each answer is checked for its text (no token repeated or missing where a second node took over), one role chunk, one id (with one \`created\` and \`model\`), one finish reason, and, for the tenant that asks for it, one usage event whose completion tokens are the whole answer's (none for the other). Corrupt: a stream that ended with \`data: [DONE]\` but is not that answer; it must be 0. Lost means no answer within ${CLIENT_TIMEOUT_MS / 1000} s, or a stream cut without an error event; it must be 0. When every worker process is killed (the edge's too), a request under way is counted \`in flight at the kill\` and one refused while the edge is down \`refused while down\`, not lost. When only ${REGION}'s region worker is killed the edge stays up, so there is no such excuse: a stream it was relaying from ${REGION} must end with an SSE error event (\`region_stream_lost\`), and a request it had not answered yet, or sent while it is down, must be answered by ${FAILOVER_REGION} (the edge fails over); one sent once its process was started again but before the harness saw it answer /healthz may be answered by either region (it restarts on its store, its node table intact). Duplicated: requests whose generation a node started (sent a first byte for) more than once, on any node, found by a tag in each request's prompt that the fleet records at its first byte; it must be 0 (a continuation's first byte is recorded apart: it starts no generation again; one that started the answer over would be corrupt). Leaked internal URL: answers whose body or headers show the URL the redirecting node points at; it must be 0. Recovery: from the fault's end to the first ok answer sent after it (for the region worker, its own recovery is in the last column: when ${REGION} itself answered ok again). Usage ledger (docs/USAGE.md): \`GET /admin/usage\` read before and after the scenario; \`exact\` when every request a node answered (status 200) was billed once and the tenant that asks for the usage event was billed exactly the tokens its answers' usage events carried; \`estimated\`: answers whose node reported no usage (a stream cut with no node to continue it). A region worker killed mid-stream takes the bills of the streams it was relaying with it (they ended \`region_stream_lost\`).`,
       "",
       formatResults(results),
       "",
