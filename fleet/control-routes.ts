@@ -42,18 +42,29 @@ export async function postFaults(node: NodeRuntime, req: IncomingMessage, res: S
   sendJson(res, 200, { faults: node.setFaults(parsed.data) });
 }
 
+/**
+ * Runs a restart or crash after its answer was sent: nobody awaits it, so a failure (the node's
+ * port taken while it was down) is logged here rather than left to crash the fleet's process.
+ */
+function detached(node: NodeRuntime, what: string, work: () => Promise<void>): void {
+  work().catch((e: unknown) =>
+    console.error(JSON.stringify({ event: "node_lifecycle_failed", node: node.o.id, what, message: String(e) })),
+  );
+}
+
 export async function postRestart(node: NodeRuntime, life: Lifecycle, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const downMs = optionalMs(await readOptionalObject(req), "down_ms") ?? 0;
   // Answer first, then die: the restart closes this connection too.
-  res.on("finish", () => void life.restart(downMs));
+  res.on("finish", () => detached(node, "restart", () => life.restart(downMs)));
   sendJson(res, 200, { restarting: true, down_ms: downMs, old_boot_id: node.bootId });
 }
 
 export async function postCrash(node: NodeRuntime, life: Lifecycle, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const after = optionalMs(await readOptionalObject(req), "restart_after_ms");
   res.on("finish", () => {
-    void life.crash().then(() => {
-      if (after !== undefined) node.autoRestart = setTimeout(() => void life.restart(0), after);
+    detached(node, "crash", async () => {
+      await life.crash();
+      if (after !== undefined) node.autoRestart = setTimeout(() => detached(node, "restart", () => life.restart(0)), after);
     });
   });
   sendJson(res, 200, { crashing: true, restart_after_ms: after ?? null });

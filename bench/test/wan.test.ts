@@ -6,7 +6,7 @@ import { startRelay } from "../wan/relay.ts";
 
 test("adds the round trip (half each way) and keeps every byte in order", async () => {
   // An echo server.
-  const echo = createServer((s) => s.pipe(s));
+  const echo = createServer((s) => s.on("error", () => {}).pipe(s));
   await new Promise<void>((r) => echo.listen(0, "127.0.0.1", r));
   const relay = await startRelay({ host: "127.0.0.1", port: (echo.address() as AddressInfo).port }, 60);
   try {
@@ -27,8 +27,11 @@ test("adds the round trip (half each way) and keeps every byte in order", async 
     for (let i = 0; i < sent.length; i += 1000) socket.write(sent.subarray(i, i + 1000));
     await done;
     const rtt = firstAt - started;
-    assert.ok(rtt >= 59, `the first echo came back after ${rtt.toFixed(1)} ms, under the 60 ms round trip`);
-    assert.ok(rtt < 200, `the first echo took ${rtt.toFixed(1)} ms`);
+    // Each way is a 30 ms timer, which libuv's millisecond loop clock may fire up to 1 ms early
+    // against performance.now(): 58 ms is what the relay guarantees (measured minimum 59.5 in 5,000).
+    assert.ok(rtt >= 58, `the first echo came back after ${rtt.toFixed(1)} ms, under the 60 ms round trip less 2 x 1 ms`);
+    // Only a relay that adds far more than its delay fails here: a busy 2-core machine has taken 183 ms.
+    assert.ok(rtt < 1000, `the first echo took ${rtt.toFixed(1)} ms`);
     assert.deepEqual(Buffer.concat(got), sent);
     socket.destroy();
   } finally {

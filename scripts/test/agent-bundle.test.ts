@@ -124,6 +124,9 @@ test(
         `${NODE_ID} in ${REGION} with engine vllm`,
         async () => {
           if (agent!.exitCode !== null) assert.fail(`the agent exited (${agent!.exitCode})\n${diagnostics()}`);
+          // The router lists the node as soon as it registers; the agent writes its state file and
+          // logs only once the router's answer reaches it, a few ms later.
+          if (!/registered with the router/.test(stderr)) return undefined;
           return (await regionNodes(router)).find((n) => n.id === NODE_ID && n.engine === "vllm" && n.load.report);
         },
         diagnostics,

@@ -19,11 +19,21 @@ import type { UsageRow } from "../../src/contracts/usage.ts";
 import { ROOT, startSystem } from "../system.ts";
 
 const BUDGET = 1_000;
+/** The longest a run takes (~25 s measured): one must start at least this long before UTC midnight. */
+const RUN_MS = 180_000;
+const DAY_MS = 86_400_000;
+const utcDay = (at: number) => new Date(at).toISOString().slice(0, 10);
 
 test(
   "a budget spent in one region's process is refused in another's; the ledger survives a region worker's restart",
-  { timeout: 180_000 },
+  // The run, after waiting for midnight at most as long.
+  { timeout: 2 * RUN_MS },
   async () => {
+    // The budget is per UTC day: a run that crossed midnight would see the spend reset midway.
+    // Started too close to it, the test waits for the new day (at most 3 minutes).
+    const toMidnight = DAY_MS - (Date.now() % DAY_MS);
+    if (toMidnight < RUN_MS) await sleep(toMidnight + 1_000);
+    const firstDay = utcDay(Date.now());
     const toml = parse(readFileSync(join(ROOT, "wrangler.toml"), "utf8")) as { vars: { WARMPATH_CONFIG: Record<string, unknown> } };
     const config = structuredClone(toml.vars.WARMPATH_CONFIG) as { tenants: Array<Record<string, unknown>>; usage?: unknown };
     config.tenants.find((t) => t.id === "dev-2")!.budget = { tokens_per_day: BUDGET };
@@ -46,7 +56,11 @@ test(
         return { status: res.status, code: body.error?.code };
       };
       const ledger = async () => {
-        const rows = ((await (await fetch(`${system.url}/admin/usage?tenant=dev-2`)).json()) as { data: UsageRow[] }).data;
+        const rows = (
+          (await (await fetch(`${system.url}/admin/usage?tenant=dev-2&from=${firstDay}&to=${utcDay(Date.now())}`)).json()) as {
+            data: UsageRow[];
+          }
+        ).data;
         return rows.reduce(
           (n, r) => n + r.prompt_tokens + r.completion_tokens + r.estimated_prompt_tokens + r.estimated_completion_tokens,
           0,

@@ -1,7 +1,7 @@
 /**
  * End to end: the demo's workload through the whole system (wrangler dev + the simulated fleet),
  * once with sticky sessions and once with warmpath, the policy switched by configuration only.
- * warmpath must beat sticky sessions on the hit rate the nodes measured. ~35 s.
+ * warmpath must beat sticky sessions on the hit rate the nodes measured. ~55 s.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -15,9 +15,17 @@ import { runDemo } from "../demo/run.ts";
  * gives +10.7, so the bound leaves room for timing noise without letting a regression through.
  */
 const MIN_MARGIN = 0.05;
+/**
+ * Fleet seconds per wall second. The fleet and the 64 concurrent clients share this process: at
+ * x5 an event-loop stall of 100 ms on a busy 2-core machine is half a second of fleet time, nodes
+ * report queues that are the stall's, and the router spills away from warm nodes (measured: margin
+ * +7.4 points in a run with a 109 ms p99 stall, +10.6 to +11.6 otherwise). x3 keeps a stall's weight
+ * down for ~20 s more.
+ */
+const TIME_FACTOR = 3;
 
 test("warmpath's measured cache hit rate beats sticky sessions on the demo workload", { timeout: 120_000 }, async () => {
-  const result = await runDemo({ workload: QUICK_WORKLOAD, timeFactor: 5 });
+  const result = await runDemo({ workload: QUICK_WORKLOAD, timeFactor: TIME_FACTOR });
   const table = formatResult(result);
   console.log(table);
   const [sticky, warmpath] = result.policies;
@@ -41,7 +49,8 @@ test("warmpath's measured cache hit rate beats sticky sessions on the demo workl
 
   assert.ok(
     warmpath.hitRate >= sticky.hitRate + MIN_MARGIN,
-    `warmpath ${(warmpath.hitRate * 100).toFixed(1)}% vs sticky ${(sticky.hitRate * 100).toFixed(1)}%`,
+    `warmpath ${(warmpath.hitRate * 100).toFixed(1)}% vs sticky ${(sticky.hitRate * 100).toFixed(1)}% ` +
+      `(event-loop delay p99: warmpath ${warmpath.eventLoopDelayP99Ms.toFixed(0)} ms, sticky ${sticky.eventLoopDelayP99Ms.toFixed(0)} ms)`,
   );
   assert.ok(warmpath.prefillTokens < sticky.prefillTokens);
   // The index against the nodes' real caches: the default fleet's caches hold this workload's hot

@@ -53,14 +53,17 @@ test(
   },
 );
 
-test("warmpath's engine-measured cached tokens and time to first token beat sticky sessions and round-robin", () => {
+test("warmpath's engine-measured cached tokens and prefill time beat sticky sessions and round-robin", () => {
   const [warmpath, sticky, roundRobin] = E2E_POLICIES.map((p) => runs.get(p)!);
   for (const other of [sticky!, roundRobin!]) {
     assert.ok(warmpath!.hitRate >= other.hitRate + 0.1, `hit rate: warmpath ${warmpath!.hitRate} vs ${other.policy} ${other.hitRate}`);
     assert.ok(warmpath!.cachedTokens > other.cachedTokens);
+    // The engines' own prefill time, not the client's TTFT: 21 wall-clock samples of 50-150 ms on
+    // a shared 2-core machine flip their mean on one stall of ~1 s (TTFT stays in the report).
     assert.ok(
-      warmpath!.ttftMeanMs < other.ttftMeanMs,
-      `TTFT mean: warmpath ${warmpath!.ttftMeanMs} vs ${other.policy} ${other.ttftMeanMs}`,
+      warmpath!.enginePromptMs < other.enginePromptMs,
+      `engine prefill time: warmpath ${warmpath!.enginePromptMs.toFixed(0)} ms vs ${other.policy} ${other.enginePromptMs.toFixed(0)} ms ` +
+        `(TTFT mean ${warmpath!.ttftMeanMs.toFixed(0)} vs ${other.ttftMeanMs.toFixed(0)} ms)`,
     );
   }
 });
