@@ -724,8 +724,11 @@ export class RegionDurableObject extends DurableObject<Env> {
     if (this.spendView.pending) await this.scheduleAlarm(Date.now() + this.flushIntervalMs);
     const router = this.router;
     if (!router) return;
-    // A shard that has routed nothing lately has not heard the feed: hear it before expiring anyone.
-    if (this.shardIndex !== undefined && !this.loadSyncing) await this.exchangeWithRegion(router, this.shardIndex, Date.now());
+    // A shard that has routed nothing lately has not heard the feed: hear it before expiring anyone
+    // (a node silent here may have reported through the exchange). Only then: the same alarm
+    // flushes usage every second, which needs no exchange.
+    if (this.shardIndex !== undefined && !this.loadSyncing && router.hasSilentNodes(Date.now()))
+      await this.exchangeWithRegion(router, this.shardIndex, Date.now());
     const { expired, nextAt } = router.expire(Date.now());
     for (const id of expired) {
       this.forget(id);

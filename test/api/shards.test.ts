@@ -3,6 +3,7 @@
  * shard that owns a prompt's first block decides, every shard knows every node, a follow-up of a
  * stored response finds its node whichever shard served it, and operators see one region.
  */
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
@@ -108,6 +109,8 @@ describe("reports in a sharded region", () => {
     const object = (name: string) => env.REGION.getByName(name);
     const seenBy = async (name: string) => (await object(name).snapshot(region.init)).nodes.find((n) => n.id === "shd-mirror");
     const shard2 = shardObjectName("shd", 2);
+    // The earlier tests' bills are flushed by each shard's alarm a second later: run them now.
+    for (const k of [0, 1, 2]) await runDurableObjectAlarm(object(shardObjectName("shd", k)));
     await registerAll([{ id: "shd-mirror", region: "shd", models: ["m-shard"], waiting: 1 }]);
     for (const k of [0, 1, 2]) expect((await seenBy(shardObjectName("shd", k)))?.load.report?.waiting, `shard ${k}`).toBe(1);
     // The same node, a moment later, with a new load: only the exchange takes it (one object
@@ -127,6 +130,37 @@ describe("reports in a sharded region", () => {
     for (const k of [0, 1, 2]) expect((await seenBy(shardObjectName("shd", k)))?.load.report?.waiting, `shard ${k}`).toBe(9);
     expect((await deregister("shd", "shd-mirror")).status).toBe(200);
     for (const k of [0, 1, 2]) expect(await seenBy(shardObjectName("shd", k)), `shard ${k}`).toBeUndefined();
+  });
+});
+
+describe("a shard's alarm", () => {
+  it("flushes its bills without asking the exchange (it asks only before expiring a silent node)", async () => {
+    const region = loadConfig(env).regionByName.get("shd")!;
+    const shard1 = env.REGION.getByName(shardObjectName("shd", 1));
+    const seen = async () => (await shard1.snapshot(region.init)).nodes.find((n) => n.id === "shd-alarm")?.load.report?.waiting;
+    await registerAll([{ id: "shd-alarm", region: "shd", models: ["m-shard"], waiting: 1 }]);
+    expect(await seen()).toBe(1);
+    // A later load goes to the exchange only; a bill sets the shard's flush alarm (1 s).
+    await registerAll([{ id: "shd-alarm", region: "shd", models: ["m-shard"], waiting: 4 }]);
+    const bill = {
+      tenant: "acme",
+      model: "m-shard",
+      estimated: false,
+      promptTokens: 10,
+      cachedTokens: 0,
+      completionTokens: 2,
+      costUsd: 0,
+      budgeted: false,
+    };
+    shard1.recordUsage(region.init, bill);
+    expect(await runDurableObjectAlarm(shard1)).toBe(true);
+    // The flush asked the exchange nothing: the shard still has the load it was mirrored.
+    expect(await seen()).toBe(1);
+    const usage = await (
+      await call(`/admin/usage?tenant=acme&format=json`, { headers: admin })
+    ).json<{ data: { model: string; region: string; requests: number }[] }>();
+    expect(usage.data.find((r) => r.model === "m-shard" && r.region === "shd")?.requests).toBeGreaterThanOrEqual(1);
+    expect((await deregister("shd", "shd-alarm")).status).toBe(200);
   });
 });
 

@@ -111,10 +111,15 @@ describe("RegionRouter", () => {
     // On the static node, so the ticket outlives the reporting node's expiry.
     expect(r.route(req("z", { exclude: ["reporting"] }), 0)).toMatchObject({ ok: true, nodeId: "static" });
     expect(r.expire(500)).toEqual({ expired: [], nextAt: 1_000 });
+    // Asked before expiring, without expiring: the static node never, the reporting one at its silence.
+    expect(r.hasSilentNodes(999)).toBe(false);
+    expect(r.hasSilentNodes(1_000)).toBe(true);
+    expect(r.nodeSpecs()).toHaveLength(2);
     const { expired } = r.expire(1_000);
     expect(expired).toEqual(["reporting"]);
     expect(r.nodeSpecs().map((n) => n.id)).toEqual(["static"]);
     expect(r.snapshot(1_000).inflight).toBe(1);
+    expect(r.hasSilentNodes(10_000)).toBe(false);
     expect(r.expire(4_999)).toEqual({ expired: [], nextAt: 5_000 });
     expect(r.expire(6_000)).toEqual({ expired: [], nextAt: undefined });
     expect(r.snapshot(6_000).inflight).toBe(0);

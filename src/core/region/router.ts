@@ -286,6 +286,11 @@ export class RegionRouter {
     return true;
   }
 
+  /** Whether {@link expire} would remove a node now (one silent for nodeSilenceMs or longer). */
+  hasSilentNodes(now: number): boolean {
+    return this.nodes.silent(now).expired.length > 0;
+  }
+
   /**
    * Expires silent reporting nodes and abandoned tickets. Returns the expired node ids and the
    * time of the next expiry (for the Durable Object's alarm), or undefined if nothing can expire.
