@@ -73,27 +73,50 @@ export interface TraceExporter {
 /** An exporter to `target`: an `http(s)://` OTLP/HTTP traces endpoint, or else a file path (created or truncated). */
 export function traceExporter(target: string, log: (message: string) => void = (m) => console.error(m)): TraceExporter {
   const stats = { lines: 0, exported: 0, dropped: 0, failures: 0 };
-  if (!/^https?:\/\//.test(target)) {
-    writeFileSync(target, "");
-    return {
-      stats,
-      push(line) {
-        const spans = spansLineOf(line);
-        if (!spans) return;
-        stats.lines++;
-        try {
-          appendFileSync(target, JSON.stringify(exportRequest([spans])) + "\n");
-          stats.exported++;
-        } catch (e) {
-          stats.failures++;
-          if (stats.failures === 1) log(`warmpath: cannot write traces to ${target}: ${(e as Error).message}`);
-        }
-      },
-      flush: () => Promise.resolve(),
-      stop: () => Promise.resolve(),
-    };
-  }
+  const sink = /^https?:\/\//.test(target) ? otlpSink(target, stats, log) : fileSink(target, stats, log);
+  return {
+    stats,
+    // Every target takes the spans lines alone, each counted once.
+    push(line) {
+      const spans = spansLineOf(line);
+      if (!spans) return;
+      stats.lines++;
+      sink.take(spans);
+    },
+    flush: sink.flush,
+    stop: sink.stop,
+  };
+}
 
+/** Where an exporter's spans lines go: `take` never throws or waits. */
+interface SpansSink {
+  take(spans: SpansLine): void;
+  flush(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+type ExportStats = TraceExporter["stats"];
+
+/** A file (created or truncated): each spans line written as one OTLP request line as it comes. */
+function fileSink(target: string, stats: ExportStats, log: (message: string) => void): SpansSink {
+  writeFileSync(target, "");
+  return {
+    take(spans) {
+      try {
+        appendFileSync(target, JSON.stringify(exportRequest([spans])) + "\n");
+        stats.exported++;
+      } catch (e) {
+        stats.failures++;
+        if (stats.failures === 1) log(`warmpath: cannot write traces to ${target}: ${(e as Error).message}`);
+      }
+    },
+    flush: () => Promise.resolve(),
+    stop: () => Promise.resolve(),
+  };
+}
+
+/** An OTLP/HTTP endpoint: batches of BATCH_LINES, sent when full and every FLUSH_INTERVAL_MS, at most MAX_QUEUED_LINES queued. */
+function otlpSink(target: string, stats: ExportStats, log: (message: string) => void): SpansSink {
   const queue: SpansLine[] = [];
   let failing = false;
   let sending: Promise<void> = Promise.resolve();
@@ -126,11 +149,7 @@ export function traceExporter(target: string, log: (message: string) => void = (
   const timer = setInterval(() => void flush(), FLUSH_INTERVAL_MS);
   timer.unref();
   return {
-    stats,
-    push(line) {
-      const spans = spansLineOf(line);
-      if (!spans) return;
-      stats.lines++;
+    take(spans) {
       queue.push(spans);
       if (queue.length > MAX_QUEUED_LINES) {
         queue.shift();
