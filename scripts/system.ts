@@ -137,16 +137,12 @@ async function killTree(child: ChildProcess, signal: "SIGTERM" | "SIGKILL" = "SI
     }
   };
   kill(signal);
-  // The timer is cleared once the process exits: it must not keep the caller alive 5 s more.
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), KILL_GRACE_MS)));
-  const first = await Promise.race([exited.then(async () => ((await groupEnded(pgid, KILL_GRACE_MS)) ? "ended" : "timeout")), timeout]);
-  clearTimeout(timer);
-  if (first === "timeout") {
+  if (!(await groupEnded(pgid, KILL_GRACE_MS))) {
     kill("SIGKILL");
-    await exited;
     if (!(await groupEnded(pgid, KILL_GRACE_MS))) throw new Error(`process group ${pgid} still running ${KILL_GRACE_MS} ms after SIGKILL`);
   }
+  // Its exit event too, so that the child reads as exited to whoever starts it again.
+  await exited;
 }
 
 /**
@@ -155,7 +151,7 @@ async function killTree(child: ChildProcess, signal: "SIGTERM" | "SIGKILL" = "SI
  * whose parent died first is reparented to PID 1, which in a container may never reap it, so
  * `kill(-pgid, 0)` would report the group alive for ever. Elsewhere it asks `kill(-pgid, 0)`.
  */
-export async function groupEnded(pgid: number, timeoutMs: number): Promise<boolean> {
+async function groupEnded(pgid: number, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (!groupAlive(pgid)) return true;
