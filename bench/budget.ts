@@ -37,7 +37,7 @@ import * as prettier from "prettier";
 import type { UsageRow } from "../src/contracts/usage.ts";
 import { devConfigWithPolicy, regionNames } from "../scripts/demo/policy-config.ts";
 import { ROOT, startSystem, type System } from "../scripts/system.ts";
-import { percentile } from "./e2e/load.ts";
+import { percentile } from "../src/core/stats.ts";
 
 const { values: flags } = parseArgs({
   options: {
@@ -293,7 +293,7 @@ async function run(system: System, tenant: RunTenant, flushMs: number, regions: 
   const rateOutside = Math.max(...Object.values(rates));
   const rttMs = percentile(
     refusals.map((a) => a.endedAt - a.sentAt).sort((x, y) => x - y),
-    50,
+    0.5,
   );
   const largestAnswer = Math.max(...ok.map((a) => a.tokens));
   const inFlightTokens = tenant.clients * largestAnswer;
