@@ -135,7 +135,7 @@ export const decisionRecordSchema = z.object({
   tenant: z.string().nullable(),
   model: z.string(),
   node: z.string().nullable(),
-  decision: z.union([decisionSchema, z.enum(["saturated", "no-node", "over-share", "rate-limited", "over-budget"])]),
+  decision: z.union([decisionSchema, z.enum(["saturated", "no-node", "over-share", "rate-limited", "over-budget", "shed"])]),
   matchBlocks: count,
   totalBlocks: count,
   promptTokens: count,

@@ -149,6 +149,8 @@ export const refusalReasonSchema = z.enum([
   "rate-limited",
   /** The tenant spent its budget (docs/USAGE.md): 429 `insufficient_quota`, no other region tried. */
   "over-budget",
+  /** No node can meet the request's time-to-first-token objective (docs/ADMISSION.md): another region may, else 429 `objective_unreachable`. */
+  "shed",
   /** Every node tried failed before its first byte. */
   "failed",
   "contract-mismatch",

@@ -54,7 +54,23 @@ export type Usage = z.infer<typeof usageSchema>;
 /** A stored response's id as the region keys it: `tenant:resp_...`. */
 export const responseIdSchema = z.string().min(1).max(320);
 
-/** A request to place: its prefix hashes and size, and what the worker knows about it. */
+/**
+ * A request's priority class (docs/ADMISSION.md): the region's queue releases interactive before
+ * standard before batch, and a lower class keeps off nodes with a queue while a higher one is
+ * active, so batch absorbs shedding first. A tenant's class is configured (`tenants[].priority`,
+ * default `standard`); a request may lower its own with `x-warmpath-priority`, never raise it.
+ */
+export const PRIORITY_CLASSES = ["interactive", "standard", "batch"] as const;
+export const priorityClassSchema = z.enum(PRIORITY_CLASSES);
+export type PriorityClass = z.infer<typeof priorityClassSchema>;
+
+/** The longest time-to-first-token objective a request may carry: an hour (a longer one is no objective). */
+export const MAX_OBJECTIVE_MS = 3_600_000;
+
+/** Why a region shed a request it could have placed (reason `shed`): see RouteResult. */
+export const shedReasonSchema = z.enum(["objective", "deadline", "queue-full"]);
+export type ShedReason = z.infer<typeof shedReasonSchema>;
+
 /** A shard's number within its region (0 .. shards - 1). */
 export const shardIndexSchema = z
   .number()
@@ -145,6 +161,14 @@ export const routeRequestSchema = z.object({
     .optional(),
   /** The tenant's budget (configuration): refused here, before anything else, once it is spent over every region (docs/USAGE.md). */
   budget: routeBudgetSchema.optional(),
+  /** Its priority class (the tenant's, lowered by the request's header). Default `standard`. */
+  priority: priorityClassSchema.optional(),
+  /** The tenant's configured time-to-first-token objective (ms); absent: the region's default (settings.admission). */
+  objectiveMs: z.number().int().min(1).max(MAX_OBJECTIVE_MS).optional(),
+  /** The request's own objective (`x-warmpath-ttft-objective-ms`): bounded by the tenant's (or the default) in the region. */
+  requestObjectiveMs: z.number().int().min(1).max(MAX_OBJECTIVE_MS).optional(),
+  /** Time already spent on it before this region (a failover: the nearer region's answer and the extra round trip), ms. */
+  spentMs: z.number().int().min(0).max(MAX_OBJECTIVE_MS).optional(),
 });
 
 export type RouteRequest = z.infer<typeof routeRequestSchema>;
@@ -208,13 +232,26 @@ export const routeResultSchema = z.discriminatedUnion("ok", [
     rateLimit: rateLimitStateSchema.optional(),
     /** The candidates with the soonest estimated first token (the chosen one always among them), for the decision log. */
     considered: z.array(consideredSchema).max(MAX_CONSIDERED + 1),
+    /** Its priority class, as the region applied it (absent: placed without the region's object). */
+    priority: priorityClassSchema.optional(),
+    /** Its time-to-first-token objective (ms), as the region applied it (0: admission off; absent: placed without the object). */
+    objectiveMs: z.number().min(0).optional(),
+    /** How long it waited in the region's queue before it was placed (ms; 0: placed on arrival). */
+    queuedMs: z.number().min(0).optional(),
   }),
   z.object({
     ok: z.literal(false),
     /** `over-share`: the tenant is over its fair share of a contended region (fair-share.ts); another region may take it, else 429. */
     /** `rate-limited`: the tenant spent its requests or tokens per minute (rate-budget.ts): 429 at once, no other region. */
     /** `over-budget`: the tenant spent its budget over every region (src/core/usage/spend.ts): 429 `insufficient_quota` at once, no other region. */
-    reason: z.enum(["no-node", "saturated", "over-share", "rate-limited", "over-budget"]),
+    /** `shed`: no node can give it its first token within its objective, even after the region's queue (docs/ADMISSION.md): another region may, else 429. */
+    reason: z.enum(["no-node", "saturated", "over-share", "rate-limited", "over-budget", "shed"]),
+    /** With `shed`: at arrival it could not be met (`objective`), its deadline passed while queued (`deadline`), or the queue was full (`queue-full`). */
+    shed: shedReasonSchema.optional(),
+    /** With `shed`: its class and objective, and how long it was queued (ms), for the decision log. */
+    priority: priorityClassSchema.optional(),
+    objectiveMs: z.number().min(0).optional(),
+    queuedMs: z.number().min(0).optional(),
     message: z.string(),
     retryAfterSeconds: z.number().min(0),
     /** `saturated`: the shortest modelled wait of the region's nodes (s), for the next region to beat. */

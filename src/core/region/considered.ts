@@ -37,3 +37,8 @@ export function considered(candidates: readonly Candidate[], eligible: readonly 
     };
   });
 }
+
+/** The load model's wait on a candidate before this request's own prefill starts, ms. */
+export function estimateWaitMs(c: Candidate): number {
+  return (c.workAheadTokens * 1000) / c.prefillRate;
+}

@@ -27,7 +27,7 @@ export interface TenantCounters {
 
 /** The ledger's region-wide counters, as the snapshot shows them. */
 export interface LedgerCounters {
-  rejected: { saturated: number; noNode: number; overShare: number; rateLimited: number; overBudget: number };
+  rejected: { saturated: number; noNode: number; overShare: number; rateLimited: number; overBudget: number; shed: number };
   /** Requests retried in this region after a node failed them before its first byte. */
   retries: number;
   /** Requests this region took over from a nearer one, by that region's name. */
@@ -79,6 +79,7 @@ export class RegionLedger {
   private overShare = 0;
   private rateLimited = 0;
   private overBudget = 0;
+  private shed = 0;
   private retries = 0;
   private readonly failovers = new Map<string, number>();
   private readonly continuations = new Map<string, number>();
@@ -123,11 +124,12 @@ export class RegionLedger {
   /** A request the region could not place: counted, and kept among the recent decisions with the candidates it weighed. */
   rejected(
     req: RouteRequest,
-    reason: "saturated" | "no-node" | "over-share" | "rate-limited" | "over-budget",
+    reason: "saturated" | "no-node" | "over-share" | "rate-limited" | "over-budget" | "shed",
     considered: Considered[],
     now: number,
   ): void {
     if (reason === "saturated") this.saturated++;
+    else if (reason === "shed") this.shed++;
     else if (reason === "over-share") this.overShare++;
     else if (reason === "rate-limited") this.rateLimited++;
     else if (reason === "over-budget") this.overBudget++;
@@ -198,6 +200,7 @@ export class RegionLedger {
         overShare: this.overShare,
         rateLimited: this.rateLimited,
         overBudget: this.overBudget,
+        shed: this.shed,
       },
       retries: this.retries,
       failovers: Object.fromEntries(this.failovers),

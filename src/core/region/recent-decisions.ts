@@ -18,7 +18,7 @@ export interface DecisionRecord {
   model: string;
   /** The node chosen, or null when the region could not place the request. */
   node: string | null;
-  decision: Decision | "saturated" | "no-node" | "over-share" | "rate-limited" | "over-budget";
+  decision: Decision | "saturated" | "no-node" | "over-share" | "rate-limited" | "over-budget" | "shed";
   matchBlocks: number;
   totalBlocks: number;
   promptTokens: number;

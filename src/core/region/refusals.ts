@@ -4,7 +4,7 @@
  * refusal in its ledger; the reason tells the edge what to do next (`no-node`, `saturated` and
  * `over-share`: another region may take it; `rate-limited`: 429 at once, routing.ts).
  */
-import type { RouteRequest, RouteResult } from "../../contracts/routing.ts";
+import type { PriorityClass, RouteRequest, RouteResult, ShedReason } from "../../contracts/routing.ts";
 import type { Admission } from "./fair-share.ts";
 import type { BudgetResult } from "./rate-budget.ts";
 
@@ -72,5 +72,37 @@ export function rateLimitedRefusal(
     message: `tenant ${tenant} is over its ${budget.limit === "requests" ? "requests" : "prompt tokens"} per minute in region ${region}`,
     retryAfterSeconds: budget.retryAfterSeconds,
     rateLimit,
+  };
+}
+
+/**
+ * No node can give the request its first token within its objective, even after the region's
+ * queue (`objective`), its deadline passed while it was queued (`deadline`), or the queue was full
+ * and it ranked below everything in it (`queue-full`): another region may take it (the edge fails
+ * over, with the time already spent), else 429 with `Retry-After` (docs/ADMISSION.md).
+ */
+export function shedRefusal(
+  region: string,
+  req: RouteRequest,
+  why: ShedReason,
+  at: { priority: PriorityClass; objectiveMs: number; queuedMs: number; retryAfterSeconds: number },
+): RouteRefusal {
+  const what =
+    why === "queue-full"
+      ? `its queue is full of requests that go first`
+      : why === "deadline"
+        ? `its deadline passed after ${Math.round(at.queuedMs)} ms in the queue`
+        : `no node can start it in time, even after the queue`;
+  return {
+    ok: false,
+    reason: "shed",
+    shed: why,
+    message: `region ${region} cannot give this ${at.priority} request its first token within its ${Math.round(at.objectiveMs)} ms objective: ${what}`,
+    retryAfterSeconds: at.retryAfterSeconds,
+    priority: at.priority,
+    objectiveMs: at.objectiveMs,
+    queuedMs: at.queuedMs,
+    // What the next region must beat: the objective left.
+    waitSeconds: Math.max(0, (at.objectiveMs - (req.spentMs ?? 0) - at.queuedMs) / 1000),
   };
 }

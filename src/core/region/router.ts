@@ -27,7 +27,7 @@ import { baseBlocksBefore } from "../block-layout.ts";
 import { ActiveBlocks } from "./active-blocks.ts";
 import { ENGINE_BLOCK_ALLOWANCE_TOKENS, compareShares } from "./agreement.ts";
 import { buildCandidates, eligibleNodes, shortestWaitSeconds } from "./candidates.ts";
-import { considered, estimateMs } from "./considered.ts";
+import { considered, estimateMs, estimateWaitMs } from "./considered.ts";
 import { countAgreement, countDuration, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
 import { NodeTable, type NodeEntry, type NodeSpec } from "./node-table.ts";
 import type { RegionSettings } from "./settings.ts";
@@ -35,6 +35,7 @@ import { RateBudgets, rateLimitOf, type BudgetResult } from "./rate-budget.ts";
 import { FairShare, type Admission } from "./fair-share.ts";
 import { holdForOthers, shareNodes, type CandidateField } from "./hold-for-others.ts";
 import {
+  shedRefusal,
   noNodeRefusal,
   overShareRefusal,
   rateLimitedRefusal,
@@ -45,6 +46,32 @@ import {
 import { LongPrefixes, type RegionDigest } from "./long-prefixes.ts";
 import { RegionLedger, type LedgerEntry, type RegionHistoryView } from "./ledger.ts";
 import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
+import { AdmissionQueue, classRank, type QueueEntry, type Visit } from "./admission-queue.ts";
+import { CLASS_ACTIVE_MS, dispatchBoundMs, fluidTtftMs, leastOwnCost, meetingDeadline, retryAfterSeconds, waitMs } from "./admission.ts";
+import { objectiveMs } from "./objective.ts";
+import { PRIORITY_CLASSES, type ShedReason } from "../../contracts/routing.ts";
+
+/**
+ * What `route` answers: a placement or a refusal now, or `queued`: the request waits in the
+ * region's queue, and its answer comes later from {@link RegionRouter.drainQueue}.
+ */
+export type RouteStep = RouteResult | { ok: "queued"; queueId: string };
+
+/** A queued request's answer, once the region has placed or refused it. */
+export interface QueueOutcome {
+  queueId: string;
+  result: RouteResult;
+}
+
+/** What a request's admission carries through the steps of a placement. */
+interface Admitted {
+  priority: (typeof PRIORITY_CLASSES)[number];
+  objectiveMs: number;
+  queuedMs: number;
+}
+
+/** Admission off: what a placement says of its class and objective. */
+const NO_ADMISSION = (req: RouteRequest): Admitted => ({ priority: req.priority ?? "standard", objectiveMs: 0, queuedMs: 0 });
 
 /** A ticket's joined hashes, one string per block again. */
 function chainHashes(chain: string): string[] {
@@ -153,6 +180,12 @@ export class RegionRouter {
   private readonly longPrefixes: LongPrefixes;
   private readonly fair = new FairShare();
   private readonly budgets = new RateBudgets();
+  /** Requests no node can take in time yet (admission-queue.ts), and the answers decided for them since the caller last asked. */
+  private readonly queue: AdmissionQueue;
+  private outbox: QueueOutcome[] = [];
+  private queueSeq = 0;
+  /** When a request of each class was last seen: a class below an active one takes only idle nodes (admission.ts). */
+  private readonly classSeenAt: number[] = PRIORITY_CLASSES.map(() => -Infinity);
 
   constructor(settings: RegionSettings, instanceId = "0") {
     this.settings = settings;
@@ -165,6 +198,7 @@ export class RegionRouter {
     this.active = this.policy.tracksActiveBlocks ? new ActiveBlocks() : undefined;
     this.random = seededRandom(settings.seed);
     this.ticketPrefix = instanceId + ".";
+    this.queue = new AdmissionQueue(settings.admission.maxQueued, settings.admission.maxQueuedBlocks);
   }
 
   /** Adds or updates a node from its spec (static configuration or restored storage). */
@@ -331,7 +365,215 @@ export class RegionRouter {
     const rateLimit = rateLimitOf(budget);
     if (!budget.ok) return this.refuseRateLimited(req, tenant, budget, rateLimit, now);
     const choice = this.choose(req, field.candidates, pinnedNode);
-    return this.place(req, tenant, field, choice, admission, rateLimit, now);
+    return this.place(req, tenant, field, choice, admission, rateLimit, NO_ADMISSION(req), now);
+  }
+
+  /**
+   * A request arrives: what the region object and the benchmark call. With admission off
+   * (`settings.admission.enabled`), {@link route}: placed at once or refused. With it on
+   * (docs/ADMISSION.md), the request joins the region's queue in its class and its tenant's lane,
+   * and the queue is served at once, so it is placed now if a node can meet its objective and it is
+   * not behind anyone the region releases first. Otherwise it waits (`queued`: its answer comes
+   * from {@link drainQueue}), unless even after the queue it would be late: then it is shed now,
+   * before it costs anything. A region with no node that may take it answers as {@link route} does.
+   */
+  admit(req: RouteRequest, now: number): RouteStep {
+    if (!this.settings.admission.enabled) return this.route(req, now);
+    const found = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode, this.settings.nodeTenants);
+    if (found.nodes.length === 0) return this.refuseUnservable(req, found.servesModel, now);
+    const rank = classRank(req.priority);
+    this.classSeenAt[rank] = now;
+    const candidates = buildCandidates(found.nodes, this.index, req, this.settings.blockTokens, now, this.active);
+    const meanRate = this.regionRate(found.nodes);
+    const objective = objectiveMs(req, meanRate, this.settings.admission);
+    const { ownMs, work } = leastOwnCost(candidates);
+    const entry = {
+      id: `${this.ticketPrefix}q${(++this.queueSeq).toString(36)}`,
+      req,
+      tenant: req.tenant ?? "",
+      weight: req.tenantWeight ?? 1,
+      rank,
+      enqueuedAt: now,
+      deadlineAt: now + objective - (req.spentMs ?? 0),
+      objectiveMs: objective,
+      ownMs,
+      work,
+      blocks: req.hashes.length,
+      key: 0,
+    };
+    entry.key = this.settings.admission.order === "deadline" ? entry.deadlineAt : work;
+    const added = this.queue.add(entry);
+    if (!added) return this.shed(entry, "queue-full", now);
+    for (const v of added.evicted) this.outbox.push({ queueId: v.id, result: this.shed(v, "queue-full", now) });
+    let mine: RouteResult | undefined;
+    this.serveQueue(now, (id, result) => {
+      if (id !== entry.id) return false;
+      mine = result;
+      return true;
+    });
+    if (mine) return mine;
+    const queued = this.queue.get(entry.id)!;
+    // Worth waiting only if, served after everything the region releases first, it would still be in time.
+    const bound = dispatchBoundMs(this.settings.admission.dispatchWaitMs, this.higherActive(rank, now));
+    const predicted = fluidTtftMs(this.nodeWaits(found.nodes, now), this.queue.workAhead(queued), bound, ownMs);
+    if (now + predicted > queued.deadlineAt) {
+      this.queue.remove(queued);
+      return this.shed(queued, "objective", now);
+    }
+    return { ok: "queued", queueId: entry.id };
+  }
+
+  /**
+   * Serves the queue now: places or refuses whatever can be, in the queue's order (after a first
+   * byte, a completion, a report or a new node, and at {@link queueWakeAt}). Returns every queued
+   * request decided since the last call, by this call or by an arrival's (`route`).
+   */
+  drainQueue(now: number): QueueOutcome[] {
+    if (this.queue.size > 0) this.serveQueue(now);
+    const out = this.outbox;
+    this.outbox = [];
+    return out;
+  }
+
+  /** Requests waiting in the queue, by class (interactive, standard, batch). */
+  queueDepth(): number[] {
+    return this.queue.depthByClass();
+  }
+
+  /**
+   * When the queue must be served again if nothing else happens (the caller's timer): the first
+   * time a queued request can no longer be served in time (it is then refused), or a node's modelled
+   * queue falls within the dispatch bound (it can then take one). Undefined with an empty queue.
+   */
+  queueWakeAt(now: number): number | undefined {
+    if (this.queue.size === 0) return undefined;
+    let at = Infinity;
+    for (const e of this.queue.entries()) at = Math.min(at, e.deadlineAt - e.ownMs);
+    const bound = this.settings.admission.dispatchWaitMs;
+    for (const n of this.nodes.values()) {
+      const w = waitMs(n, now);
+      if (w > bound) at = Math.min(at, now + w - bound);
+    }
+    return Math.max(now + 1, Math.ceil(at));
+  }
+
+  /** A queued request whose caller went away: out of the queue, with nothing counted against it. Returns whether it was queued. */
+  cancelQueued(queueId: string): boolean {
+    const e = this.queue.get(queueId);
+    if (!e) return false;
+    this.queue.remove(e);
+    return true;
+  }
+
+  /** Visits the queue in order; `deliver` may take an outcome itself (an arrival's own), otherwise it goes to the outbox. */
+  private serveQueue(now: number, deliver: (id: string, result: RouteResult) => boolean = () => false): void {
+    const waits = new Map<string, number>();
+    let minWait = Infinity;
+    for (const n of this.nodes.values()) {
+      const w = waitMs(n, now);
+      waits.set(n.spec.id, w);
+      minWait = Math.min(minWait, w);
+    }
+    const decided = (e: QueueEntry, result: RouteResult): Visit => {
+      if (!deliver(e.id, result)) this.outbox.push({ queueId: e.id, result });
+      return result.ok ? "placed" : "removed";
+    };
+    this.queue.visit((e) => {
+      // Too late even for the least loaded node: refused before it costs a GPU anything.
+      if (now + minWait + e.ownMs > e.deadlineAt) return decided(e, this.shed(e, "deadline", now, true));
+      const bound = dispatchBoundMs(this.settings.admission.dispatchWaitMs, this.higherActive(e.rank, now));
+      if (minWait > bound) return "kept";
+      const result = this.tryPlace(e, bound, now);
+      return result ? decided(e, result) : "kept";
+    });
+  }
+
+  /**
+   * One queued request, if a node can take it now: the same steps as a placement without
+   * admission, narrowed to the nodes that meet its deadline, and placed only if the policy's
+   * choice among them is within the dispatch bound (else it waits for that node: the policy judged
+   * its cache worth the wait, and the others stay free for the rest of the queue). Undefined: it
+   * stays queued.
+   */
+  private tryPlace(e: QueueEntry, boundMs: number, now: number): RouteResult | undefined {
+    const req = e.req;
+    const found = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode, this.settings.nodeTenants);
+    if (found.servesModel === 0) {
+      this.queue.remove(e);
+      return this.refuseUnservable(req, 0, now);
+    }
+    if (found.nodes.length === 0) return undefined;
+    const all: CandidateField = {
+      candidates: buildCandidates(found.nodes, this.index, req, this.settings.blockTokens, now, this.active),
+      eligible: found.nodes,
+    };
+    const admission = this.admitFairShare(req, e.tenant, all.candidates, now);
+    // Over its fair share: it waits (the queue releases it at its weight's share), it is not refused.
+    if (!admission.ok) return undefined;
+    const pinnedNode = this.storedResponseNode(req);
+    const shared = holdForOthers(all, admission, pinnedNode, req.promptTokens);
+    // A failover from a saturated region (or a queue past max_queue_seconds) is refused at arrival only: the edge is waiting on it.
+    if (e.enqueuedAt === now) {
+      const saturated = this.refuseIfSaturated(req, shared, now);
+      if (saturated) return saturated;
+    }
+    const meeting = meetingDeadline(shared.candidates, now, e.deadlineAt);
+    if (meeting.length === 0) return undefined;
+    const field: CandidateField = {
+      candidates: meeting.map((i) => shared.candidates[i]!),
+      eligible: meeting.map((i) => shared.eligible[i]!),
+    };
+    const choice = this.choose(req, field.candidates, pinnedNode);
+    if (estimateWaitMs(field.candidates[choice.index]!) > boundMs) return undefined;
+    const budget = this.budgets.take(e.tenant, req.tenantLimits, req.promptTokens, now);
+    const rateLimit = rateLimitOf(budget);
+    if (!budget.ok) return this.refuseRateLimited(req, e.tenant, budget, rateLimit, now);
+    return this.place(req, e.tenant, field, choice, admission, rateLimit, this.admittedOf(e, now), now);
+  }
+
+  private admittedOf(e: QueueEntry, now: number): Admitted {
+    return { priority: PRIORITY_CLASSES[e.rank]!, objectiveMs: e.objectiveMs, queuedMs: Math.max(0, now - e.enqueuedAt) };
+  }
+
+  /** Whether a class above `rank` is active: queued, or seen within CLASS_ACTIVE_MS. */
+  private higherActive(rank: number, now: number): boolean {
+    for (let r = 0; r < rank; r++) if (now - this.classSeenAt[r]! < CLASS_ACTIVE_MS) return true;
+    return this.queue.higherQueued(rank);
+  }
+
+  /** The nodes' learned prefill rate, averaged (the region's: what a request's default objective is priced at). */
+  private regionRate(nodes: readonly NodeEntry[]): number {
+    if (nodes.length === 0) return this.settings.prefillTokensPerSecond;
+    let rate = 0;
+    for (const n of nodes) rate += n.load.prefillRate;
+    return rate / nodes.length;
+  }
+
+  private nodeWaits(nodes: readonly NodeEntry[], now: number): Array<{ waitMs: number; prefillRate: number }> {
+    return nodes.map((n) => ({ waitMs: waitMs(n, now), prefillRate: n.load.prefillRate }));
+  }
+
+  /**
+   * Sheds a request that cannot be served in time: counted and logged as `shed`, with the time
+   * until the region's queued prefill drains as its `Retry-After`. Batch is shed first only by the
+   * queue's order (it is released last, so its deadlines pass first).
+   */
+  private shed(
+    e: Pick<QueueEntry, "req" | "rank" | "objectiveMs" | "enqueuedAt">,
+    why: ShedReason,
+    now: number,
+    wasQueued = false,
+  ): RouteRefusal {
+    const req = e.req;
+    this.ledger.rejected(req, "shed", [], now);
+    const nodes = eligibleNodes(this.nodes, req, now, Infinity, this.settings.nodeTenants).nodes;
+    const queuedMs = wasQueued ? Math.max(0, now - e.enqueuedAt) : 0;
+    return shedRefusal(this.settings.name, req, why, {
+      priority: PRIORITY_CLASSES[e.rank]!,
+      objectiveMs: e.objectiveMs,
+      queuedMs,
+      retryAfterSeconds: retryAfterSeconds(this.queue.totalWork(), this.nodeWaits(nodes, now)),
+    });
   }
 
   /**
@@ -447,6 +689,7 @@ export class RegionRouter {
     choice: PolicyChoice,
     admission: Extract<Admission, { ok: true }>,
     rateLimit: RouteRefusal["rateLimit"],
+    admitted: Admitted,
     now: number,
   ): RouteResult {
     const chosen = field.candidates[choice.index]!;
@@ -477,6 +720,9 @@ export class RegionRouter {
       heldForOthers: admission.reserved?.size ?? 0,
       rateLimit,
       considered: shown,
+      priority: admitted.priority,
+      objectiveMs: admitted.objectiveMs,
+      queuedMs: admitted.queuedMs,
     };
   }
 

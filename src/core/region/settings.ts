@@ -6,6 +6,7 @@ import { z } from "zod";
 import { parsePolicySpec, policySpecSchema } from "../policies/index.ts";
 import { DEFAULT_MAX_INDEX_ENTRIES } from "../prefix-index.ts";
 import { MAX_SHARDS } from "../shard.ts";
+import { admissionSettingsSchema, DEFAULT_ADMISSION } from "./admission-settings.ts";
 
 /** Settings of one region's router. See the configuration reference for defaults. */
 export const regionSettingsSchema = z.strictObject({
@@ -49,6 +50,8 @@ export const regionSettingsSchema = z.strictObject({
   shards: z.number().int().min(1).max(MAX_SHARDS),
   /** A shard's least believed part of a node's cache (RegionRouter.shareForeignLoad). Default {@link DEFAULT_MIN_CACHE_SHARE}. */
   minCacheShare: z.number().min(0).max(1),
+  /** Admission by objective and the region's queue (admission.ts, docs/ADMISSION.md). */
+  admission: admissionSettingsSchema,
 });
 
 export type RegionSettings = z.infer<typeof regionSettingsSchema>;
@@ -80,4 +83,5 @@ export const DEFAULT_REGION_SETTINGS: Omit<RegionSettings, "name" | "blockTokens
   nodeTenants: {},
   shards: 1,
   minCacheShare: DEFAULT_MIN_CACHE_SHARE,
+  admission: DEFAULT_ADMISSION,
 };

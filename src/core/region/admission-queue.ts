@@ -1,0 +1,272 @@
+/**
+ * The region's queue of requests that no node can take in time yet (admission.ts decides when one
+ * can): pure and bounded, ordered as the region releases them.
+ *
+ * Order: by class (interactive, then standard, then batch: a lower class waits while a higher
+ * one has anything that can be placed); within a class, fair across tenants by weight (start-time
+ * fair queuing: each tenant's virtual time advances by the prefill it is released divided by its
+ * weight, and the tenant with the least goes next, so a flood is released at its weight's share
+ * while the others keep theirs); within one tenant's class, by earliest deadline (or least
+ * uncached work: `order`). A tenant that was idle starts at the class's virtual clock: idle time
+ * banks no credit.
+ *
+ * Bounds (per object): `maxQueued` requests and `maxQueuedBlocks` prompt blocks. When full, a
+ * newcomer takes the place of the last entry of a lower class, or of a tenant holding more than
+ * its weighted share of the queue while the newcomer's tenant holds less; otherwise the newcomer
+ * is shed. So a flood fills at most its share, and batch is shed before anything above it.
+ */
+import { PRIORITY_CLASSES, type PriorityClass, type RouteRequest } from "../../contracts/routing.ts";
+
+/** A class's rank: 0 is released first. */
+export function classRank(c: PriorityClass | undefined): number {
+  return c === undefined ? 1 : PRIORITY_CLASSES.indexOf(c);
+}
+
+/** One queued request. */
+export interface QueueEntry {
+  id: string;
+  req: RouteRequest;
+  tenant: string;
+  weight: number;
+  rank: number;
+  enqueuedAt: number;
+  deadlineAt: number;
+  objectiveMs: number;
+  /** The least its own prefill can take, ms: its uncached tokens where most of it is believed cached, at the fastest node's rate. */
+  ownMs: number;
+  /** Its uncached prefill where most of it is believed cached (tokens): its cost to the fleet and to its tenant's virtual time. */
+  work: number;
+  /** Its prompt blocks: what it holds of the queue's memory. */
+  blocks: number;
+  /** Its place within its tenant's class: the deadline or the work (then arrival). */
+  key: number;
+  seq: number;
+}
+
+/** One tenant's entries of one class, in release order, and its virtual time. */
+interface TenantLane {
+  tenant: string;
+  entries: QueueEntry[];
+  vt: number;
+  work: number;
+  weight: number;
+}
+
+/** What a visit did with an entry. */
+export type Visit = "placed" | "kept" | "removed";
+
+export class AdmissionQueue {
+  private readonly lanes: Array<Map<string, TenantLane>> = PRIORITY_CLASSES.map(() => new Map());
+  private readonly clock: number[] = PRIORITY_CLASSES.map(() => 0);
+  private readonly byId = new Map<string, QueueEntry>();
+  private queuedBlocks = 0;
+  private seq = 0;
+  private readonly maxQueued: number;
+  private readonly maxBlocks: number;
+
+  constructor(maxQueued: number, maxBlocks: number) {
+    this.maxQueued = maxQueued;
+    this.maxBlocks = maxBlocks;
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  get blocks(): number {
+    return this.queuedBlocks;
+  }
+
+  get(id: string): QueueEntry | undefined {
+    return this.byId.get(id);
+  }
+
+  /** Entries per class, by rank. */
+  depthByClass(): number[] {
+    const out = PRIORITY_CLASSES.map(() => 0);
+    for (const e of this.byId.values()) out[e.rank]!++;
+    return out;
+  }
+
+  /** Whether anything of a class above `rank` is queued. */
+  higherQueued(rank: number): boolean {
+    for (let r = 0; r < rank; r++) for (const lane of this.lanes[r]!.values()) if (lane.entries.length > 0) return true;
+    return false;
+  }
+
+  /**
+   * Adds an entry if the bounds allow, evicting lower-ranked entries to make room. Returns the
+   * evicted entries (the caller refuses them), or undefined if the newcomer itself does not fit.
+   */
+  add(e: Omit<QueueEntry, "seq">): { evicted: QueueEntry[] } | undefined {
+    if (e.blocks > this.maxBlocks || this.maxQueued === 0) return undefined;
+    const entry: QueueEntry = { ...e, seq: ++this.seq };
+    const evicted: QueueEntry[] = [];
+    while (this.byId.size + 1 > this.maxQueued || this.queuedBlocks + entry.blocks > this.maxBlocks) {
+      const victim = this.victimFor(entry);
+      if (!victim) {
+        // Nothing ranks below the newcomer: it is the one shed, and what was taken out goes back.
+        for (const v of evicted) this.insert(v);
+        return undefined;
+      }
+      this.remove(victim);
+      evicted.push(victim);
+    }
+    this.insert(entry);
+    return { evicted };
+  }
+
+  private insert(entry: QueueEntry): void {
+    const lanes = this.lanes[entry.rank]!;
+    let lane = lanes.get(entry.tenant);
+    if (!lane) {
+      lane = { tenant: entry.tenant, entries: [], vt: 0, work: 0, weight: entry.weight };
+      lanes.set(entry.tenant, lane);
+    }
+    // An idle tenant starts at the class's clock: no credit for the time it sent nothing.
+    if (lane.entries.length === 0) lane.vt = Math.max(lane.vt, this.clock[entry.rank]!);
+    lane.weight = entry.weight;
+    const list = lane.entries;
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      const m = list[mid]!;
+      if (m.key < entry.key || (m.key === entry.key && m.seq < entry.seq)) lo = mid + 1;
+      else hi = mid;
+    }
+    list.splice(lo, 0, entry);
+    lane.work += entry.work;
+    this.byId.set(entry.id, entry);
+    this.queuedBlocks += entry.blocks;
+  }
+
+  /** Takes an entry out without charging its tenant (refused, cancelled or evicted). */
+  remove(e: QueueEntry): void {
+    if (this.byId.get(e.id) !== e) return;
+    const lane = this.lanes[e.rank]!.get(e.tenant)!;
+    const i = lane.entries.indexOf(e);
+    lane.entries.splice(i, 1);
+    lane.work -= e.work;
+    this.byId.delete(e.id);
+    this.queuedBlocks -= e.blocks;
+    this.dropIdleLane(e.rank, lane);
+  }
+
+  /** An idle lane is kept only while its tenant is ahead of the clock (its debt must outlive a brief gap). */
+  private dropIdleLane(rank: number, lane: TenantLane): void {
+    if (lane.entries.length === 0 && lane.vt <= this.clock[rank]!) this.lanes[rank]!.delete(lane.tenant);
+  }
+
+  /**
+   * Visits the entries in release order; `fn` says what became of each: `placed` (its tenant is
+   * charged), `removed` (refused: no charge) or `kept` (the next is visited). Each entry is visited
+   * at most once per call.
+   */
+  visit(fn: (e: QueueEntry) => Visit): void {
+    for (let rank = 0; rank < this.lanes.length; rank++) {
+      const lanes = [...this.lanes[rank]!.values()].filter((l) => l.entries.length > 0);
+      const cursor = new Map<TenantLane, number>(lanes.map((l) => [l, 0]));
+      for (;;) {
+        let next: TenantLane | undefined;
+        for (const l of lanes) {
+          if (cursor.get(l)! >= l.entries.length) continue;
+          if (!next || l.vt < next.vt || (l.vt === next.vt && l.tenant < next.tenant)) next = l;
+        }
+        if (!next) break;
+        const at = cursor.get(next)!;
+        const e = next.entries[at]!;
+        const what = fn(e);
+        if (what === "kept") {
+          cursor.set(next, at + 1);
+          continue;
+        }
+        if (what === "placed") {
+          this.clock[rank] = Math.max(this.clock[rank]!, next.vt);
+          next.vt += e.work / next.weight;
+        }
+        // Taken out: the cursor now points at the entry after it.
+        next.entries.splice(at, 1);
+        next.work -= e.work;
+        this.byId.delete(e.id);
+        this.queuedBlocks -= e.blocks;
+      }
+      for (const l of lanes) this.dropIdleLane(rank, l);
+    }
+  }
+
+  /**
+   * The prefill (tokens) the region will release before `e`, as if it served the queue as a fluid
+   * by the order above: every higher class, and of its class each tenant's work up to its weighted
+   * share of what `e`'s tenant has ahead of and including `e` (generalised processor sharing).
+   */
+  workAhead(e: QueueEntry): number {
+    let ahead = 0;
+    for (let r = 0; r < e.rank; r++) for (const l of this.lanes[r]!.values()) ahead += l.work;
+    const own = this.lanes[e.rank]!.get(e.tenant);
+    if (!own) return ahead;
+    let mine = 0;
+    for (const x of own.entries) {
+      mine += x.work;
+      if (x === e) break;
+    }
+    for (const l of this.lanes[e.rank]!.values()) ahead += l === own ? mine : Math.min(l.work, (mine * l.weight) / own.weight);
+    return Math.max(0, ahead - e.work);
+  }
+
+  /** All the prefill queued (tokens). */
+  totalWork(): number {
+    let w = 0;
+    for (const lanes of this.lanes) for (const l of lanes.values()) w += l.work;
+    return w;
+  }
+
+  /** The earliest deadline of any entry (when one must be refused if nothing else happens), or undefined. */
+  earliestDeadline(): number | undefined {
+    let at: number | undefined;
+    for (const e of this.byId.values()) if (at === undefined || e.deadlineAt < at) at = e.deadlineAt;
+    return at;
+  }
+
+  /** The entries queued longest first: for expiry sweeps. */
+  entries(): IterableIterator<QueueEntry> {
+    return this.byId.values();
+  }
+
+  /**
+   * The entry a full queue gives up for `newcomer`: the last of the lowest class below it; or, in
+   * its class, the last of the tenant most over its weighted share of the queue, when the
+   * newcomer's tenant is within its own. Undefined: the newcomer ranks below everything queued.
+   */
+  private victimFor(newcomer: QueueEntry): QueueEntry | undefined {
+    for (let rank = this.lanes.length - 1; rank > newcomer.rank; rank--) {
+      const lane = this.longestLane(rank);
+      if (lane) return lane.entries.at(-1);
+    }
+    const lanes = [...this.lanes[newcomer.rank]!.values()].filter((l) => l.entries.length > 0);
+    let totalWeight = 0;
+    for (const l of lanes) totalWeight += l.weight;
+    const own = lanes.find((l) => l.tenant === newcomer.tenant);
+    if (!own) totalWeight += newcomer.weight;
+    const share = (w: number) => (this.maxQueued * w) / totalWeight;
+    const ownCount = own?.entries.length ?? 0;
+    if (ownCount + 1 > share(newcomer.weight)) return undefined;
+    let worst: TenantLane | undefined;
+    let worstOver = 0;
+    for (const l of lanes) {
+      const over = l.entries.length - share(l.weight);
+      if (l !== own && over > worstOver) {
+        worst = l;
+        worstOver = over;
+      }
+    }
+    return worst?.entries.at(-1);
+  }
+
+  private longestLane(rank: number): TenantLane | undefined {
+    let best: TenantLane | undefined;
+    for (const l of this.lanes[rank]!.values())
+      if (l.entries.length > 0 && (!best || l.entries.length / l.weight > best.entries.length / best.weight)) best = l;
+    return best;
+  }
+}
