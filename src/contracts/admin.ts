@@ -11,7 +11,7 @@
  * and a reader must still read the fields it knows (the edge serves what this contract knows).
  */
 import { z } from "zod";
-import { consideredSchema, decisionSchema, failureReasonSchema, completionOutcomeSchema } from "./routing.ts";
+import { consideredSchema, decisionSchema, failureReasonSchema, completionOutcomeSchema, priorityClassSchema } from "./routing.ts";
 
 const count = z.number().min(0);
 
@@ -79,6 +79,21 @@ export const tenantCountersSchema = z.object({
   completionTokens: count,
 });
 
+const classGoodputSchema = z.object({
+  placed: count,
+  within: count,
+  late: count,
+  shed: z.object({ objective: count, deadline: count, "queue-full": count }),
+  queued: count,
+  queuedMs: count,
+});
+
+/** GoodputCounters (src/core/region/goodput-counters.ts). */
+export const goodputCountersSchema = z.object({
+  classes: z.object({ interactive: classGoodputSchema, standard: classGoodputSchema, batch: classGoodputSchema }),
+  tenants: z.record(z.string(), z.object({ within: count, late: count, shed: count })),
+});
+
 /** One region's state, as its worker answers (its shards' merged). */
 export const regionSnapshotSchema = z.object({
   region: z.string(),
@@ -88,12 +103,17 @@ export const regionSnapshotSchema = z.object({
   index: z.object({ entries: count, distinctBlocks: count, capacity: count, evictions: count }),
   inflight: count,
   sessions: count,
-  rejected: z.object({ saturated: count, noNode: count, overShare: count, rateLimited: count, overBudget: count }),
+  /** `shed`: absent from a region older than admission. */
+  rejected: z.object({ saturated: count, noNode: count, overShare: count, rateLimited: count, overBudget: count, shed: count.optional() }),
   retries: count,
   failovers: z.record(z.string(), count),
   /** By `reason:outcome` (src/contracts/routing.ts continuationOutcomeSchema). */
   continuations: z.record(z.string(), count),
   tenants: z.record(z.string(), tenantCountersSchema),
+  /** Admission (docs/ADMISSION.md): answers within objective, late and shed, by class and tenant. Absent from a region older than admission. */
+  goodput: goodputCountersSchema.optional(),
+  /** The region's queue: requests waiting by class (interactive, standard, batch) and the prompt blocks they hold. */
+  queue: z.object({ depth: z.array(count), blocks: count }).optional(),
   /** Objects merged (a sharded region's shards). */
   shards: z.number().int().min(1).optional(),
 });
@@ -149,6 +169,10 @@ export const decisionRecordSchema = z.object({
   durationMs: count.nullable(),
   measuredPromptTokens: count.nullable(),
   measuredCachedTokens: count.nullable(),
+  /** Its class, objective (ms; 0: admission off) and time queued (ms); absent from a region older than admission. */
+  priority: priorityClassSchema.optional(),
+  objectiveMs: count.optional(),
+  queuedMs: count.optional(),
 });
 
 /** One region's last hour and recent decisions, as its worker answers. */

@@ -10,8 +10,8 @@
  * uncached work: `order`). A tenant that was idle starts at the class's virtual clock: idle time
  * banks no credit.
  *
- * Bounds (per object): `maxQueued` requests and `maxQueuedBlocks` prompt blocks. When full, a
- * newcomer takes the place of the last entry of a lower class, or of a tenant holding more than
+ * Bounds (per object): `maxQueued` requests and `maxQueuedBlocks` prompt blocks, applied to what
+ * stays queued once the queue has been served. When full, a newcomer takes the place of the last entry of a lower class, or of a tenant holding more than
  * its weighted share of the queue while the newcomer's tenant holds less; otherwise the newcomer
  * is shed. So a flood fills at most its share, and batch is shed before anything above it.
  */
@@ -94,25 +94,35 @@ export class AdmissionQueue {
     return false;
   }
 
-  /**
-   * Adds an entry if the bounds allow, evicting lower-ranked entries to make room. Returns the
-   * evicted entries (the caller refuses them), or undefined if the newcomer itself does not fit.
-   */
-  add(e: Omit<QueueEntry, "seq">): { evicted: QueueEntry[] } | undefined {
-    if (e.blocks > this.maxBlocks || this.maxQueued === 0) return undefined;
+  /** Adds an entry, whatever the bounds (the caller serves the queue, then calls {@link makeRoom} if it still waits). Returns it. */
+  add(e: Omit<QueueEntry, "seq">): QueueEntry {
     const entry: QueueEntry = { ...e, seq: ++this.seq };
+    this.insert(entry);
+    return entry;
+  }
+
+  /**
+   * Brings the queue within its bounds with `entry` in it, evicting what ranks below it. Returns
+   * the evicted entries (the caller refuses them), or undefined if `entry` itself does not fit: it
+   * is then taken out, and whatever was evicted for it goes back.
+   */
+  makeRoom(entry: QueueEntry): { evicted: QueueEntry[] } | undefined {
     const evicted: QueueEntry[] = [];
-    while (this.byId.size + 1 > this.maxQueued || this.queuedBlocks + entry.blocks > this.maxBlocks) {
+    const over = () => this.byId.size > this.maxQueued || this.queuedBlocks > this.maxBlocks;
+    if (entry.blocks > this.maxBlocks) {
+      this.remove(entry);
+      return undefined;
+    }
+    while (over()) {
       const victim = this.victimFor(entry);
       if (!victim) {
-        // Nothing ranks below the newcomer: it is the one shed, and what was taken out goes back.
+        this.remove(entry);
         for (const v of evicted) this.insert(v);
         return undefined;
       }
       this.remove(victim);
       evicted.push(victim);
     }
-    this.insert(entry);
     return { evicted };
   }
 
@@ -247,10 +257,9 @@ export class AdmissionQueue {
     let totalWeight = 0;
     for (const l of lanes) totalWeight += l.weight;
     const own = lanes.find((l) => l.tenant === newcomer.tenant);
-    if (!own) totalWeight += newcomer.weight;
     const share = (w: number) => (this.maxQueued * w) / totalWeight;
-    const ownCount = own?.entries.length ?? 0;
-    if (ownCount + 1 > share(newcomer.weight)) return undefined;
+    // The newcomer is in its lane already: its tenant must be within its share with it.
+    if ((own?.entries.length ?? 0) > share(newcomer.weight)) return undefined;
     let worst: TenantLane | undefined;
     let worstOver = 0;
     for (const l of lanes) {

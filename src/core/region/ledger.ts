@@ -7,6 +7,8 @@
 import { nodeComputed, type CompletionOutcome, type Considered, type Decision, type RouteRequest } from "../../contracts/routing.ts";
 import { HISTORY_BUCKET_MS, RegionHistory, type HistoryBucket } from "./history.ts";
 import { RecentDecisions, type DecisionRecord } from "./recent-decisions.ts";
+import { Goodput, type GoodputCounters } from "./goodput-counters.ts";
+import type { PriorityClass, ShedReason } from "../../contracts/routing.ts";
 
 /** Tenants counted per region (the configuration's tenants, with room to spare). */
 const MAX_TENANTS = 1_024;
@@ -39,6 +41,8 @@ export interface LedgerCounters {
   continuations: Record<string, number>;
   /** Per tenant id ("" for requests without one). */
   tenants: Record<string, TenantCounters>;
+  /** Admission: answers within their objective, late and shed, by class and tenant; time queued (goodput-counters.ts). */
+  goodput: GoodputCounters;
 }
 
 /** The region's past, for the dashboard (GET /admin/history). */
@@ -59,6 +63,10 @@ export interface Placement {
   predictedCachedTokens: number;
   estimatedTtftMs: number;
   considered: Considered[];
+  /** Its class, objective (ms; 0: admission off) and time in the region's queue (ms). */
+  priority: PriorityClass;
+  objectiveMs: number;
+  queuedMs: number;
 }
 
 /** A placed request's place in the ledger, held by its ticket until it completes. */
@@ -71,6 +79,9 @@ export interface LedgerEntry {
   dispatchedAt: number;
   /** Its entry among the recent decisions (filled in as it ends; it may have left the ring). */
   record: DecisionRecord;
+  priority: PriorityClass;
+  objectiveMs: number;
+  queuedMs: number;
 }
 
 export class RegionLedger {
@@ -79,13 +90,14 @@ export class RegionLedger {
   private overShare = 0;
   private rateLimited = 0;
   private overBudget = 0;
-  private shed = 0;
+  private shedCount = 0;
   private retries = 0;
   private readonly failovers = new Map<string, number>();
   private readonly continuations = new Map<string, number>();
   private readonly tenants = new Map<string, TenantCounters>();
   private readonly history = new RegionHistory();
   private readonly recent = new RecentDecisions();
+  private readonly goodput = new Goodput();
 
   placed(req: RouteRequest, p: Placement, now: number): LedgerEntry {
     if (req.exclude?.length && !req.continuation) this.retries++;
@@ -110,7 +122,11 @@ export class RegionLedger {
       estimatedTtftMs: p.estimatedTtftMs,
       considered: p.considered,
       status: "in-flight",
+      priority: p.priority,
+      objectiveMs: p.objectiveMs,
+      queuedMs: p.queuedMs,
     });
+    if (p.objectiveMs > 0) this.goodput.placed(p.priority, p.queuedMs);
     return {
       nodeId: p.nodeId,
       tenant,
@@ -118,24 +134,34 @@ export class RegionLedger {
       predictedCachedTokens: p.predictedCachedTokens,
       dispatchedAt: now,
       record,
+      priority: p.priority,
+      objectiveMs: p.objectiveMs,
+      queuedMs: p.queuedMs,
     };
   }
 
   /** A request the region could not place: counted, and kept among the recent decisions with the candidates it weighed. */
   rejected(
     req: RouteRequest,
-    reason: "saturated" | "no-node" | "over-share" | "rate-limited" | "over-budget" | "shed",
+    reason: "saturated" | "no-node" | "over-share" | "rate-limited" | "over-budget",
     considered: Considered[],
     now: number,
   ): void {
     if (reason === "saturated") this.saturated++;
-    else if (reason === "shed") this.shed++;
     else if (reason === "over-share") this.overShare++;
     else if (reason === "rate-limited") this.rateLimited++;
     else if (reason === "over-budget") this.overBudget++;
     else this.noNode++;
     this.history.rejected(now);
     this.recent.add({ ...recordOf(req, now), decision: reason, considered, status: "rejected" });
+  }
+
+  /** A request shed by admission: counted as a rejection and in its class's and tenant's goodput, with what it was promised. */
+  shed(req: RouteRequest, why: ShedReason, at: { priority: PriorityClass; objectiveMs: number; queuedMs: number }, now: number): void {
+    this.shedCount++;
+    this.goodput.shed(at.priority, req.tenant ?? "", why);
+    this.history.rejected(now);
+    this.recent.add({ ...recordOf(req, now), decision: "shed", status: "rejected", ...at });
   }
 
   /**
@@ -145,6 +171,7 @@ export class RegionLedger {
   firstByte(e: LedgerEntry, now: number): void {
     e.record.firstByteMs = now - e.dispatchedAt;
     e.record.firstByteKind = "stream";
+    if (e.objectiveMs > 0) this.goodput.firstByte(e.priority, e.tenant, e.queuedMs + now - e.dispatchedAt, e.objectiveMs);
   }
 
   /**
@@ -200,12 +227,13 @@ export class RegionLedger {
         overShare: this.overShare,
         rateLimited: this.rateLimited,
         overBudget: this.overBudget,
-        shed: this.shed,
+        shed: this.shedCount,
       },
       retries: this.retries,
       failovers: Object.fromEntries(this.failovers),
       continuations: Object.fromEntries(this.continuations),
       tenants: Object.fromEntries(this.tenants),
+      goodput: this.goodput.counters(),
     };
   }
 
@@ -244,6 +272,9 @@ function recordOf(req: RouteRequest, now: number): DecisionRecord {
     firstByteKind: null,
     durationMs: null,
     measuredPromptTokens: null,
+    priority: req.priority ?? "standard",
+    objectiveMs: 0,
+    queuedMs: 0,
     measuredCachedTokens: null,
   };
 }

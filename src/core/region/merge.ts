@@ -60,6 +60,8 @@ export function mergeSnapshots(shards: readonly RegionSnapshot[]): RegionSnapsho
       failovers: addCounters(merged.failovers, s.failovers),
       continuations: addCounters(merged.continuations, s.continuations),
       tenants: addCounters(merged.tenants, s.tenants),
+      goodput: addCounters(merged.goodput, s.goodput),
+      queue: addCounters(merged.queue, s.queue),
     };
   }
   return { ...merged, nodes: [...nodes.values()].sort((a, b) => (a.id < b.id ? -1 : 1)), shards: shards.length };

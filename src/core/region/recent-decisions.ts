@@ -3,6 +3,7 @@
  * could not be placed), the candidates weighed, and how it ended. A ring of
  * {@link RECENT_DECISIONS} records; ids and figures only, never a prompt or a key.
  */
+import type { PriorityClass } from "../../contracts/routing.ts";
 import type { CompletionOutcome, Considered, Decision } from "../../contracts/routing.ts";
 
 /** Decisions kept per region: enough for a screenful, ~100 KB at the most. */
@@ -42,6 +43,10 @@ export interface DecisionRecord {
   /** From the node's usage, when it reported them. */
   measuredPromptTokens: number | null;
   measuredCachedTokens: number | null;
+  /** Its class, time-to-first-token objective (ms; 0: admission off) and time in the region's queue (ms): docs/ADMISSION.md. */
+  priority: PriorityClass;
+  objectiveMs: number;
+  queuedMs: number;
 }
 
 export class RecentDecisions {

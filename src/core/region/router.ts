@@ -133,6 +133,7 @@ interface Dispatched {
   predicted: Ticket["predicted"];
   touched: Ticket["touched"];
   claimed: { from: number; to: number };
+  admitted: Admitted;
 }
 
 /** The decision a placement is logged as: a failover is one whatever else happens in this region; a retry is another node after a failure. */
@@ -403,8 +404,6 @@ export class RegionRouter {
     };
     entry.key = this.settings.admission.order === "deadline" ? entry.deadlineAt : work;
     const added = this.queue.add(entry);
-    if (!added) return this.shed(entry, "queue-full", now);
-    for (const v of added.evicted) this.outbox.push({ queueId: v.id, result: this.shed(v, "queue-full", now) });
     let mine: RouteResult | undefined;
     this.serveQueue(now, (id, result) => {
       if (id !== entry.id) return false;
@@ -412,14 +411,16 @@ export class RegionRouter {
       return true;
     });
     if (mine) return mine;
-    const queued = this.queue.get(entry.id)!;
     // Worth waiting only if, served after everything the region releases first, it would still be in time.
     const bound = dispatchBoundMs(this.settings.admission.dispatchWaitMs, this.higherActive(rank, now));
-    const predicted = fluidTtftMs(this.nodeWaits(found.nodes, now), this.queue.workAhead(queued), bound, ownMs);
-    if (now + predicted > queued.deadlineAt) {
-      this.queue.remove(queued);
-      return this.shed(queued, "objective", now);
+    const predicted = fluidTtftMs(this.nodeWaits(found.nodes, now), this.queue.workAhead(added), bound, ownMs);
+    if (now + predicted > added.deadlineAt) {
+      this.queue.remove(added);
+      return this.shed(added, "objective", now);
     }
+    const room = this.queue.makeRoom(added);
+    if (!room) return this.shed(added, "queue-full", now);
+    for (const v of room.evicted) this.outbox.push({ queueId: v.id, result: this.shed(v, "queue-full", now, true) });
     return { ok: "queued", queueId: entry.id };
   }
 
@@ -479,10 +480,11 @@ export class RegionRouter {
       return result.ok ? "placed" : "removed";
     };
     this.queue.visit((e) => {
-      // Too late even for the least loaded node: refused before it costs a GPU anything.
-      if (now + minWait + e.ownMs > e.deadlineAt) return decided(e, this.shed(e, "deadline", now, true));
+      // Too late even for an idle node: refused before it costs a GPU anything. (An arrival is
+      // judged after this visit, against the queue ahead of it.)
+      if (e.enqueuedAt < now && now + e.ownMs > e.deadlineAt) return decided(e, this.shed(e, "deadline", now, true));
       const bound = dispatchBoundMs(this.settings.admission.dispatchWaitMs, this.higherActive(e.rank, now));
-      if (minWait > bound) return "kept";
+      if (minWait > bound || now + minWait + e.ownMs > e.deadlineAt) return "kept";
       const result = this.tryPlace(e, bound, now);
       return result ? decided(e, result) : "kept";
     });
@@ -565,13 +567,15 @@ export class RegionRouter {
     wasQueued = false,
   ): RouteRefusal {
     const req = e.req;
-    this.ledger.rejected(req, "shed", [], now);
-    const nodes = eligibleNodes(this.nodes, req, now, Infinity, this.settings.nodeTenants).nodes;
-    const queuedMs = wasQueued ? Math.max(0, now - e.enqueuedAt) : 0;
-    return shedRefusal(this.settings.name, req, why, {
+    const at = {
       priority: PRIORITY_CLASSES[e.rank]!,
       objectiveMs: e.objectiveMs,
-      queuedMs,
+      queuedMs: wasQueued ? Math.max(0, now - e.enqueuedAt) : 0,
+    };
+    this.ledger.shed(req, why, at, now);
+    const nodes = eligibleNodes(this.nodes, req, now, Infinity, this.settings.nodeTenants).nodes;
+    return shedRefusal(this.settings.name, req, why, {
+      ...at,
       retryAfterSeconds: retryAfterSeconds(this.queue.totalWork(), this.nodeWaits(nodes, now)),
     });
   }
@@ -700,7 +704,7 @@ export class RegionRouter {
     const { ticket, shown } = this.issueTicket(
       req,
       field,
-      { index: choice.index, decision, estimatedTtftMs, predicted, touched, claimed },
+      { index: choice.index, decision, estimatedTtftMs, predicted, touched, claimed, admitted },
       now,
     );
     return {
@@ -769,6 +773,7 @@ export class RegionRouter {
         predictedCachedTokens: chosen.matchTokens,
         estimatedTtftMs: d.estimatedTtftMs,
         considered: shown,
+        ...d.admitted,
       },
       now,
     );
@@ -963,6 +968,7 @@ export class RegionRouter {
         inflight: this.tickets.size,
         sessions: this.sessions.size,
         ledger: this.ledger.counters(),
+        queue: { depth: this.queue.depthByClass(), blocks: this.queue.blocks },
       },
       now,
     );

@@ -40,6 +40,8 @@ export interface RegionSnapshot extends LedgerCounters {
   index: { entries: number; distinctBlocks: number; capacity: number; evictions: number };
   inflight: number;
   sessions: number;
+  /** The region's queue (admission-queue.ts): requests waiting by class (interactive, standard, batch) and the prompt blocks they hold. */
+  queue: { depth: number[]; blocks: number };
 }
 
 export interface SnapshotSource {
@@ -51,6 +53,7 @@ export interface SnapshotSource {
   inflight: number;
   sessions: number;
   ledger: LedgerCounters;
+  queue: RegionSnapshot["queue"];
 }
 
 export function buildSnapshot(s: SnapshotSource, now: number): RegionSnapshot {
@@ -86,6 +89,7 @@ export function buildSnapshot(s: SnapshotSource, now: number): RegionSnapshot {
     index: { entries: s.index.size, distinctBlocks: s.index.distinctBlocks, capacity: s.index.capacity, evictions: s.index.evictions },
     inflight: s.inflight,
     sessions: s.sessions,
+    queue: s.queue,
     ...s.ledger,
   };
 }

@@ -1,0 +1,269 @@
+/** Admission by objective and the region's queue, driven in simulated time through RegionRouter.admit (docs/ADMISSION.md). */
+import { describe, expect, it } from "vitest";
+import { DEFAULT_REGION_SETTINGS, RegionRouter, type RegionSettings } from "../../src/core/region/index.ts";
+import type { RouteRequest, RouteResult } from "../../src/contracts/routing.ts";
+import type { RouteStep } from "../../src/core/region/router.ts";
+import { objectiveMs } from "../../src/core/region/objective.ts";
+import { DEFAULT_ADMISSION } from "../../src/core/region/admission-settings.ts";
+
+const BLOCK = 128;
+const settings = (admission: Partial<RegionSettings["admission"]> = {}, over: Partial<RegionSettings> = {}): RegionSettings => ({
+  ...DEFAULT_REGION_SETTINGS,
+  name: "r",
+  blockTokens: BLOCK,
+  // 10,000 tokens/s: 1,000 tokens are 100 ms of prefill.
+  prefillTokensPerSecond: 10_000,
+  ...over,
+  admission: { ...DEFAULT_REGION_SETTINGS.admission, ...admission },
+});
+const spec = (id: string, now = 0) => ({
+  id,
+  url: `http://${id}`,
+  models: ["m"],
+  kvCapacityTokens: 1_000_000,
+  static: false,
+  lastSeen: now,
+});
+let seq = 0;
+/** A cold prompt of `tokens` (its own hashes), for `tenant`. */
+const req = (tokens: number, over: Partial<RouteRequest> = {}): RouteRequest => {
+  const id = `p${++seq}`;
+  const blocks = Math.max(1, Math.ceil(tokens / BLOCK));
+  return {
+    requestId: id,
+    model: "m",
+    hashes: Array.from({ length: blocks }, (_, i) => `${id}-${i}`.padEnd(16, "0").slice(0, 16)),
+    promptTokens: tokens,
+    ...over,
+  };
+};
+function placed(step: RouteStep | RouteResult | undefined): Extract<RouteResult, { ok: true }> {
+  if (!step || step.ok !== true) throw new Error(`not placed: ${JSON.stringify(step)}`);
+  return step;
+}
+function queued(step: RouteStep): string {
+  if (step.ok !== "queued") throw new Error(`not queued: ${JSON.stringify(step)}`);
+  return step.queueId;
+}
+const inflight = (r: RegionRouter) => r.snapshot(0).nodes.reduce((s, n) => s + n.load.inflight, 0);
+
+describe("objective", () => {
+  it("is max(1 s, 5 x the cold prefill) by default, the tenant's when configured, and a request may only tighten it", () => {
+    const a = DEFAULT_ADMISSION;
+    expect(objectiveMs({ promptTokens: 1_000 }, 10_000, a)).toBe(1_000); // 100 ms cold: the 1 s floor
+    expect(objectiveMs({ promptTokens: 20_000 }, 10_000, a)).toBe(10_000); // 2 s cold x 5
+    expect(objectiveMs({ promptTokens: 20_000 }, 20_000, a)).toBe(5_000); // the learned rate prices it
+    expect(objectiveMs({ promptTokens: 1_000, objectiveMs: 60_000 }, 10_000, a)).toBe(60_000);
+    expect(objectiveMs({ promptTokens: 1_000, objectiveMs: 60_000, requestObjectiveMs: 2_000 }, 10_000, a)).toBe(2_000);
+    expect(objectiveMs({ promptTokens: 1_000, requestObjectiveMs: 90_000 }, 10_000, a)).toBe(1_000); // never looser than the tenant's
+  });
+});
+
+describe("admission", () => {
+  it("places at once below saturation, with its class, objective and no time queued", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    const p = placed(r.admit(req(2_000, { priority: "interactive" }), 0));
+    expect(p).toMatchObject({ priority: "interactive", objectiveMs: 1_000, queuedMs: 0 });
+    expect(r.queueDepth()).toEqual([0, 0, 0]);
+  });
+
+  it("sheds at once what cannot meet its objective even after the queue, with a Retry-After from the queue", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    placed(r.admit(req(50_000), 0)); // 5 s of prefill on the only node
+    const shed = r.admit(req(1_000), 10); // its objective is 1 s
+    expect(shed).toMatchObject({ ok: false, reason: "shed", shed: "objective", objectiveMs: 1_000 });
+    if (shed.ok !== false) throw new Error("unreachable");
+    expect(shed.retryAfterSeconds).toBeGreaterThanOrEqual(4);
+    expect(shed.retryAfterSeconds).toBeLessThanOrEqual(6);
+    expect(inflight(r)).toBe(1); // it never reached the node
+    expect(r.snapshot(10).rejected.shed).toBe(1);
+  });
+
+  it("holds what can still be served in time, and releases it when the node's first byte comes", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    const big = placed(r.admit(req(10_000), 0)); // 1 s of prefill
+    const id = queued(r.admit(req(5_000), 0)); // objective 2.5 s: it fits after the first
+    expect(inflight(r)).toBe(1);
+    expect(r.drainQueue(500)).toEqual([]); // the node is still busy: nothing decided
+    r.firstByte(big.ticket, 1_000);
+    const out = r.drainQueue(1_000);
+    expect(out).toHaveLength(1);
+    expect(out[0]!.queueId).toBe(id);
+    expect(placed(out[0]!.result)).toMatchObject({ nodeId: "a", queuedMs: 1_000 });
+    expect(inflight(r)).toBe(2);
+  });
+
+  it("drains the queue at once when the fleet speeds up: a node joins", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    placed(r.admit(req(20_000), 0));
+    const ids = [queued(r.admit(req(8_000), 0)), queued(r.admit(req(8_000), 0))];
+    r.upsertNode(spec("b"), 100);
+    const out = r.drainQueue(100);
+    // Only one fits within the new node's dispatch bound at once; the other follows its first byte.
+    expect(out.map((o) => o.queueId)).toEqual([ids[0]]);
+    expect(placed(out[0]!.result).nodeId).toBe("b");
+    expect(r.queueDepth()).toEqual([0, 1, 0]);
+  });
+
+  it("drains when a prefill ends sooner than predicted", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    const first = placed(r.admit(req(30_000), 0)); // 3 s predicted at the configured rate
+    const id = queued(r.admit(req(6_000, { objectiveMs: 3_700 }), 0)); // in time after the first, as predicted
+    // The node is faster than configured: its first byte comes after 300 ms.
+    r.firstByte(first.ticket, 300);
+    const out = r.drainQueue(300);
+    expect(out.map((o) => o.queueId)).toEqual([id]);
+    expect(out[0]!.result.ok).toBe(true);
+  });
+
+  it("refuses a request whose deadline passes while queued, before it reaches a node", () => {
+    // Placed only on an idle node, so nothing leaves the queue until the node's first byte.
+    const r = new RegionRouter(settings({ dispatchWaitMs: 0 }));
+    r.upsertNode(spec("a"), 0);
+    placed(r.admit(req(20_000), 0)); // 2 s on the node
+    const id = queued(r.admit(req(4_000, { objectiveMs: 2_400 }), 0)); // in time if the first ends as predicted
+    const wake = r.queueWakeAt(0)!;
+    expect(wake).toBeGreaterThan(0);
+    expect(wake).toBeLessThanOrEqual(2_000);
+    // Nothing happens on the node (its first byte is late): at 2 s its own 400 ms can no longer fit.
+    const out = [...r.drainQueue(1_999), ...r.drainQueue(2_001)];
+    expect(out).toHaveLength(1);
+    expect(out[0]).toMatchObject({ queueId: id, result: { ok: false, reason: "shed", shed: "deadline" } });
+    expect(inflight(r)).toBe(1);
+  });
+
+  it("releases by class: interactive before standard before batch", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    const head = placed(r.admit(req(10_000, { priority: "interactive" }), 0));
+    const long = { objectiveMs: 60_000 };
+    const batch = queued(r.admit(req(2_000, { priority: "batch", ...long }), 1));
+    const std = queued(r.admit(req(2_000, { priority: "standard", ...long }), 2));
+    const inter = queued(r.admit(req(2_000, { priority: "interactive", ...long }), 3));
+    const order: string[] = [];
+    let ticket = head.ticket;
+    for (let t = 1_000; order.length < 3; t += 1_000) {
+      r.firstByte(ticket, t);
+      for (const o of r.drainQueue(t)) {
+        order.push(o.queueId);
+        ticket = placed(o.result).ticket;
+      }
+    }
+    expect(order).toEqual([inter, std, batch]);
+  });
+
+  it("shares releases between tenants by weight, whatever their arrival order", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    let ticket = placed(r.admit(req(10_000), 0)).ticket;
+    const tenantOf = new Map<string, string>();
+    // The heavy tenant (weight 3) queues 30 first, then the light one (weight 1) 30.
+    for (const [tenant, weight] of [
+      ["heavy", 3],
+      ["light", 1],
+    ] as const)
+      for (let i = 0; i < 30; i++)
+        tenantOf.set(queued(r.admit(req(1_000, { tenant, tenantWeight: weight, objectiveMs: 600_000 }), 1)), tenant);
+    const released: string[] = [];
+    for (let t = 1_000; released.length < 40; t += 200) {
+      r.firstByte(ticket, t);
+      const out = r.drainQueue(t);
+      for (const o of out) {
+        released.push(tenantOf.get(o.queueId)!);
+        ticket = placed(o.result).ticket;
+      }
+    }
+    const heavy = released.filter((t) => t === "heavy").length;
+    expect(heavy).toBeGreaterThanOrEqual(28);
+    expect(heavy).toBeLessThanOrEqual(32); // 3:1 of 40
+  });
+
+  it("keeps a lower class off busy nodes while a higher class is active", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    placed(r.admit(req(2_000, { priority: "interactive" }), 0)); // 200 ms queued: within the dispatch bound
+    // Standard would be placed behind 200 ms; with interactive active it waits for an idle node.
+    queued(r.admit(req(2_000, { priority: "standard", objectiveMs: 60_000 }), 1));
+    const alone = new RegionRouter(settings());
+    alone.upsertNode(spec("a"), 0);
+    placed(alone.admit(req(2_000, { priority: "standard" }), 0));
+    placed(alone.admit(req(2_000, { priority: "standard", objectiveMs: 60_000 }), 1));
+  });
+
+  it("bounds the queue: a flood keeps to its share, batch makes room for interactive, and the last in rank is shed", () => {
+    const r = new RegionRouter(settings({ maxQueued: 8 }));
+    r.upsertNode(spec("a"), 0);
+    placed(r.admit(req(10_000), 0));
+    const long = { objectiveMs: 600_000 };
+    const flood: string[] = [];
+    for (let i = 0; i < 8; i++) flood.push(queued(r.admit(req(1_000, { tenant: "flood", ...long }), 1)));
+    // Full of the flood's: one more of its own is shed; another tenant's takes the flood's last place.
+    expect(r.admit(req(1_000, { tenant: "flood", ...long }), 2)).toMatchObject({ ok: false, reason: "shed", shed: "queue-full" });
+    queued(r.admit(req(1_000, { tenant: "other", ...long }), 3));
+    expect(r.drainQueue(3)).toEqual([{ queueId: flood[7], result: expect.objectContaining({ ok: false, shed: "queue-full" }) }]);
+    // Batch is shed for interactive; batch itself cannot push anything out.
+    const b = new RegionRouter(settings({ maxQueued: 2 }));
+    b.upsertNode(spec("a"), 0);
+    placed(b.admit(req(10_000), 0));
+    const batch = [
+      queued(b.admit(req(1_000, { priority: "batch", ...long }), 1)),
+      queued(b.admit(req(1_000, { priority: "batch", ...long }), 1)),
+    ];
+    expect(b.admit(req(1_000, { priority: "batch", ...long }), 2)).toMatchObject({ ok: false, shed: "queue-full" });
+    queued(b.admit(req(1_000, { priority: "interactive", ...long }), 3));
+    expect(b.drainQueue(3).map((o) => o.queueId)).toEqual([batch[1]]);
+    // Memory: a prompt of more blocks than the queue holds is shed, never queued.
+    const m = new RegionRouter(settings({ maxQueuedBlocks: 10 }));
+    m.upsertNode(spec("a"), 0);
+    placed(m.admit(req(10_000), 0));
+    expect(m.admit(req(20 * BLOCK, long), 1)).toMatchObject({ ok: false, shed: "queue-full" });
+  });
+
+  it("never holds what a node can take in time: a burst below capacity is all placed at once", () => {
+    const r = new RegionRouter(settings());
+    for (const id of ["a", "b", "c", "d"]) r.upsertNode(spec(id), 0);
+    for (let i = 0; i < 4; i++) placed(r.admit(req(3_000), i));
+    expect(r.queueDepth()).toEqual([0, 0, 0]);
+  });
+
+  it("with admission off, places everything at once as before", () => {
+    const r = new RegionRouter(settings({ enabled: false }));
+    r.upsertNode(spec("a"), 0);
+    placed(r.admit(req(50_000), 0));
+    expect(placed(r.admit(req(1_000), 0))).toMatchObject({ objectiveMs: 0, queuedMs: 0 });
+  });
+
+  it("forgets a cancelled request", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    const head = placed(r.admit(req(10_000), 0));
+    const id = queued(r.admit(req(5_000), 0));
+    expect(r.cancelQueued(id)).toBe(true);
+    expect(r.cancelQueued(id)).toBe(false);
+    r.firstByte(head.ticket, 1_000);
+    expect(r.drainQueue(1_000)).toEqual([]);
+    expect(r.queueWakeAt(1_000)).toBeUndefined();
+  });
+
+  it("counts answers within their objective, late and shed, by class and tenant, and the time queued", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    const a = placed(r.admit(req(10_000, { tenant: "t", priority: "interactive" }), 0)); // objective 5 s
+    const id = queued(r.admit(req(5_000, { tenant: "t" }), 0)); // objective 2.5 s
+    r.admit(req(1_000, { tenant: "u", priority: "batch" }), 0); // shed: 1 s is out of reach
+    r.firstByte(a.ticket, 900); // within
+    const b = placed(r.drainQueue(900).find((o) => o.queueId === id)?.result);
+    r.firstByte(b.ticket, 3_000); // late: 3 s from its arrival for 2.5 s
+    const g = r.snapshot(3_000).goodput;
+    expect(g.classes.interactive).toMatchObject({ placed: 1, within: 1, late: 0, queued: 0 });
+    expect(g.classes.standard).toMatchObject({ placed: 1, within: 0, late: 1, queued: 1, queuedMs: 900 });
+    expect(g.classes.batch.shed).toEqual({ objective: 1, deadline: 0, "queue-full": 0 });
+    expect(g.tenants).toEqual({ t: { within: 1, late: 1, shed: 0 }, u: { within: 0, late: 0, shed: 1 } });
+    expect(r.historyView(3_000).decisions.find((d) => d.decision === "shed")).toMatchObject({ priority: "batch", objectiveMs: 1_000 });
+  });
+});
