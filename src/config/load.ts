@@ -132,6 +132,16 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
       nodeTenants: r.node_tenants,
       shards: r.shards,
       blockTokens: prefix.blockChars / prefix.charsPerToken,
+      admission: {
+        enabled: r.admission.enabled,
+        objectiveMinMs: r.admission.objective_min_ms,
+        objectivePrefillFactor: r.admission.objective_prefill_factor,
+        dispatchWaitMs: r.admission.dispatch_wait_ms,
+        order: r.admission.order,
+        // Each shard holds its part of the region's queue.
+        maxQueued: Math.ceil(r.admission.max_queued / r.shards),
+        maxQueuedBlocks: Math.ceil(r.admission.max_queued_blocks / r.shards),
+      },
     };
     const staticNodes = r.nodes.map((n) => ({
       id: n.id,

@@ -12,6 +12,7 @@
 import { z } from "zod";
 import { nodeEngineSchema, nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "../contracts/node.ts";
 import { policySpecSchema } from "../core/policies/index.ts";
+import { MAX_OBJECTIVE_MS, priorityClassSchema } from "../contracts/routing.ts";
 import { DEFAULT_PREFIX_SETTINGS } from "../core/prefix.ts";
 import { DEFAULT_REGION_SETTINGS } from "../core/region/index.ts";
 import { MAX_ORIGIN_PATTERN_LENGTH, parseOriginPattern } from "../core/origins.ts";
@@ -67,6 +68,61 @@ export const placementSchema = z.union([
   z.strictObject({ hostname: z.string().regex(/^[A-Za-z0-9.-]{1,253}$/, "must be a host name") }),
   z.strictObject({ host: z.string().regex(/^[A-Za-z0-9.:[\]-]{1,261}:\d{1,5}$/, "must be host:port") }),
 ]);
+
+const A = DEFAULT_REGION_SETTINGS.admission;
+
+/** `[regions.admission]`: admission by objective and the region's queue (src/core/region/admission-settings.ts). */
+export const admissionConfigSchema = z.strictObject({
+  enabled: z
+    .boolean()
+    .default(A.enabled)
+    .describe(
+      "Place a request only where its first token is predicted within its objective, hold the rest in the region's queue by class, tenant weight and deadline, and shed at once what cannot be served in time (503 to another region, else 429). `false`: every request goes to a node's queue at once.",
+    ),
+  objective_min_ms: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_OBJECTIVE_MS)
+    .default(A.objectiveMinMs)
+    .describe(
+      "The default objective's floor (ms): the default objective is max(this, objective_prefill_factor x the prompt's cold prefill time).",
+    ),
+  objective_prefill_factor: z
+    .number()
+    .positive()
+    .max(1_000)
+    .default(A.objectivePrefillFactor)
+    .describe(
+      "The default objective as a multiple of the prompt's cold prefill time (its whole prompt at the region's learned prefill rate).",
+    ),
+  dispatch_wait_ms: z
+    .number()
+    .min(0)
+    .max(MAX_OBJECTIVE_MS)
+    .default(A.dispatchWaitMs)
+    .describe(
+      "A node with more prefill queued than this (ms at its rate) takes nothing more from the queue: the rest waits in the region, where it can still be reordered.",
+    ),
+  order: z
+    .enum(["deadline", "work"])
+    .default(A.order)
+    .describe("How one tenant's queued requests of one class are ordered: earliest deadline first, or least uncached work first."),
+  max_queued: z
+    .number()
+    .int()
+    .min(0)
+    .max(100_000)
+    .default(A.maxQueued)
+    .describe("Requests the region's queue holds (split evenly over its shards); a full queue sheds the lowest class first."),
+  max_queued_blocks: z
+    .number()
+    .int()
+    .min(0)
+    .max(16_777_216)
+    .default(A.maxQueuedBlocks)
+    .describe("Prompt blocks the region's queue holds (16 bytes each): its memory bound (split evenly over its shards)."),
+});
 
 export const regionSchema = z.strictObject({
   name: name().describe("Region name, also the Durable Object's name."),
@@ -157,6 +213,9 @@ export const regionSchema = z.strictObject({
     .default(DEFAULT_REGION_SETTINGS.maxIndexEntries)
     .describe("Hard bound on prefix index entries (at most about 50 bytes each: 50 MB at 10^6, bench/ROUTE_COST.md)."),
   max_sessions: z.number().int().min(0).default(DEFAULT_REGION_SETTINGS.maxSessions).describe("Session hints remembered."),
+  admission: admissionConfigSchema
+    .prefault({})
+    .describe("Admission by time-to-first-token objective and the region's queue (docs/ADMISSION.md)."),
   shards: z
     .number()
     .int()
@@ -237,6 +296,20 @@ export const tenantSchema = z.strictObject({
   prices: pricesSchema
     .optional()
     .describe("Its own prices for some models (e.g. a negotiated rate), each replacing the top-level `prices` entry of that model."),
+  priority: priorityClassSchema
+    .default("standard")
+    .describe(
+      "Its priority class in every region's queue (docs/ADMISSION.md): `interactive` is released first, `batch` last and only onto idle nodes while a higher class is active, so batch absorbs shedding first. A request may lower its own with `x-warmpath-priority`, never raise it.",
+    ),
+  ttft_objective_ms: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_OBJECTIVE_MS)
+    .optional()
+    .describe(
+      "Its time-to-first-token objective (ms), replacing the region's default (max(objective_min_ms, objective_prefill_factor x the cold prefill)); a request may ask for a tighter one with `x-warmpath-ttft-objective-ms`.",
+    ),
 });
 
 export const limitsSchema = z.strictObject({

@@ -22,6 +22,10 @@ export const HINT = {
   region: "x-warmpath-region",
   /** A shared cache namespace the tenant may use. */
   namespace: "x-warmpath-namespace",
+  /** Its priority class, at most the tenant's (docs/ADMISSION.md). */
+  priority: "x-warmpath-priority",
+  /** Its time-to-first-token objective in ms, at most the tenant's (docs/ADMISSION.md). */
+  objective: "x-warmpath-ttft-objective-ms",
 } as const;
 
 /** Why the answer came from where it did (set by the region worker, before the node's first byte reaches the client). */
@@ -35,6 +39,10 @@ export const EXPLAIN = {
   shard: "x-warmpath-shard",
   regionChoice: "x-warmpath-region-choice",
   heldNodes: "x-warmpath-held-nodes",
+  /** The class, the objective (ms) and the time in the region's queue (ms) admission applied (docs/ADMISSION.md). */
+  priority: "x-warmpath-priority",
+  objective: "x-warmpath-ttft-objective-ms",
+  queued: "x-warmpath-queued-ms",
 } as const;
 
 /** OpenAI's rate-limit headers (src/proxy/rate-limit-headers.ts), by kind. */

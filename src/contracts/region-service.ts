@@ -20,7 +20,7 @@
  */
 import { z } from "zod";
 import { nodeIdSchema, nodeReportSchema } from "./node.ts";
-import { rateLimitStateSchema, responseIdSchema } from "./routing.ts";
+import { MAX_OBJECTIVE_MS, priorityClassSchema, rateLimitStateSchema, responseIdSchema, shedReasonSchema } from "./routing.ts";
 import { traceScopeSchema } from "./trace.ts";
 import { nodeCredentialSchema } from "../core/node-identity.ts";
 
@@ -97,7 +97,12 @@ export const dispatchRequestSchema = z.object({
     weight: z.number().positive().max(1_000),
     requestsPerMinute: z.number().int().positive().optional(),
     promptTokensPerMinute: z.number().int().positive().optional(),
+    /** Its configured time-to-first-token objective (ms), if any. */
+    objectiveMs: z.number().int().min(1).max(MAX_OBJECTIVE_MS).optional(),
   }),
+  /** The request's class (the tenant's, lowered by `x-warmpath-priority`) and its own objective (`x-warmpath-ttft-objective-ms`): docs/ADMISSION.md. */
+  priority: priorityClassSchema.optional(),
+  requestObjectiveMs: z.number().int().min(1).max(MAX_OBJECTIVE_MS).optional(),
   model: z.string().min(1).max(256),
   path: inferencePathSchema,
   api: streamApiSchema,
@@ -166,6 +171,8 @@ export const regionRefusalSchema = z.object({
   /** `saturated`: the shortest modelled wait of the region's nodes (s), for the next region to beat. */
   waitSeconds: z.number().min(0).optional(),
   rateLimit: rateLimitStateSchema.optional(),
+  /** `shed`: why (routing.ts shedReasonSchema), for the decision line. */
+  shed: shedReasonSchema.optional(),
   /** This region's attempts (nodes tried), to add to the edge's. */
   attempts: z.array(attemptSchema).max(MAX_ATTEMPTS),
 });

@@ -30,6 +30,7 @@ import { recordDecision, type DecisionSinks } from "../proxy/decision-log.ts";
 import { rateLimitHeaders } from "../proxy/rate-limit-headers.ts";
 import { guardStream } from "./guard-stream.ts";
 import { RegionUnavailable, callRegion } from "./region-client.ts";
+import type { AdmissionAsk } from "./admission-hints.ts";
 
 /** Headers of the region worker's answer that are between the two workers only. */
 const INTERNAL_HEADERS = [CONTRACT_HEADER];
@@ -51,6 +52,8 @@ export interface ForwardInput {
   previousResponseId?: string | undefined;
   storesResponses: boolean;
   stream: boolean;
+  /** Its class and objectives (admission-hints.ts). */
+  admission: AdmissionAsk;
   /** Regions to try, nearest first. */
   regions: LoadedRegion[];
   /** The estimated round trip from the client to each region (ms, parallel to `regions`), when its location is known. */
@@ -66,6 +69,8 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   let lastMessage = "no region serves this model";
   /** Regions that refused the tenant as over its fair share (429 if no region could serve it at all). */
   let overShare = 0;
+  /** Regions that could not meet its objective even after their queue (429 `objective_unreachable` if no region served it). */
+  let shed = 0;
   /** Regions tried, and those whose worker could not be reached: when it is every one, the answer says so. */
   let asked = 0;
   let unavailable = 0;
@@ -96,7 +101,10 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
         weight: tenant.weight,
         requestsPerMinute: tenant.rate_limits?.requests_per_minute,
         promptTokensPerMinute: tenant.rate_limits?.prompt_tokens_per_minute,
+        objectiveMs: input.admission.tenantObjectiveMs,
       },
+      priority: input.admission.priority,
+      requestObjectiveMs: input.admission.requestObjectiveMs,
       model: input.model,
       path: input.path,
       api: input.api,
@@ -156,18 +164,25 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
       throw ApiError.insufficientQuota(`${refusal.message}.`, refusal.retryAfterSeconds).alreadyLogged();
     }
     if (refusal.reason === "over-share") overShare++;
+    if (refusal.reason === "shed") shed++;
     if (refusal.waitSeconds !== undefined) soonest = Math.min(soonest ?? Infinity, refusal.waitSeconds + roundTripSeconds);
     retryAfter = Math.min(retryAfter, refusal.retryAfterSeconds);
     lastMessage = refusal.message;
   }
 
-  recordRefusal(rc, input, attempts, overShare > 0 ? 429 : 503);
+  recordRefusal(rc, input, attempts, overShare > 0 || shed > 0 ? 429 : 503);
   const seconds = Number.isFinite(retryAfter) ? retryAfter : 5;
   const tried = attempts.map((a) => (a.node ? `${a.region}/${a.node}: ${a.outcome}` : `${a.region}: ${a.outcome}`)).join("; ");
   // A tenant refused for its share somewhere is told to slow down (429); otherwise the fleet is full (503).
   if (overShare > 0) {
     throw ApiError.overShare(
       `This tenant is over its fair share of the capacity that could serve it (${lastMessage}; tried ${tried}). Retry after ${seconds} s.`,
+      seconds,
+    ).alreadyLogged();
+  }
+  if (shed > 0) {
+    throw ApiError.objectiveUnreachable(
+      `No region can give this request its first token within its objective, even after its queue (${lastMessage}; tried ${tried}). Retry after ${seconds} s.`,
       seconds,
     ).alreadyLogged();
   }

@@ -100,6 +100,17 @@ export class ApiError extends Error {
     return new ApiError(429, "rate_limit_error", "tenant_over_share", message, { headers: { "retry-after": String(retryAfterSeconds) } });
   }
 
+  /**
+   * 429 with `Retry-After`: no region can give the request its first token within its objective,
+   * even after its queue (docs/ADMISSION.md). Code `objective_unreachable`, so a client tells it
+   * from its own rate limit; `Retry-After` is the time the region's queued prefill takes to drain.
+   */
+  static objectiveUnreachable(message: string, retryAfterSeconds: number): ApiError {
+    return new ApiError(429, "rate_limit_error", "objective_unreachable", message, {
+      headers: { "retry-after": String(retryAfterSeconds) },
+    });
+  }
+
   /** 429 with `Retry-After` and OpenAI's `x-ratelimit-*` headers: the tenant spent its rate limit. */
   static rateLimited(message: string, retryAfterSeconds: number, headers: Record<string, string> = {}): ApiError {
     return new ApiError(429, "rate_limit_error", "rate_limit_exceeded", message, {

@@ -7,6 +7,7 @@
  * a chat or completion stream that did not: src/proxy/stream-usage.ts; the Responses and Messages
  * streams carry usage in their last event anyway).
  */
+import { admissionAsk } from "../admission-hints.ts";
 import type { z } from "zod";
 import type { LoadedConfig, LoadedRegion } from "../../config/load.ts";
 import { HINT } from "../../contracts/headers.ts";
@@ -138,6 +139,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
     );
   }
   const namespace = resolveNamespace(request, tenant);
+  const admission = admissionAsk(request, tenant);
   const key = prefixKey(parsed.prompt, { model: parsed.model, namespace, cacheSalt: parsed.cacheSalt ?? undefined }, config.prefix);
   const chosen = chooseRegions(request, config, parsed.model, tenant);
   // A long prompt may go first to a farther region that already holds its prefix (warm-region.ts).
@@ -164,6 +166,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
     storesResponses: endpoint.storesResponses,
     api: endpoint.api,
     stream: object.stream === true,
+    admission,
     regions,
     roundTripMs: roundTrips,
     warm,

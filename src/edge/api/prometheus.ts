@@ -128,10 +128,12 @@ export function renderPrometheus(
       over_share: r.rejected.overShare,
       rate_limited: r.rejected.rateLimited,
       over_budget: r.rejected.overBudget,
+      shed: r.rejected.shed ?? 0,
     };
     for (const [reason, count] of Object.entries(rejected)) {
       e.add("warmpath_rejections_total", "counter", "Requests the region could not place, by reason.", { ...region, reason }, count);
     }
+    if (r.goodput) admissionMetrics(e, region, r.goodput, r.queue);
     for (const [tenant, t] of Object.entries(r.tenants)) {
       const labels = { ...region, tenant };
       e.add("warmpath_tenant_requests_total", "counter", "Requests routed in the region, by tenant.", labels, t.requests);
@@ -291,4 +293,74 @@ export function renderPrometheus(
   }
   e.add("warmpath_scrape_timestamp_seconds", "gauge", "When this page was rendered.", {}, Math.floor(now / 1000));
   return e.text();
+}
+
+/**
+ * Admission (docs/ADMISSION.md): answers within their objective, late and shed by class, tenant and
+ * reason, the time queued, and the queue's depth. Goodput is within / (within + late + shed).
+ */
+function admissionMetrics(e: Exposition, region: Labels, g: NonNullable<RegionSnapshot["goodput"]>, queue: RegionSnapshot["queue"]): void {
+  const classes = Object.entries(g.classes);
+  for (const [priority, c] of classes) {
+    const labels = { ...region, priority };
+    for (const [outcome, count] of [
+      ["within", c.within],
+      ["late", c.late],
+    ] as const) {
+      e.add(
+        "warmpath_objective_answers_total",
+        "counter",
+        "Answers whose first byte reached the region within their time-to-first-token objective, or late, by class.",
+        { ...labels, outcome },
+        count,
+      );
+    }
+    for (const [reason, count] of Object.entries(c.shed)) {
+      e.add(
+        "warmpath_shed_total",
+        "counter",
+        "Requests shed because no node could meet their objective, by class and reason.",
+        { ...labels, reason },
+        count,
+      );
+    }
+    e.add("warmpath_queued_requests_total", "counter", "Requests placed after waiting in the region's queue, by class.", labels, c.queued);
+    e.add(
+      "warmpath_queue_wait_seconds_total",
+      "counter",
+      "Time those requests spent in the region's queue, by class.",
+      labels,
+      c.queuedMs / 1000,
+    );
+  }
+  for (const [tenant, t] of Object.entries(g.tenants)) {
+    const labels = { ...region, tenant };
+    e.add(
+      "warmpath_tenant_objective_answers_total",
+      "counter",
+      "Answers within their objective, or late, by tenant.",
+      { ...labels, outcome: "within" },
+      t.within,
+    );
+    e.add(
+      "warmpath_tenant_objective_answers_total",
+      "counter",
+      "Answers within their objective, or late, by tenant.",
+      { ...labels, outcome: "late" },
+      t.late,
+    );
+    e.add("warmpath_tenant_shed_total", "counter", "Requests shed, by tenant.", labels, t.shed);
+  }
+  if (queue) {
+    classes.forEach(([priority], i) => {
+      e.add(
+        "warmpath_queue_depth",
+        "gauge",
+        "Requests waiting in the region's queue, by class.",
+        { ...region, priority },
+        queue.depth[i] ?? 0,
+      );
+    });
+    e.add("warmpath_queue_blocks", "gauge", "Prompt blocks held by the region's queue (its memory bound).", region, queue.blocks);
+  }
 }

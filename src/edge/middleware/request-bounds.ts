@@ -53,6 +53,8 @@ const KNOWN_HEADERS = new Set([
   "x-request-id",
   "x-warmpath-region",
   "x-warmpath-namespace",
+  "x-warmpath-priority",
+  "x-warmpath-ttft-objective-ms",
   "anthropic-version",
   "anthropic-beta",
   "openai-beta",
