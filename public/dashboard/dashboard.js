@@ -101,7 +101,20 @@ async function pollHistory() {
 
 /** Sums per-node metrics over every region. */
 function totals(state) {
-  const t = { routed: 0, prompt: 0, predicted: 0, mPrompt: 0, mCached: 0, measured: 0, failed: 0, nodes: 0, up: 0 };
+  const t = {
+    routed: 0,
+    prompt: 0,
+    predicted: 0,
+    mPrompt: 0,
+    mCached: 0,
+    measured: 0,
+    failed: 0,
+    nodes: 0,
+    up: 0,
+    within: 0,
+    judged: 0,
+    queued: 0,
+  };
   for (const r of state.regions)
     for (const n of r.nodes) {
       const m = n.metrics;
@@ -115,6 +128,14 @@ function totals(state) {
       t.nodes++;
       if (n.available) t.up++;
     }
+  for (const r of state.regions) {
+    if (!r.goodput) continue;
+    for (const k of Object.values(r.goodput.classes)) {
+      t.within += k.within;
+      t.judged += k.within + k.late + k.shed.objective + k.shed.deadline + k.shed["queue-full"];
+    }
+    for (const d of r.queue?.depth ?? []) t.queued += d;
+  }
   return t;
 }
 
@@ -128,6 +149,10 @@ function renderState(state) {
     ["Prefill tokens computed", fmt(Math.max(0, t.mPrompt - t.mCached))],
     ["Nodes available", `${t.up} / ${t.nodes}`],
     ["Failed before first byte", fmt(t.failed)],
+    [
+      "Goodput, within objective",
+      `${pct(t.judged ? t.within / t.judged : null)} <small>of ${fmt(t.judged)} · ${fmt(t.queued)} queued now</small>`,
+    ],
   ]
     .map(([label, value]) => `<div class="card"><div class="label">${label}</div><div class="value">${value}</div></div>`)
     .join("");
@@ -387,7 +412,28 @@ function regionTable(r, rates) {
     <table><thead><tr><th>node</th><th>state</th><th>running / waiting</th><th>KV usage</th><th>in flight</th><th>prefill queue (tokens)</th>
     <th>routed</th><th>decisions</th><th>hit predicted</th><th>hit measured (answers)</th><th>index agrees</th><th>prefill saved</th><th>tokens/s prefill / decode</th></tr></thead><tbody>${
       rows || '<tr><td colspan="13">no node has reported yet</td></tr>'
-    }</tbody></table></div>`;
+    }</tbody></table>${admissionTable(r)}</div>`;
+}
+
+const CLASSES = ["interactive", "standard", "batch"];
+
+/**
+ * The region's admission (docs/ADMISSION.md): per class, what waits in its queue now, the answers
+ * whose first byte came within their objective or late, those shed and why, and the mean wait of
+ * those it queued; goodput is within / (within + late + shed). Absent for a region older than admission.
+ */
+function admissionTable(r) {
+  const g = r.goodput;
+  if (!g) return "";
+  const rows = CLASSES.map((c, i) => {
+    const k = g.classes[c];
+    const shed = k.shed.objective + k.shed.deadline + k.shed["queue-full"];
+    const all = k.within + k.late + shed;
+    return `<tr><td><b>${c}</b></td><td>${fmt(r.queue?.depth[i] ?? 0)}</td><td>${fmt(k.placed)}</td><td>${fmt(k.within)}</td><td>${fmt(k.late)}</td>
+      <td title="at arrival ${fmt(k.shed.objective)} · deadline passed in the queue ${fmt(k.shed.deadline)} · queue full ${fmt(k.shed["queue-full"])}">${fmt(shed)}</td>
+      <td class="goodput">${pct(all ? k.within / all : null)}</td><td>${k.queued ? ms(k.queuedMs / k.queued) : "–"}</td></tr>`;
+  }).join("");
+  return `<table class="admission"><thead><tr><th>class</th><th>queued now</th><th>placed</th><th>within objective</th><th>late</th><th>shed</th><th>goodput</th><th>mean wait queued</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
 /** A tick's number: at most `decimals` decimals (trailing zeros dropped), from 10,000 in k and from a million in M. */

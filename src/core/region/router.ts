@@ -468,15 +468,17 @@ export class RegionRouter {
 
   /** Visits the queue in order; `deliver` may take an outcome itself (an arrival's own), otherwise it goes to the outbox. */
   private serveQueue(now: number, deliver: (id: string, result: RouteResult) => boolean = () => false): void {
-    const waits = new Map<string, number>();
-    let minWait = Infinity;
-    for (const n of this.nodes.values()) {
-      const w = waitMs(n, now);
-      waits.set(n.spec.id, w);
-      minWait = Math.min(minWait, w);
-    }
+    // The least modelled wait of any node: a cheap bound that skips every entry no node can take,
+    // without building its candidates (the usual case past saturation). Updated after a placement.
+    const leastWait = () => {
+      let least = Infinity;
+      for (const n of this.nodes.values()) least = Math.min(least, waitMs(n, now));
+      return least;
+    };
+    let minWait = leastWait();
     const decided = (e: QueueEntry, result: RouteResult): Visit => {
       if (!deliver(e.id, result)) this.outbox.push({ queueId: e.id, result });
+      if (result.ok) minWait = leastWait();
       return result.ok ? "placed" : "removed";
     };
     this.queue.visit((e) => {
