@@ -22,26 +22,26 @@
  * (the object named SPEND_LEDGER_NAME) at the same flush, whose totals come back for the budget
  * check in `route`.
  *
+ * The same class plays every role of the region's objects (one class, one binding), each role in a
+ * module of its own: a placed request's session (route-session.ts), a sharded region's load
+ * exchange and each shard's side of it (load-exchange.ts), the budget ledger and each object's link
+ * to it (budget-ledger.ts), the usage ledger's storage (usage-store.ts), and how an object
+ * addresses the others (addressing.ts).
+ *
  * An alarm expires reporting nodes whose reports stopped (and releases in-flight requests whose
  * worker never completed them), and flushes usage. Per request the object does only in-memory
  * work: `route` and `complete` touch no storage.
  */
-import { DurableObject, RpcTarget } from "cloudflare:workers";
+import { DurableObject } from "cloudflare:workers";
 import { nodeEngineSchema, nodeIdSchema, nodeReportSchema, type NodeReport } from "../src/contracts/node.ts";
 import {
   completionOutcomeSchema,
-  exchangeRequestSchema,
-  nodeFeedSchema,
   responseIdSchema,
   routeRequestSchema,
-  shardLoadsSchema,
   ticketSchema,
   type ExchangeAnswer,
   type ExchangeRequest,
-  type NodeFeed,
-  type ShardLoads,
 } from "../src/contracts/routing.ts";
-import { loadExchangeName } from "../src/core/shard.ts";
 import { RegionRouter, type NodeSpec, type RegionHistoryView, type RegionSnapshot } from "../src/core/region/index.ts";
 import type { RegionDigest } from "../src/core/region/long-prefixes.ts";
 import {
@@ -52,34 +52,22 @@ import {
   type IdentityRefusal,
 } from "../src/core/node-identity.ts";
 import { regionInitSchema, type RegionInit, type UsageInit } from "../src/contracts/region-init.ts";
-import {
-  billSchema,
-  spendReportSchema,
-  spendTotalsSchema,
-  usageQuerySchema,
-  type Bill,
-  type SpendReport,
-  type SpendTotals,
-  type UsageAnswer,
-} from "../src/contracts/usage.ts";
+import { billSchema, usageQuerySchema, type Bill, type SpendTotals, type UsageAnswer } from "../src/contracts/usage.ts";
 import { PendingUsage } from "../src/core/usage/pending.ts";
-import { utcDay, utcMonth } from "../src/core/usage/periods.ts";
-import { overBudgetMessage, SpendView } from "../src/core/usage/spend.ts";
-import { SPEND_LEDGER_NAME, UsageStore } from "./usage-store.ts";
-import { BUDGET_LEDGER_BINDING } from "../src/contracts/topology.ts";
-import { CONTRACT_HEADER, REGION_CONTRACT_VERSION, regionPath } from "../src/contracts/region-service.ts";
-
-/** The configuration's defaults (src/config/usage-schema.ts), for an object that has had no init (the budget ledger). */
-const DEFAULT_FLUSH_INTERVAL_MS = 1_000;
-const DEFAULT_RETENTION_DAYS = 400;
+import { DEFAULT_FLUSH_INTERVAL_MS, DEFAULT_RETENTION_DAYS, UsageStore } from "./usage-store.ts";
 import {
   RESTART_REASON,
   type CompletionOutcome,
   type ReportOutcome,
   type RouteAnswer,
   type RouteRequest,
-  type RouteSessionApi,
 } from "../src/contracts/region-object.ts";
+import { RouteSession } from "./route-session.ts";
+import { LoadExchange, ShardLink } from "./load-exchange.ts";
+import { BudgetLedgerLink, ledgerSpend } from "./budget-ledger.ts";
+
+/** Read here by bench/test/scale-model.test.ts (the scale model's exchange interval is this one). */
+export { exchangeIntervalMs } from "./load-exchange.ts";
 
 /**
  * A reporting node's `last_seen` is written at most this often (as a fraction of the silence
@@ -87,71 +75,6 @@ import {
  * fraction of the timeout to expire the node correctly.
  */
 const LAST_SEEN_WRITE_FRACTION = 1 / 3;
-
-/**
- * How often a shard of a sharded region exchanges its load with the others (src/core/shard.ts).
- * The shard benchmark (bench/SHARDS.md) puts the split's cost in mean TTFT at 0.97-1.04x the
- * single object with this interval; without the exchange (reports only, every second) an earlier
- * run measured up to 1.4x, because each shard saw a fraction of the fleet's utilisation and
- * spilled too eagerly.
- * It is the shortest interval: with more shards, or more node reports into the exchange, the
- * interval grows ({@link exchangeIntervalMs}).
- */
-const SHARD_LOAD_SYNC_MS = 20;
-/** A shard's load older than this is left out of the others' sum (a shard that stopped routing has nothing queued there that is still ahead). */
-const SHARD_LOAD_STALE_MS = 1_000;
-
-/**
- * A placed request's session with the object that placed it: `route` returns it, and its first
- * byte and completion are calls on it. Workers RPC keeps calls on an RpcTarget a call returned in
- * that call's session, which Cloudflare bills as one object request: one billed request per
- * client request instead of three (route, firstByte, complete; docs/SCALING.md, B1). It holds
- * only the ticket: a session outliving an object restart fails its calls, as a ticket would.
- */
-export class RouteSession extends RpcTarget implements RouteSessionApi {
-  private readonly object: RegionDurableObject;
-  private readonly ticket: string;
-
-  constructor(object: RegionDurableObject, ticket: string) {
-    super();
-    this.object = object;
-    this.ticket = ticket;
-  }
-
-  firstByte(responseId?: string): void {
-    this.object.ticketFirstByte(this.ticket, responseId);
-  }
-
-  complete(outcome: CompletionOutcome): boolean {
-    return this.object.ticketComplete(this.ticket, outcome);
-  }
-}
-
-/**
- * The requests a second a sharded region's exchange object takes, for the shards' exchanges and
- * the region's node reports together: 90% of the ~1,000 an object serves (docs/SCALING.md). The
- * reports come first (one a second per node, ingested once for every shard); the shards' exchanges
- * share what is left, never less than MIN_EXCHANGES_PER_SECOND.
- */
-const EXCHANGE_OBJECT_BUDGET = 900;
-/** Past this many node reports a second the exchange object is over its budget whatever the interval: a limit of one object per region's ingest (docs/SCALING.md). */
-const MIN_EXCHANGES_PER_SECOND = 100;
-
-/**
- * The interval between a shard's exchanges: 20 ms, or longer so that the region's shards and its
- * node reports stay within the exchange's budget (with 400 nodes reporting each second: 20 ms up
- * to 10 shards, 62 ms at 31).
- */
-export function exchangeIntervalMs(shards: number, reportsPerSecond: number): number {
-  const room = Math.max(MIN_EXCHANGES_PER_SECOND, EXCHANGE_OBJECT_BUDGET - reportsPerSecond);
-  return Math.max(SHARD_LOAD_SYNC_MS, (shards * 1000) / room);
-}
-
-/** The window over which the exchange counts the node reports it ingests. */
-const REPORT_RATE_WINDOW_MS = 10_000;
-
-/** The most node reports (or removals) one exchange answer carries; a longer feed comes in parts. */
-const MAX_FEED_REPORTS = 4096;
 
 interface NodeRow extends Record<string, SqlStorageValue> {
   id: string;
@@ -172,43 +95,35 @@ export class RegionDurableObject extends DurableObject<Env> {
   private readonly secrets = new Map<string, string>();
   private alarmAt: number | undefined;
   private readonly sql: SqlStorage;
-  /** A shard: when it last sent its load to the region's exchange, and whether an exchange is under way. */
-  private lastLoadSync = -Infinity;
-  private loadSyncing = false;
-  /** The load exchange (the object named by loadExchangeName): each shard's last load, and when it came. */
-  private readonly shardLoads = new Map<number, { load: ShardLoads; at: number }>();
-  /** A shard of a sharded region: which shard it is (from its route calls), and where it is in the exchange's node feed. */
-  private shardIndex: number | undefined;
-  private feedSeen: { epoch: string; version: number } | undefined;
-  /** The region's node reports a second, as its exchange last said (what stretches the exchange interval). */
-  private regionReportsPerSecond = 0;
-  /** The exchange: reports ingested in the current window, and in the last full one (-1: none yet). */
-  private readonly reportWindow = { start: Date.now(), count: 0, last: -1 };
-  /** The region's ingest (the exchange of a sharded region): every node's latest accepted report, and removals, by feed version. */
-  private readonly feedEpoch = crypto.randomUUID().slice(0, 8);
-  private feedVersion = 0;
-  private readonly feedReports = new Map<string, { version: number; report: NodeReport }>();
-  private readonly feedRemoved = new Map<string, number>();
-  /** Usage counted since the last flush, the stored ledger, and budgeted tenants' spend as this object knows it. */
+  /** The load exchange's role (the object named by loadExchangeName), and a shard's side of it. */
+  private readonly loadExchange = new LoadExchange();
+  private readonly shard: ShardLink;
+  /** Usage counted since the last flush, and the stored ledger. */
   private readonly pendingUsage = new PendingUsage();
   private readonly usageStore: UsageStore;
-  private readonly spendView = new SpendView();
+  /** Budgeted tenants' spend as this object knows it, and its exchanges with the budget ledger. */
+  private readonly budgets: BudgetLedgerLink;
   /** Until the first init arrives (the budget ledger object itself never gets one). */
   private usageInit: UsageInit | undefined;
   private get flushIntervalMs(): number {
     return this.usageInit?.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS;
   }
-  /** This instance, as the budget ledger tells its batches apart (a restarted object is a new source). */
-  private readonly instance = crypto.randomUUID().slice(0, 8);
-  private spendExchanging = false;
-  /** When the last exchange with the budget ledger began: a failing ledger is asked at most once a flush interval, not once a request. */
-  private spendAttemptAt = -Infinity;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.usageStore = new UsageStore(this.sql);
-    for (const { tenant, over } of this.usageStore.spentBudgets(Date.now())) this.spendView.remember(tenant, over);
+    this.budgets = new BudgetLedgerLink(ctx, env, this.usageStore, () => ({
+      region: this.router?.settings.name,
+      shard: this.shard.index,
+      flushIntervalMs: this.flushIntervalMs,
+      ledgerRegion: this.usageInit?.ledgerRegion,
+    }));
+    this.shard = new ShardLink(ctx, env, this.sql, {
+      router: () => this.router,
+      applyReport: (router, report, now, seenIsDurable) => this.applyReport(router, report, now, seenIsDurable),
+      forget: (id) => this.forget(id),
+    });
     ctx.blockConcurrencyWhile(async () => {
       this.sql.exec(`CREATE TABLE IF NOT EXISTS config (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
       this.sql.exec(`CREATE TABLE IF NOT EXISTS nodes (
@@ -223,8 +138,7 @@ export class RegionDurableObject extends DurableObject<Env> {
       // the router is built from the worker's init on the next call.
       const stored = row ? regionInitSchema.safeParse(JSON.parse(row.value)) : undefined;
       if (stored?.success) this.build(stored.data);
-      const shard = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'shard'`).toArray()[0];
-      if (shard) this.shardIndex = Number(shard.value);
+      this.shard.restore();
       this.alarmAt = (await ctx.storage.getAlarm()) ?? undefined;
     });
   }
@@ -332,79 +246,22 @@ export class RegionDurableObject extends DurableObject<Env> {
   }
 
   /**
-   * Chooses a node for a request (see RegionRouter.route). A placement comes with its
-   * {@link RouteSession}, on which the caller reports the first byte and the completion.
+   * Chooses a node for a request (see RegionRouter.route), once its tenant's budgets allow it
+   * (budget-ledger.ts); a shard also exchanges its load when due (load-exchange.ts). A placement
+   * comes with its {@link RouteSession}, on which the caller reports the first byte and the
+   * completion.
    */
   async route(init: RegionInit, request: RouteRequest): Promise<RouteAnswer> {
     const router = this.ensure(init);
     const req = routeRequestSchema.parse(request);
     const now = Date.now();
-    if (req.budget !== undefined && req.tenant !== undefined) {
-      // The budget ledger's totals are refreshed off the request's path, at most once a flush interval.
-      const interval = this.flushIntervalMs;
-      if (now - this.spendView.lastAnsweredAt > interval && now - this.spendAttemptAt > interval) this.ctx.waitUntil(this.exchangeSpend());
-      const over = this.spendView.check(req.tenant, req.budget, now);
-      if (over) {
-        router.rejectOverBudget(req, now);
-        if (this.spendView.isNew(req.tenant, over)) {
-          this.spendView.remember(req.tenant, over);
-          this.usageStore.rememberSpent(req.tenant, over);
-        }
-        return {
-          ok: false,
-          reason: "over-budget",
-          message: overBudgetMessage(req.tenant, over),
-          retryAfterSeconds: Math.max(1, Math.ceil((over.resetsAt - now) / 1000)),
-        };
-      }
-    }
+    const overBudget = this.budgets.refusal(router, req, now);
+    if (overBudget) return overBudget;
     const result = router.route(req, now);
-    if (req.shard !== undefined) {
-      if (this.shardIndex !== req.shard) {
-        // Kept, so that a restarted shard hears the feed before its alarm expires anyone (alarm()).
-        this.shardIndex = req.shard;
-        this.sql.exec(`INSERT OR REPLACE INTO config (key, value) VALUES ('shard', ?)`, String(req.shard));
-      }
-      this.syncLoad(router, req.shard, now);
-    }
+    if (req.shard !== undefined) this.shard.routed(router, req.shard, now);
     if (!result.ok) return result;
     await this.scheduleAlarm(Date.now() + router.settings.requestTimeoutMs);
     return { ...result, session: new RouteSession(this, result.ticket) };
-  }
-
-  /**
-   * A shard of a sharded region: at most every {@link exchangeIntervalMs}, sends what it has dispatched
-   * to the region's load exchange and takes back the other shards' sum. Never awaited by a
-   * request: a slow or failed exchange leaves the last known loads in place (they drain and decay
-   * in the model), which is the reports-only behaviour.
-   */
-  private syncLoad(router: RegionRouter, shard: number, now: number): void {
-    const interval = exchangeIntervalMs(router.settings.shards, this.regionReportsPerSecond);
-    if (router.settings.shards <= 1 || this.loadSyncing || now - this.lastLoadSync < interval) return;
-    this.ctx.waitUntil(this.exchangeWithRegion(router, shard, now));
-  }
-
-  /** One exchange: this shard's load out; the others' load and the node reports it has not seen back. */
-  private async exchangeWithRegion(router: RegionRouter, shard: number, now: number): Promise<void> {
-    this.loadSyncing = true;
-    this.lastLoadSync = now;
-    try {
-      const exchange = this.env.REGION.getByName(loadExchangeName(router.settings.name));
-      const answer = await exchange.exchange({ shard, load: router.ownLoad(now), feed: this.feedSeen });
-      if (this.router !== router) return;
-      router.shareForeignLoad(shardLoadsSchema.parse(answer.loads), Date.now());
-      const feed = nodeFeedSchema.parse(answer.feed);
-      this.regionReportsPerSecond = Math.max(0, Number(answer.reportsPerSecond) || 0);
-      // The exchange keeps each node's last_seen durably; a shard writes a node's row only when it
-      // changes (a restarted shard takes the whole feed at its first exchange).
-      for (const r of feed.reports) await this.applyReport(router, r, Date.now(), false);
-      for (const id of feed.removed) if (router.removeNode(id)) this.forget(id);
-      this.feedSeen = { epoch: feed.epoch, version: feed.version };
-    } catch (e) {
-      console.error(JSON.stringify({ event: "shard_load_exchange_error", region: router.settings.name, message: String(e) }));
-    } finally {
-      this.loadSyncing = false;
-    }
   }
 
   /**
@@ -413,80 +270,7 @@ export class RegionDurableObject extends DurableObject<Env> {
    * the region's ingest (this object's {@link report}) accepted since the shard last asked.
    */
   exchange(request: ExchangeRequest): ExchangeAnswer {
-    const parsed = exchangeRequestSchema.safeParse(request);
-    // Only the worker's own shards call this; a malformed load is dropped (and logged), never summed.
-    if (!parsed.success) {
-      console.error(JSON.stringify({ event: "shard_load_refused", message: parsed.error.message.slice(0, 200) }));
-      return {
-        loads: {},
-        feed: { epoch: this.feedEpoch, version: this.feedVersion, reports: [], removed: [] },
-        reportsPerSecond: this.reportsPerSecond(Date.now()),
-      };
-    }
-    const { shard, load, feed } = parsed.data;
-    const now = Date.now();
-    this.shardLoads.set(shard, { load, at: now });
-    const others: ShardLoads = {};
-    for (const [k, entry] of this.shardLoads) {
-      if (k === shard) continue;
-      if (now - entry.at > SHARD_LOAD_STALE_MS) {
-        this.shardLoads.delete(k);
-        continue;
-      }
-      for (const [node, l] of Object.entries(entry.load)) {
-        const sum = (others[node] ??= { queued: 0, recent: 0 });
-        sum.queued += l.queued;
-        sum.recent += l.recent;
-      }
-    }
-    return {
-      loads: others,
-      feed: this.feedSince(feed?.epoch === this.feedEpoch ? feed.version : -1),
-      reportsPerSecond: this.reportsPerSecond(now),
-    };
-  }
-
-  /** The node reports a second this object ingested over its last full window (the current one's so far, before one). */
-  private reportsPerSecond(now: number): number {
-    this.countReport(now, 0);
-    const w = this.reportWindow;
-    return w.last >= 0 ? w.last / (REPORT_RATE_WINDOW_MS / 1000) : w.count / Math.max(1, (now - w.start) / 1000);
-  }
-
-  private countReport(now: number, n: number): void {
-    const w = this.reportWindow;
-    if (now - w.start >= REPORT_RATE_WINDOW_MS) {
-      w.last = now - w.start < 2 * REPORT_RATE_WINDOW_MS ? w.count : 0;
-      w.start = now;
-      w.count = 0;
-    }
-    w.count += n;
-  }
-
-  /** The feed after `since` (-1: every node's latest report, for a shard new to this instance), at most MAX_FEED_REPORTS. */
-  private feedSince(since: number): NodeFeed {
-    const fresh = [...this.feedReports.values()].filter((e) => e.version > since).sort((a, b) => a.version - b.version);
-    const reports = fresh.slice(0, MAX_FEED_REPORTS);
-    // A longer feed is sent in parts: the shard asks again from the last report it got.
-    const version = fresh.length > reports.length ? reports[reports.length - 1]!.version : this.feedVersion;
-    const removed = since < 0 ? [] : [...this.feedRemoved].filter(([, v]) => v > since && v <= version).map(([id]) => id);
-    return { epoch: this.feedEpoch, version, reports: reports.map((e) => e.report), removed: removed.slice(0, MAX_FEED_REPORTS) };
-  }
-
-  /** Records an accepted report (or a removal) in the region's node feed, for the other shards. */
-  private publish(router: RegionRouter, id: string, report: NodeReport | undefined): void {
-    if (router.settings.shards <= 1) return;
-    if (report) this.countReport(Date.now(), 1);
-    const version = ++this.feedVersion;
-    if (report) {
-      this.feedReports.set(id, { version, report });
-      this.feedRemoved.delete(id);
-    } else {
-      this.feedReports.delete(id);
-      this.feedRemoved.set(id, version);
-      // Removals older than a node's silence timeout are of no use: a shard that missed them expires the node itself.
-      for (const [k, v] of this.feedRemoved) if (this.feedRemoved.size > MAX_FEED_REPORTS && v < version) this.feedRemoved.delete(k);
-    }
+    return this.loadExchange.answer(request);
   }
 
   /**
@@ -524,7 +308,7 @@ export class RegionDurableObject extends DurableObject<Env> {
   private bill(bill: Bill): void {
     const now = Date.now();
     this.pendingUsage.add(bill, now);
-    this.spendView.record(bill, now);
+    this.budgets.record(bill, now);
     if (this.pendingUsage.full) this.flushUsage(now);
     this.ctx.waitUntil(this.scheduleAlarm(now + this.flushIntervalMs));
   }
@@ -543,53 +327,9 @@ export class RegionDurableObject extends DurableObject<Env> {
     }
   }
 
-  /**
-   * Sends the budget ledger what budgeted tenants spent here since the last batch, and takes back
-   * every tenant's totals for today and this month. One at a time; a failed batch is resent as it
-   * was (the ledger applies it once).
-   */
-  private async exchangeSpend(): Promise<void> {
-    if (this.spendExchanging) return;
-    this.spendExchanging = true;
-    const now = Date.now();
-    this.spendAttemptAt = now;
-    const batch = this.spendView.takeBatch();
-    try {
-      const source = `${this.router?.settings.name ?? "?"}/${this.shardIndex ?? 0}/${this.instance}`;
-      const report = { source, seq: batch.seq, spends: batch.spends, periods: [utcDay(now), utcMonth(now)] };
-      this.spendView.acknowledge(batch.seq, spendTotalsSchema.parse(await this.sendSpend(report)).totals, Date.now());
-    } catch (e) {
-      console.error(JSON.stringify({ event: "spend_exchange_error", region: this.router?.settings.name, message: String(e) }));
-    } finally {
-      this.spendExchanging = false;
-    }
-  }
-
-  /**
-   * To the budget ledger: in this worker's namespace if it is the ledger's home (or the local
-   * single-process composition, which has one namespace), else through the binding to the home
-   * region's worker (BUDGET_LEDGER_BINDING), which asks it there.
-   */
-  private async sendSpend(report: SpendReport): Promise<unknown> {
-    const home = (this.env as unknown as Record<string, unknown>)[BUDGET_LEDGER_BINDING] as Fetcher | undefined;
-    if (!home) return this.env.REGION.getByName(SPEND_LEDGER_NAME).spend(report);
-    const region = this.usageInit?.ledgerRegion ?? "";
-    const res = await home.fetch(`https://region.warmpath.internal${regionPath.spend(region)}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", [CONTRACT_HEADER]: String(REGION_CONTRACT_VERSION) },
-      body: JSON.stringify(report),
-    });
-    if (!res.ok) throw new Error(`budget ledger's home ${region} answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
-    return res.json();
-  }
-
   /** The budget ledger (the object named SPEND_LEDGER_NAME): applies a region object's batch once, answers the totals. */
   spend(report: unknown): SpendTotals {
-    const r = spendReportSchema.parse(report);
-    const now = Date.now();
-    const totals = this.usageStore.applySpend(r, now);
-    this.usageStore.prune(DEFAULT_RETENTION_DAYS, now);
-    return { totals };
+    return ledgerSpend(this.usageStore, report);
   }
 
   /** This object's usage ledger rows for a query (GET /admin/usage), what is still in memory written first. */
@@ -626,7 +366,7 @@ export class RegionDurableObject extends DurableObject<Env> {
       }
     }
     const { spec, changed } = await this.applyReport(router, r, now);
-    this.publish(router, spec.id, { ...r, url: spec.url });
+    this.loadExchange.publish(router, spec.id, { ...r, url: spec.url });
     // A new or changed node reaches every shard before the node is told (its first requests may go
     // to any shard); its later reports reach them through the exchange's feed.
     const mirror = router.settings.shards > 1 && (decision.register || changed);
@@ -676,7 +416,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     if (!decision.ok) return decision;
     this.router!.removeNode(id);
     this.forget(id);
-    this.publish(this.router!, id, undefined);
+    this.loadExchange.publish(this.router!, id, undefined);
     return decision;
   }
 
@@ -712,27 +452,24 @@ export class RegionDurableObject extends DurableObject<Env> {
     // state, never billing.
     this.flushUsage(Date.now());
     await this.ctx.storage.sync();
-    if (this.spendView.pending) await this.exchangeSpend();
+    if (this.budgets.pending) await this.budgets.exchange();
     this.ctx.abort(RESTART_REASON);
   }
 
   override async alarm(): Promise<void> {
     this.alarmAt = undefined;
     if (this.pendingUsage.size > 0) this.flushUsage(Date.now());
-    if (this.spendView.pending) await this.exchangeSpend();
+    if (this.budgets.pending) await this.budgets.exchange();
     // Spend the budget ledger has not acknowledged is sent again at the next interval.
-    if (this.spendView.pending) await this.scheduleAlarm(Date.now() + this.flushIntervalMs);
+    if (this.budgets.pending) await this.scheduleAlarm(Date.now() + this.flushIntervalMs);
     const router = this.router;
     if (!router) return;
-    // A shard that has routed nothing lately has not heard the feed: hear it before expiring anyone
-    // (a node silent here may have reported through the exchange). Only then: the same alarm
-    // flushes usage every second, which needs no exchange.
-    if (this.shardIndex !== undefined && !this.loadSyncing && router.hasSilentNodes(Date.now()))
-      await this.exchangeWithRegion(router, this.shardIndex, Date.now());
+    // A shard that has routed nothing lately hears the feed before expiring anyone (load-exchange.ts).
+    await this.shard.hearFeedBeforeExpiry(router);
     const { expired, nextAt } = router.expire(Date.now());
     for (const id of expired) {
       this.forget(id);
-      if (this.feedReports.has(id)) this.publish(router, id, undefined);
+      if (this.loadExchange.has(id)) this.loadExchange.publish(router, id, undefined);
       console.log(JSON.stringify({ event: "node_expired", region: router.settings.name, node: id }));
     }
     await this.scheduleAlarm(nextAt);

@@ -1,6 +1,7 @@
 /**
- * A region object's usage ledger and, in the object named {@link SPEND_LEDGER_NAME}, the budget
- * ledger every region reports to (docs/USAGE.md). SQLite tables, created on construction:
+ * A region object's usage ledger and, in the object named SPEND_LEDGER_NAME (addressing.ts), the
+ * budget ledger every region reports to (docs/USAGE.md, budget-ledger.ts). SQLite tables, created
+ * on construction:
  *
  *     usage(tenant, day, model, requests, prompt_tokens, cached_tokens, completion_tokens, cost_usd,
  *           estimated_requests, estimated_prompt_tokens, estimated_completion_tokens,
@@ -17,10 +18,13 @@
  *         refuses them before its first exchange answers
  */
 import type { SpendReport, Spend, UsageQuery, UsageRow } from "../src/contracts/usage.ts";
-export { SPEND_LEDGER_NAME } from "../src/contracts/usage.ts";
 import type { OverBudget } from "../src/core/usage/spend.ts";
 import type { PendingRow } from "../src/core/usage/pending.ts";
 import { daysBefore, utcMonth } from "../src/core/usage/periods.ts";
+
+/** The configuration's defaults (src/config/usage-schema.ts), for an object that has had no init (the budget ledger). */
+export const DEFAULT_FLUSH_INTERVAL_MS = 1_000;
+export const DEFAULT_RETENTION_DAYS = 400;
 
 /** Old days are deleted at most this often (a DELETE scans the table's days). */
 const PRUNE_INTERVAL_MS = 3_600_000;

@@ -20,8 +20,7 @@ import type { Segment } from "../proxy/relay.ts";
 import type { Placed, Upstream } from "./call-node.ts";
 import { deadlineOf, type RegionContext } from "./context.ts";
 import { continuationBody, refusalOf } from "./continuation-body.ts";
-import { accept, tryNodes, type Session } from "./dispatch.ts";
-import { logBookkeepingError } from "./respond.ts";
+import { accept, logBookkeepingError, tryNodes, type Session } from "./place.ts";
 import type { SeamFilter, SeamKind } from "./seam.ts";
 import { countStateless } from "./stateless.ts";
 

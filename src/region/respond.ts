@@ -16,6 +16,7 @@ import { UsageEventFilter } from "../proxy/stream-usage.ts";
 import type { Placed, Upstream } from "./call-node.ts";
 import { deadlineOf, type RegionContext } from "./context.ts";
 import { continuable, continuer, type ContinuationContext, type ContinuationRecord, type Live } from "./continue.ts";
+import { logBookkeepingError } from "./place.ts";
 import { SeamFilter } from "./seam.ts";
 import { regionSinks } from "./sinks.ts";
 import { countStateless } from "./stateless.ts";
@@ -27,8 +28,6 @@ import type { Bill } from "../contracts/usage.ts";
 const DROPPED_RESPONSE_HEADERS = ["content-length", "connection", "keep-alive", "transfer-encoding", "set-cookie", "server"];
 
 const ignore = () => {};
-/** A lost completion only delays the load model's correction (the ticket expires); log it. */
-export const logBookkeepingError = (e: unknown) => console.error(JSON.stringify({ event: "region_bookkeeping_error", message: String(e) }));
 
 /** A node answered: everything needed to relay its answer and account for it. */
 export interface Answer {
@@ -44,16 +43,10 @@ export interface Answer {
   /** The shard that placed it (0 unsharded), and the nodes this request already failed on: where a continuation is placed. */
   shardIndex: number;
   exclude: string[];
-  /** The answer is relayed as SSE ({@link answersAsSse}). */
+  /** The answer is relayed as SSE (answersAsSse, place.ts). */
   sse: boolean;
   /** The first byte is reported with the completion (no firstByte call was made). */
   foldFirstByte: boolean;
-}
-
-/** A streamed request is relayed (and checked for its end) as SSE whatever the node's Content-Type says. */
-export function answersAsSse(stream: boolean, response: Response): boolean {
-  const contentType = response.headers.get("content-type") ?? "";
-  return contentType.includes("text/event-stream") || (stream && response.ok);
 }
 
 /** The `x-warmpath-*` headers that say why this node answered. */
@@ -221,7 +214,7 @@ export function respond(rc: RegionContext, a: Answer): Response {
     finish("ok", undefined, 0);
     return new Response(null, { status: upstream.response.status, headers });
   }
-  // A node's own error on an OpenAI API, read whole (dispatch.ts), is answered in OpenAI's shape.
+  // A node's own error on an OpenAI API, read whole (place.ts), is answered in OpenAI's shape.
   const first =
     !a.sse && upstream.response.status >= 400 && rc.request.api !== "messages" && upstream.first
       ? (openaiErrorBody(upstream.response.status, upstream.first) ?? upstream.first)

@@ -11,7 +11,8 @@ import { CF_VIRGINIA, call, chat, deregister, registerAll } from "../helpers.ts"
 import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { loadExchangeName, shardObjectName } from "../../src/core/shard.ts";
-import { exchangeIntervalMs, type RegionDurableObject } from "../../durable-objects/region.ts";
+import { exchangeIntervalMs } from "../../durable-objects/load-exchange.ts";
+import type { RegionDurableObject } from "../../durable-objects/region.ts";
 
 const NODES = ["shd-a", "shd-b", "shd-c", "shd-d"];
 const headers = { "x-warmpath-region": "shd" };

@@ -1,5 +1,5 @@
 /**
- * The region object's RouteSession (durable-objects/region.ts): a placement comes with its
+ * The region object's RouteSession (durable-objects/route-session.ts): a placement comes with its
  * session, and its first byte and completion are calls on it (one RPC session, one billed
  * request).
  */

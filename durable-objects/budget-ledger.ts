@@ -1,0 +1,134 @@
+/**
+ * Budgets (docs/USAGE.md), both sides of the budget ledger, each a role of the one region object
+ * class (durable-objects/region.ts): a region object's link to the ledger ({@link BudgetLedgerLink}:
+ * the budget check in `route`, and the exchange that sends the ledger what budgeted tenants spent
+ * here and takes back their totals over every region), and the ledger itself, the object named
+ * SPEND_LEDGER_NAME ({@link ledgerSpend}: applies a region object's batch once, answers the totals).
+ */
+import type { RouteAnswer } from "../src/contracts/region-object.ts";
+import { CONTRACT_HEADER, REGION_CONTRACT_VERSION, regionPath } from "../src/contracts/region-service.ts";
+import type { RouteRequest } from "../src/contracts/routing.ts";
+import { spendReportSchema, spendTotalsSchema, type Bill, type SpendReport, type SpendTotals } from "../src/contracts/usage.ts";
+import type { RegionRouter } from "../src/core/region/index.ts";
+import { utcDay, utcMonth } from "../src/core/usage/periods.ts";
+import { overBudgetMessage, SpendView } from "../src/core/usage/spend.ts";
+import { budgetLedgerHome, spendLedgerStub } from "./addressing.ts";
+import { DEFAULT_RETENTION_DAYS, type UsageStore } from "./usage-store.ts";
+
+/** Where a region object stands when it talks to the ledger. */
+export interface LedgerLinkContext {
+  /** The object's region (its router's), once it has one. */
+  region: string | undefined;
+  /** Its shard in a sharded region, once it has routed as one. */
+  shard: number | undefined;
+  /** How often the ledger is asked at most (the usage flush interval). */
+  flushIntervalMs: number;
+  /** The ledger's home region (from the object's init), if known. */
+  ledgerRegion: string | undefined;
+}
+
+/** A region object's side of the budget ledger: budgeted tenants' spend as this object knows it, and its exchanges with the ledger. */
+export class BudgetLedgerLink {
+  private readonly ctx: DurableObjectState;
+  private readonly env: Env;
+  private readonly usageStore: UsageStore;
+  private readonly where: () => LedgerLinkContext;
+  private readonly spendView = new SpendView();
+  /** This instance, as the budget ledger tells its batches apart (a restarted object is a new source). */
+  private readonly instance = crypto.randomUUID().slice(0, 8);
+  private spendExchanging = false;
+  /** When the last exchange with the budget ledger began: a failing ledger is asked at most once a flush interval, not once a request. */
+  private spendAttemptAt = -Infinity;
+
+  constructor(ctx: DurableObjectState, env: Env, usageStore: UsageStore, where: () => LedgerLinkContext) {
+    this.ctx = ctx;
+    this.env = env;
+    this.usageStore = usageStore;
+    this.where = where;
+    for (const { tenant, over } of usageStore.spentBudgets(Date.now())) this.spendView.remember(tenant, over);
+  }
+
+  /** Whether there is spend the ledger has not acknowledged. */
+  get pending(): boolean {
+    return this.spendView.pending;
+  }
+
+  /** Counts a bill's spend (a budgeted tenant's), for the next exchange and this object's own checks. */
+  record(bill: Bill, now: number): void {
+    this.spendView.record(bill, now);
+  }
+
+  /**
+   * The budget check of a request with a budget: its refusal (recorded with the router) if its
+   * tenant has spent a budget, else undefined. The ledger's totals are refreshed off the request's
+   * path, at most once a flush interval.
+   */
+  refusal(router: RegionRouter, req: RouteRequest, now: number): Extract<RouteAnswer, { ok: false }> | undefined {
+    if (req.budget === undefined || req.tenant === undefined) return undefined;
+    const interval = this.where().flushIntervalMs;
+    if (now - this.spendView.lastAnsweredAt > interval && now - this.spendAttemptAt > interval) this.ctx.waitUntil(this.exchange());
+    const over = this.spendView.check(req.tenant, req.budget, now);
+    if (!over) return undefined;
+    router.rejectOverBudget(req, now);
+    if (this.spendView.isNew(req.tenant, over)) {
+      this.spendView.remember(req.tenant, over);
+      this.usageStore.rememberSpent(req.tenant, over);
+    }
+    return {
+      ok: false,
+      reason: "over-budget",
+      message: overBudgetMessage(req.tenant, over),
+      retryAfterSeconds: Math.max(1, Math.ceil((over.resetsAt - now) / 1000)),
+    };
+  }
+
+  /**
+   * Sends the budget ledger what budgeted tenants spent here since the last batch, and takes back
+   * every tenant's totals for today and this month. One at a time; a failed batch is resent as it
+   * was (the ledger applies it once).
+   */
+  async exchange(): Promise<void> {
+    if (this.spendExchanging) return;
+    this.spendExchanging = true;
+    const now = Date.now();
+    this.spendAttemptAt = now;
+    const batch = this.spendView.takeBatch();
+    try {
+      const { region, shard } = this.where();
+      const source = `${region ?? "?"}/${shard ?? 0}/${this.instance}`;
+      const report = { source, seq: batch.seq, spends: batch.spends, periods: [utcDay(now), utcMonth(now)] };
+      this.spendView.acknowledge(batch.seq, spendTotalsSchema.parse(await this.sendSpend(report)).totals, Date.now());
+    } catch (e) {
+      console.error(JSON.stringify({ event: "spend_exchange_error", region: this.where().region, message: String(e) }));
+    } finally {
+      this.spendExchanging = false;
+    }
+  }
+
+  /**
+   * To the budget ledger: in this worker's namespace if it is the ledger's home (or the local
+   * single-process composition, which has one namespace), else through the binding to the home
+   * region's worker (BUDGET_LEDGER_BINDING), which asks it there.
+   */
+  private async sendSpend(report: SpendReport): Promise<unknown> {
+    const home = budgetLedgerHome(this.env);
+    if (!home) return spendLedgerStub(this.env).spend(report);
+    const region = this.where().ledgerRegion ?? "";
+    const res = await home.fetch(`https://region.warmpath.internal${regionPath.spend(region)}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", [CONTRACT_HEADER]: String(REGION_CONTRACT_VERSION) },
+      body: JSON.stringify(report),
+    });
+    if (!res.ok) throw new Error(`budget ledger's home ${region} answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
+    return res.json();
+  }
+}
+
+/** The budget ledger (the object named SPEND_LEDGER_NAME): applies a region object's batch once, answers the totals. */
+export function ledgerSpend(usageStore: UsageStore, report: unknown): SpendTotals {
+  const r = spendReportSchema.parse(report);
+  const now = Date.now();
+  const totals = usageStore.applySpend(r, now);
+  usageStore.prune(DEFAULT_RETENTION_DAYS, now);
+  return { totals };
+}
