@@ -16,7 +16,8 @@
  *   as vLLM reports it (blocks held by running requests; idle cached blocks count as free).
  *
  * TTFT is arrival to end of prefill: the router and network are instantaneous, so every
- * difference between policies is placement.
+ * difference between policies is placement (and, for a dispatcher that refuses or holds requests,
+ * admission: see Dispatcher).
  */
 import { EventHeap } from "./heap.ts";
 import type { BenchRequest } from "./workloads/types.ts";
@@ -63,6 +64,28 @@ export interface Live {
   firstToken: number;
   end: number;
   slotWait: boolean;
+  /**
+   * Why the dispatcher refused it (it never reached a node; it scores as a miss), or undefined.
+   * Set only by dispatchers that refuse (bench/goodput.ts); the main bench places everything.
+   */
+  refused?: string | undefined;
+  /** When it was put on a node's queue (ms): its arrival, unless its dispatcher held it first. NaN while held or refused. */
+  placedAt?: number;
+  /** When its dispatcher decided it (placed or refused), ms. */
+  decidedAt?: number;
+  /** Its time-to-first-token objective (ms): {@link objectiveMs}, the same for every dispatcher. */
+  objectiveMs?: number;
+}
+
+/**
+ * A request's time-to-first-token objective, for scoring every dispatcher alike (bench/goodput.ts):
+ * its tenant's (`req.objectiveMs`) if it has one, else `max(1 s, 5 x its cold prefill)`, the cold
+ * prefill being its whole prompt at the fleet's TRUE prefill rate (issue 30's definition; a
+ * router applies its own learned rate, but the score must not depend on what a router learned).
+ */
+export function objectiveMs(req: BenchRequest, prefillRate: number): number {
+  if (req.objectiveMs !== undefined) return req.objectiveMs;
+  return Math.max(1000, (5 * req.promptTokens * 1000) / prefillRate);
 }
 
 /** A block LRU: Map iteration order is insertion order, so the first key is the coldest. */
@@ -121,15 +144,34 @@ export class SimNode {
   }
 }
 
+/**
+ * What a dispatcher does with a request: a node index (placed now), a refusal (with its reason;
+ * it never reaches a node), or "queued" (held inside the dispatcher, decided later by `drain`).
+ */
+export type Placement = number | { refused: string } | "queued";
+
+/** A held request the dispatcher has decided: placed on `node`, or refused. */
+export type Decided = { live: Live; node: number } | { live: Live; refused: string };
+
 /** How requests are placed: a RegionRouter with a policy, the oracle, or the pooled bound. */
 export interface Dispatcher {
   readonly name: string;
+  /** Maintain the nodes' pendingBlocks and queuedEstimateMs (the oracles read them). Default: only for "oracle". */
+  readonly trackPending?: boolean;
   init(fleet: Fleet): void;
-  /** Returns the node index. */
-  route(r: Live, now: number): number;
+  /** The node index, or a refusal, or "queued" (only a dispatcher with `drain` may hold requests). */
+  route(r: Live, now: number): Placement;
   firstToken(r: Live, now: number): void;
   complete(r: Live, now: number): void;
   report(node: SimNode, now: number): void;
+  /**
+   * Held requests decided as of `now`. Called after every fleet event (first token, completion,
+   * report) and at the times `wakeAt` asks for, as the region Durable Object acts on each first
+   * byte, completion and report, and on its alarm.
+   */
+  drain?(now: number): Decided[];
+  /** When to call `drain` again if no event comes first (the Durable Object's alarm); undefined: no need. */
+  wakeAt?(now: number): number | undefined;
 }
 
 interface Event {
@@ -208,7 +250,7 @@ export function simulate(
   faults: Faults = {},
 ): { lives: Live[]; fleet: Fleet } {
   const fleet = new Fleet(cfg, blockTokens);
-  fleet.trackPending = dispatcher.name === "oracle";
+  fleet.trackPending = dispatcher.name === "oracle" || dispatcher.trackPending === true;
   dispatcher.init(fleet);
   const heap = new EventHeap<Event>();
   const lives: Live[] = requests.map((req) => ({
@@ -225,6 +267,10 @@ export function simulate(
     firstToken: NaN,
     end: NaN,
     slotWait: false,
+    refused: undefined,
+    placedAt: NaN,
+    decidedAt: NaN,
+    objectiveMs: objectiveMs(req, cfg.prefillRate),
   }));
   const firstAt = lives.length > 0 ? lives[0]!.arrival : 0;
   for (const n of fleet.nodes) {
@@ -269,11 +315,47 @@ export function simulate(
     heap.push({ t: now + ms, seq: 0, kind: 0, node: node.index, live: r });
   };
 
+  /** Puts `r` on node `n`'s queue at `now`. */
+  const place = (r: Live, n: number, now: number): void => {
+    const node = fleet.nodes[n]!;
+    r.node = n;
+    r.placedAt = now;
+    r.decidedAt = now;
+    node.requests++;
+    node.queue.push(r);
+    if (fleet.trackPending) {
+      node.queuedEstimateMs += r.estimateMs;
+      for (const b of r.req.trueBlocks) node.pendingBlocks.set(b, (node.pendingBlocks.get(b) ?? 0) + 1);
+    }
+    tryStart(node, now);
+  };
+  const refuse = (r: Live, reason: string, now: number): void => {
+    r.refused = reason;
+    r.decidedAt = now;
+    outstanding--;
+  };
+  // Held requests: only a dispatcher with `drain` may hold them; it is asked after every fleet
+  // event and at the time it asks to be woken (Infinity: never).
+  const holds = dispatcher.drain !== undefined;
+  let held = 0;
+  let wake = Infinity;
+  const drain = (now: number): void => {
+    for (const d of dispatcher.drain!(now)) {
+      held--;
+      if ("refused" in d) refuse(d.live, d.refused, now);
+      else place(d.live, d.node, now);
+    }
+    const w = dispatcher.wakeAt?.(now);
+    // A wake-up asked for now or earlier would loop without time passing: a millisecond later.
+    wake = w === undefined || held === 0 ? Infinity : Math.max(w, now + 1);
+  };
+
   let next = 0;
   while (outstanding > 0) {
     const arrivalAt = next < lives.length ? lives[next]!.arrival : Infinity;
-    // Simultaneous events: the fleet's own events first, then arrivals.
-    if (heap.peekTime() <= arrivalAt) {
+    const eventAt = heap.peekTime();
+    // Simultaneous events: the fleet's own events first, then a wake-up, then arrivals.
+    if (eventAt <= arrivalAt && eventAt <= wake && eventAt < Infinity) {
       const e = heap.pop()!;
       const node = fleet.nodes[e.node]!;
       if (e.kind === 3) {
@@ -283,6 +365,7 @@ export function simulate(
       if (e.kind === 2) {
         dispatcher.report(node, e.t);
         heap.push({ t: e.t + cfg.reportIntervalMs, seq: 0, kind: 2, node: e.node, live: undefined });
+        if (holds && held > 0) drain(e.t);
         continue;
       }
       const r = e.live!;
@@ -300,20 +383,26 @@ export function simulate(
         dispatcher.complete(r, e.t);
         tryStart(node, e.t);
       }
+      if (holds && held > 0) drain(e.t);
       continue;
     }
+    if (wake <= arrivalAt && wake < Infinity) {
+      drain(wake);
+      continue;
+    }
+    if (arrivalAt === Infinity) throw new Error(`${dispatcher.name}: ${held} requests held with nothing left to release them`);
     const r = lives[next++]!;
     const now = r.arrival;
-    const n = dispatcher.route(r, now);
-    const node = fleet.nodes[n]!;
-    r.node = n;
-    node.requests++;
-    node.queue.push(r);
-    if (fleet.trackPending) {
-      node.queuedEstimateMs += r.estimateMs;
-      for (const b of r.req.trueBlocks) node.pendingBlocks.set(b, (node.pendingBlocks.get(b) ?? 0) + 1);
+    const p = dispatcher.route(r, now);
+    if (typeof p === "number") place(r, p, now);
+    else if (p === "queued") {
+      if (!holds) throw new Error(`${dispatcher.name} queued a request but has no drain`);
+      held++;
+    } else refuse(r, p.refused, now);
+    if (holds) {
+      const w = held > 0 ? dispatcher.wakeAt?.(now) : undefined;
+      wake = w === undefined ? Infinity : Math.max(w, now + 1);
     }
-    tryStart(node, now);
   }
   return { lives, fleet };
 }

@@ -15,7 +15,7 @@
  * fast, which no fleet of separate nodes can match on queueing; read its TTFT as context only.
  */
 import { mix32 } from "./text.ts";
-import type { Dispatcher, Fleet, FleetConfig, Live, SimNode } from "./fleet.ts";
+import type { Dispatcher, Fleet, FleetConfig, Live, Placement, SimNode } from "./fleet.ts";
 
 export class OracleDispatcher implements Dispatcher {
   readonly name = "oracle";
@@ -26,6 +26,13 @@ export class OracleDispatcher implements Dispatcher {
   }
 
   route(r: Live, now: number): number {
+    const { node, estMs } = this.earliest(r, now);
+    r.estimateMs = estMs;
+    return node;
+  }
+
+  /** The node where `r`'s first token would come earliest, that time from now (ms), and `r`'s own prefill there (ms). */
+  earliest(r: Live, now: number): { node: number; ttftMs: number; estMs: number } {
     const fleet = this.fleet!;
     const { prefillRate } = fleet.cfg;
     const n = fleet.nodes.length;
@@ -51,8 +58,7 @@ export class OracleDispatcher implements Dispatcher {
         bestEst = est;
       }
     }
-    r.estimateMs = bestEst;
-    return best;
+    return { node: best, ttftMs: bestTtft, estMs: bestEst };
   }
 
   private cachedWithQueue(node: SimNode, r: Live, blockTokens: number): number {
@@ -60,6 +66,38 @@ export class OracleDispatcher implements Dispatcher {
     let i = 0;
     while (i < blocks.length && (node.cache.map.has(blocks[i]!) || node.pendingBlocks.has(blocks[i]!))) i++;
     return Math.min(i * blockTokens, r.req.promptTokens - 1);
+  }
+
+  firstToken(): void {}
+  complete(): void {}
+  report(): void {}
+}
+
+/**
+ * The SLO-aware greedy oracle (bench/goodput.ts): the oracle's placement (the node with the
+ * earliest true first token, knowing every cache, queue and true prefill time), and at arrival it
+ * REFUSES a request whose earliest first token is later than its objective, so it never spends a
+ * GPU on an answer it knows will be late. Greedy: it neither holds requests nor plans for those
+ * still to come, and its prediction is exact except for slot waits and evictions by the prompts
+ * queued ahead; `predictedTtftMs` keeps each prediction for the tests.
+ */
+export class SloOracleDispatcher implements Dispatcher {
+  readonly name = "slo-oracle";
+  readonly trackPending = true;
+  private readonly oracle = new OracleDispatcher();
+  /** The predicted time to first token of every request it saw (ms from arrival), by request id. */
+  readonly predictedTtftMs = new Map<number, number>();
+
+  init(fleet: Fleet): void {
+    this.oracle.init(fleet);
+  }
+
+  route(r: Live, now: number): Placement {
+    const { node, ttftMs, estMs } = this.oracle.earliest(r, now);
+    this.predictedTtftMs.set(r.req.id, ttftMs);
+    if (ttftMs > r.objectiveMs!) return { refused: "predicted-late" };
+    r.estimateMs = estMs;
+    return node;
   }
 
   firstToken(): void {}

@@ -9,7 +9,8 @@
 import { DEFAULT_REGION_SETTINGS, RegionRouter, type RegionSettings } from "../src/core/region/index.ts";
 import { DEFAULT_PREFIX_SETTINGS } from "../src/core/prefix.ts";
 import { createPolicy, parsePolicySpec, type PolicySpec, type PolicySpecInput } from "../src/core/policies/index.ts";
-import type { Dispatcher, Fleet, Live, SimNode } from "./fleet.ts";
+import type { RouteRequest, RouteResult } from "../src/contracts/routing.ts";
+import type { Decided, Dispatcher, Fleet, Live, Placement, SimNode } from "./fleet.ts";
 
 const MODEL = "bench-model";
 
@@ -24,6 +25,30 @@ export function benchRegionSettings(
   prefillRate: number,
   learnFromUsage: boolean = policy.name === "warmpath",
 ): RegionSettings {
+  return withAdmission(
+    {
+      ...productionRegionSettings(policy, prefillRate, learnFromUsage),
+      // One region has nowhere to fail over to: a "saturated" answer would only hide latency, so
+      // every request is placed and past saturation its queueing shows up in TTFT.
+      maxQueueSeconds: Infinity,
+      maxInflightPerNode: Infinity,
+    },
+    // Pure placement: no admission by objective, no region queue (what every anchor does by
+    // default), so `npm run bench` measures placement alone. bench/goodput.ts measures admission.
+    false,
+  );
+}
+
+/**
+ * The region's settings as production ships them (DEFAULT_REGION_SETTINGS: admission on, the 30 s
+ * saturation bound, 256 in flight per node), with the bench's policy, block size and the fleet's
+ * nominal prefill rate: what bench/goodput.ts runs warmpath with.
+ */
+export function productionRegionSettings(
+  policy: PolicySpec,
+  prefillRate: number,
+  learnFromUsage: boolean = policy.name === "warmpath",
+): RegionSettings {
   return {
     ...DEFAULT_REGION_SETTINGS,
     learnFromUsage,
@@ -32,11 +57,12 @@ export function benchRegionSettings(
     blockTokens: DEFAULT_PREFIX_SETTINGS.blockChars / DEFAULT_PREFIX_SETTINGS.charsPerToken,
     // The operator configures the nodes' nominal prefill rate; the router refines it from first bytes.
     prefillTokensPerSecond: prefillRate,
-    // One region has nowhere to fail over to: a "saturated" answer would only hide latency, so
-    // every request is placed and past saturation its queueing shows up in TTFT.
-    maxQueueSeconds: Infinity,
-    maxInflightPerNode: Infinity,
   };
+}
+
+/** `settings` with admission by objective (src/core/region/admission.ts) turned on or off, its other settings as they are. */
+export function withAdmission(settings: RegionSettings, enabled: boolean): RegionSettings {
+  return { ...settings, admission: { ...settings.admission, enabled } };
 }
 
 export class RouterDispatcher implements Dispatcher {
@@ -61,6 +87,14 @@ export class RouterDispatcher implements Dispatcher {
    * @param options.nodes the nodes this router knows (default: the whole fleet)
    * @param options.minCacheShare a shard's least believed part of a node's cache (default: the router's)
    */
+  /**
+   * @param options.settings the region's settings instead of {@link benchRegionSettings} (bench/goodput.ts
+   *   runs warmpath with {@link productionRegionSettings})
+   * @param options.tenancy send each request's tenant, class and tenant objective (warmpath's
+   *   admission reads them); off, every request is the same tenant's, as for the anchors, which
+   *   have no tenants
+   * @param options.refusals record the router's refusals (bench/goodput.ts) instead of failing the run
+   */
   constructor(
     label: string,
     policy: PolicySpecInput,
@@ -70,14 +104,27 @@ export class RouterDispatcher implements Dispatcher {
       capacityFactor?: number;
       nodes?: (node: SimNode) => boolean;
       minCacheShare?: number | undefined;
+      settings?: (policy: PolicySpec, prefillRate: number) => RegionSettings;
+      tenancy?: boolean;
+      refusals?: boolean;
     } = {},
   ) {
     this.name = label;
-    this.settings = benchRegionSettings(parsePolicySpec(policy), prefillRate, options.learnFromUsage);
+    const spec = parsePolicySpec(policy);
+    this.settings = options.settings ? options.settings(spec, prefillRate) : benchRegionSettings(spec, prefillRate, options.learnFromUsage);
     if (options.minCacheShare !== undefined) this.settings.minCacheShare = options.minCacheShare;
     this.capacityFactor = options.capacityFactor ?? 1;
     this.serves = options.nodes ?? (() => true);
+    this.tenancy = options.tenancy ?? false;
+    this.refusals = options.refusals ?? false;
   }
+
+  private readonly tenancy: boolean;
+  private readonly refusals: boolean;
+  /** Requests held in the router's queue, by queue id. */
+  private readonly queued = new Map<string, Live>();
+  /** Refusals by reason (`shed:objective`, `saturated`, ...), for the report. */
+  readonly refusalReasons = new Map<string, number>();
 
   /** The fleet's nodes this router knows (a region's, when the fleet stands for several regions). */
   private readonly serves: (node: SimNode) => boolean;
@@ -101,14 +148,62 @@ export class RouterDispatcher implements Dispatcher {
   }
 
   route(r: Live, now: number): number {
-    const res = this.router.route(
-      { requestId: String(r.req.id), model: MODEL, hashes: r.req.hashes, promptTokens: r.req.promptTokens, sessionKey: r.req.sessionKey },
-      now,
-    );
-    if (!res.ok) throw new Error(`router refused request ${r.req.id}: ${res.message}`);
+    const p = this.decide(r, now);
+    if (typeof p !== "number") throw new Error(`router did not place request ${r.req.id}: ${JSON.stringify(p)}`);
+    return p;
+  }
+
+  /**
+   * The router's answer for `r` as the simulation takes it: a node, a refusal (with `refusals`) or
+   * "queued" (admission on; {@link drain} decides it later). `exclude`: nodes it must not use.
+   */
+  decide(r: Live, now: number, exclude?: string[]): Placement {
+    const req: RouteRequest = {
+      requestId: String(r.req.id),
+      model: MODEL,
+      hashes: r.req.hashes,
+      promptTokens: r.req.promptTokens,
+      sessionKey: r.req.sessionKey,
+    };
+    if (exclude !== undefined && exclude.length > 0) req.exclude = exclude;
+    if (this.tenancy) Object.assign(req, tenancyOf(r));
+    // With admission off (the main bench, the anchors), admit is route: placed at once or refused.
+    const res = this.router.admit(req, now);
+    if (res.ok === "queued") {
+      this.queued.set(res.queueId, r);
+      return "queued";
+    }
+    return this.outcome(r, res);
+  }
+
+  /** A placement or refusal answered by the router, as the simulation takes it. */
+  private outcome(r: Live, res: RouteResult): Placement {
+    if (!res.ok) {
+      if (!this.refusals) throw new Error(`router refused request ${r.req.id}: ${res.message}`);
+      const reason = res.shed !== undefined ? `${res.reason}:${res.shed}` : res.reason;
+      this.refusalReasons.set(reason, (this.refusalReasons.get(reason) ?? 0) + 1);
+      return { refused: reason };
+    }
     r.ticket = res.ticket;
     r.predictedCachedTokens = res.predictedCachedTokens;
     return this.indexOf.get(res.nodeId)!;
+  }
+
+  drain(now: number): Decided[] {
+    if (this.queued.size === 0) return [];
+    const out: Decided[] = [];
+    for (const { queueId, result } of this.router.drainQueue(now)) {
+      const live = this.queued.get(queueId);
+      if (live === undefined) throw new Error(`router drained an unknown queue id ${queueId}`);
+      this.queued.delete(queueId);
+      const p = this.outcome(live, result);
+      out.push(typeof p === "number" ? { live, node: p } : { live, refused: (p as { refused: string }).refused });
+    }
+    return out;
+  }
+
+  wakeAt(now: number): number | undefined {
+    return this.queued.size === 0 ? undefined : this.router.queueWakeAt(now);
   }
 
   private toldCapacity(fleet: Fleet): number {
@@ -146,4 +241,17 @@ export class RouterDispatcher implements Dispatcher {
       now,
     );
   }
+}
+
+/**
+ * What warmpath's admission reads of a request (RouteRequest's tenant, priority, objectiveMs):
+ * the tenant's class and configured objective, as the worker would send them from configuration.
+ * Absent fields are left out, so a workload without tenants routes exactly as before.
+ */
+function tenancyOf(r: Live): Pick<RouteRequest, "tenant" | "priority" | "objectiveMs"> {
+  const out: Pick<RouteRequest, "tenant" | "priority" | "objectiveMs"> = {};
+  if (r.req.tenant !== undefined) out.tenant = r.req.tenant;
+  if (r.req.priority !== undefined) out.priority = r.req.priority;
+  if (r.req.objectiveMs !== undefined) out.objectiveMs = Math.round(r.req.objectiveMs);
+  return out;
 }

@@ -22,25 +22,45 @@ export interface Series {
   dashed?: boolean;
 }
 
-/** Line chart; y on a log scale (TTFT spans orders of magnitude across load levels). */
-export function lineChart(title: string, xLabel: string, yLabel: string, series: Series[]): string {
+/**
+ * A linear y axis instead of the default log one: from `min` to `max`, gridlines at `ticks`,
+ * labelled by `label` (goodput, a share from 0 to 1).
+ */
+export interface LinearAxis {
+  min: number;
+  max: number;
+  ticks: number[];
+  label: (v: number) => string;
+}
+
+/** Line chart; y on a log scale (TTFT spans orders of magnitude across load levels), or linear with `linear`. */
+export function lineChart(title: string, xLabel: string, yLabel: string, series: Series[], linear?: LinearAxis): string {
   const xs = series.flatMap((s) => s.points.map((p) => p[0]));
   const ys = series.flatMap((s) => s.points.map((p) => p[1])).filter((y) => y > 0 && Number.isFinite(y));
   const x0 = Math.min(...xs);
   const x1 = Math.max(...xs);
-  const lo = Math.floor(Math.log10(Math.min(...ys)));
-  const hi = Math.ceil(Math.log10(Math.max(...ys)));
+  const lo = linear ? 0 : Math.floor(Math.log10(Math.min(...ys)));
+  const hi = linear ? 0 : Math.ceil(Math.log10(Math.max(...ys)));
   const pw = W - M.left - M.right;
   const ph = H - M.top - M.bottom;
   const sx = (x: number) => M.left + (x1 === x0 ? pw / 2 : ((x - x0) / (x1 - x0)) * pw);
-  const sy = (y: number) => M.top + ph - ((Math.log10(Math.max(y, 10 ** lo)) - lo) / Math.max(1, hi - lo)) * ph;
+  const sy = linear
+    ? (y: number) => M.top + ph - ((Math.min(linear.max, Math.max(linear.min, y)) - linear.min) / (linear.max - linear.min)) * ph
+    : (y: number) => M.top + ph - ((Math.log10(Math.max(y, 10 ** lo)) - lo) / Math.max(1, hi - lo)) * ph;
   const out: string[] = [];
   out.push(
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
   );
   out.push(`<rect width="${W}" height="${H}" fill="white"/>`);
   out.push(`<text x="${W / 2 - M.right / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${esc(title)}</text>`);
-  for (let e = lo; e <= hi; e++) {
+  if (linear) {
+    for (const v of linear.ticks) {
+      const y = sy(v);
+      out.push(`<line x1="${M.left}" x2="${M.left + pw}" y1="${y}" y2="${y}" stroke="#ddd"/>`);
+      out.push(`<text x="${M.left - 6}" y="${y + 4}" text-anchor="end">${esc(linear.label(v))}</text>`);
+    }
+  }
+  for (let e = lo; !linear && e <= hi; e++) {
     for (const m of [1, 2, 5]) {
       const v = m * 10 ** e;
       if (v > 10 ** hi) break;

@@ -185,3 +185,228 @@ export function generate(cfg: GeneratorConfig, opts: GenerateOptions = {}): Work
   });
   return { name: cfg.name, description: cfg.description, trueBlockTokens: ENGINE_BLOCK_TOKENS, requests };
 }
+
+/**
+ * One tenant of a multi-tenant mix ({@link generateMix}): its own traffic (the knobs of
+ * {@link GeneratorConfig}, for this tenant alone), its priority class and objective.
+ */
+export interface TenantSpec {
+  name: string;
+  priority: "interactive" | "standard" | "batch";
+  /** Its configured time-to-first-token objective (ms); undefined: the default formula. */
+  objectiveMs?: number;
+  /** Its own seed: a tenant's traffic does not change when another's does (the flood scenario). */
+  seed: number;
+  sessionsPerSecond: number;
+  systemPromptTokens: [number, number];
+  users: number;
+  meanTurns: number;
+  thinkTimeSeconds: number;
+  userTurnTokens: [number, number];
+  answerTokens: [number, number];
+  documents: number;
+  documentZipf: number;
+  documentTokens: [number, number];
+  documentProbability: number;
+}
+
+export interface MixConfig {
+  name: string;
+  description: string;
+  durationSeconds: number;
+  tenants: TenantSpec[];
+}
+
+/**
+ * The multi-tenant mix of bench/goodput.ts: two interactive chat tenants (sessions own their
+ * reuse), two standard RAG tenants (a long instruction template and Zipf-popular documents shared
+ * across users), and one batch tenant whose jobs are long documents (8k-32k tokens, nearly all
+ * distinct) under a shared 1.5k-token instruction, with a loose 60 s objective. The batch tenant
+ * brings about half of the prefill the fleet computes (bench/GOODPUT.md states the measured
+ * shares), the load under which interactive traffic must be protected.
+ */
+export const MIX: MixConfig = {
+  name: "mix",
+  description: "multi-tenant mix: 2 interactive chat tenants, 2 standard RAG tenants, 1 batch tenant (long documents, 60 s objective)",
+  durationSeconds: 600,
+  tenants: [
+    {
+      name: "chat-a",
+      priority: "interactive",
+      seed: 101,
+      sessionsPerSecond: 1.2,
+      systemPromptTokens: [500, 3000],
+      users: 300,
+      meanTurns: 6,
+      thinkTimeSeconds: 45,
+      userTurnTokens: [50, 600],
+      answerTokens: [100, 800],
+      documents: 20,
+      documentZipf: 1.1,
+      documentTokens: [2000, 8000],
+      documentProbability: 0.2,
+    },
+    {
+      name: "chat-b",
+      priority: "interactive",
+      seed: 102,
+      sessionsPerSecond: 0.8,
+      systemPromptTokens: [500, 3000],
+      users: 200,
+      meanTurns: 6,
+      thinkTimeSeconds: 45,
+      userTurnTokens: [50, 600],
+      answerTokens: [100, 800],
+      documents: 20,
+      documentZipf: 1.1,
+      documentTokens: [2000, 8000],
+      documentProbability: 0.2,
+    },
+    {
+      name: "rag-a",
+      priority: "standard",
+      seed: 103,
+      sessionsPerSecond: 3,
+      systemPromptTokens: [2000, 6000],
+      users: 500,
+      meanTurns: 1.5,
+      thinkTimeSeconds: 30,
+      userTurnTokens: [50, 400],
+      answerTokens: [50, 400],
+      documents: 100,
+      documentZipf: 1.1,
+      documentTokens: [2000, 12000],
+      documentProbability: 0.9,
+    },
+    {
+      name: "rag-b",
+      priority: "standard",
+      seed: 104,
+      sessionsPerSecond: 2,
+      systemPromptTokens: [2000, 6000],
+      users: 500,
+      meanTurns: 1.5,
+      thinkTimeSeconds: 30,
+      userTurnTokens: [50, 400],
+      answerTokens: [50, 400],
+      documents: 100,
+      documentZipf: 1.1,
+      documentTokens: [2000, 12000],
+      documentProbability: 0.9,
+    },
+    {
+      name: "batch",
+      priority: "batch",
+      objectiveMs: 60_000,
+      seed: 105,
+      sessionsPerSecond: 1.15,
+      systemPromptTokens: [1500, 1500],
+      // Jobs, not sessions: every job its own key, so no session hint ties them together.
+      users: 1_000_000,
+      meanTurns: 1,
+      thinkTimeSeconds: 1,
+      userTurnTokens: [50, 200],
+      answerTokens: [100, 400],
+      documents: 100_000,
+      documentZipf: 0.01,
+      documentTokens: [8000, 32000],
+      documentProbability: 1,
+    },
+  ],
+};
+
+export interface MixOptions {
+  /** Shortens the arrival window (the --quick slice). */
+  durationSeconds?: number | undefined;
+  /** Multiplies named tenants' session rates (the flood scenario: one tenant at several times its share). */
+  rateFactor?: Readonly<Record<string, number>>;
+}
+
+/**
+ * Generates a multi-tenant mix: each tenant's sessions as in {@link generate} (system prompt,
+ * optional document, growing turns), from the tenant's own seed and in its own text and hash
+ * namespace, merged by arrival. Requests carry their tenant, class and configured objective.
+ */
+export function generateMix(cfg: MixConfig, opts: MixOptions = {}): Workload {
+  const duration = (opts.durationSeconds ?? cfg.durationSeconds) * 1000;
+  interface Turn {
+    at: number;
+    tenant: number;
+    session: number;
+    doc: number;
+    turn: number;
+    userTokens: number[];
+    answerTokens: number[];
+    user: number;
+  }
+  const turns: Turn[] = [];
+  const systemTokens: number[] = [];
+  const docTokens: Array<Map<number, number>> = [];
+  cfg.tenants.forEach((t, ti) => {
+    const rnd = seededRandom(t.seed);
+    const uniform = ([a, b]: [number, number]) => a + Math.floor(rnd() * (b - a + 1));
+    const exp = (mean: number) => -Math.log(1 - rnd()) * mean;
+    const docOf = zipfSampler(t.documents, t.documentZipf, rnd);
+    systemTokens.push(uniform(t.systemPromptTokens));
+    const docs = new Map<number, number>();
+    docTokens.push(docs);
+    const rate = t.sessionsPerSecond * (opts.rateFactor?.[t.name] ?? 1);
+    let session = 0;
+    for (let at0 = exp(1000 / rate); at0 < duration; at0 += exp(1000 / rate)) {
+      const user = Math.floor(rnd() * t.users);
+      const doc = rnd() < t.documentProbability ? docOf() : -1;
+      // A document's length is drawn once, where it is first used, from the tenant's stream.
+      if (doc >= 0 && !docs.has(doc)) docs.set(doc, uniform(t.documentTokens));
+      let n = 1;
+      while (n < 64 && rnd() > 1 / t.meanTurns) n++;
+      const userTokens: number[] = [];
+      const answerTokens: number[] = [];
+      let at = at0;
+      for (let k = 0; k < n; k++) {
+        userTokens.push(uniform(t.userTurnTokens));
+        answerTokens.push(uniform(t.answerTokens));
+        if (at < duration) turns.push({ at, tenant: ti, session, doc, turn: k, userTokens, answerTokens, user });
+        at += exp(t.thinkTimeSeconds * 1000);
+      }
+      session++;
+    }
+  });
+  turns.sort((a, b) => a.at - b.at || a.tenant - b.tenant || a.session - b.session || a.turn - b.turn);
+
+  // Entity ids per tenant, so no two tenants share text: tenant x 2^32 + the tenant's own id.
+  const T = 4294967296;
+  const requests: BenchRequest[] = turns.map((x, id) => {
+    const t = cfg.tenants[x.tenant]!;
+    const messages: CanonicalMessage[] = [
+      { role: "system", content: entityText(KIND.system, x.tenant * T + 1, systemTokens[x.tenant]! * CHARS_PER_TOKEN) },
+    ];
+    for (let k = 0; k <= x.turn; k++) {
+      const turnId = x.tenant * T + x.session * 64 + k;
+      let content = entityText(KIND.userTurn, turnId, x.userTokens[k]! * CHARS_PER_TOKEN);
+      if (k === 0 && x.doc >= 0) {
+        const doc = entityText(KIND.document, x.tenant * T + x.doc, docTokens[x.tenant]!.get(x.doc)! * CHARS_PER_TOKEN);
+        content = doc + "\n\n" + content;
+      }
+      messages.push({ role: "user", content });
+      if (k < x.turn) messages.push({ role: "assistant", content: entityText(KIND.answer, turnId, x.answerTokens[k]! * CHARS_PER_TOKEN) });
+    }
+    const prompt = { kind: "chat" as const, messages };
+    const key = prefixKey(prompt, { model: "bench-model", namespace: `tenant-${t.name}` }, DEFAULT_PREFIX_SETTINGS);
+    const out: BenchRequest = {
+      id,
+      arrival: x.at,
+      sessionKey: `${t.name}/u${x.user}`,
+      hashes: key.hashes,
+      promptTokens: key.promptTokens,
+      trueBlocks: engineBlocks(canonicalText(prompt)),
+      outputTokens: x.answerTokens[x.turn]!,
+      tenant: t.name,
+      priority: t.priority,
+    };
+    if (t.objectiveMs !== undefined) out.objectiveMs = t.objectiveMs;
+    return out;
+  });
+  const flood = Object.entries(opts.rateFactor ?? {}).filter(([, f]) => f !== 1);
+  const suffix = flood.length > 0 ? ` (${flood.map(([n, f]) => `${n} x${f}`).join(", ")})` : "";
+  return { name: cfg.name, description: cfg.description + suffix, trueBlockTokens: ENGINE_BLOCK_TOKENS, requests };
+}

@@ -12,6 +12,12 @@ export interface BenchRequest {
   /** What the fleet caches: the prompt's blocks at the engine's granularity, as chained ids. */
   trueBlocks: number[];
   outputTokens: number;
+  /** The tenant, when the workload has several (the multi-tenant mix of bench/goodput.ts). */
+  tenant?: string;
+  /** Its priority class (the multi-tenant mix); undefined: standard. */
+  priority?: "interactive" | "standard" | "batch";
+  /** Its tenant's time-to-first-token objective (ms), when configured; undefined: the default formula (fleet.ts objectiveMs). */
+  objectiveMs?: number;
 }
 
 export interface Workload {
