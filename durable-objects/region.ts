@@ -65,6 +65,8 @@ import {
 import { RouteSession } from "./route-session.ts";
 import { LoadExchange, ShardLink } from "./load-exchange.ts";
 import { BudgetLedgerLink, ledgerSpend } from "./budget-ledger.ts";
+import { QueueWaiters } from "./queue-waiters.ts";
+import type { RouteResult } from "../src/contracts/routing.ts";
 
 /** Read here by bench/test/scale-model.test.ts (the scale model's exchange interval is this one). */
 export { exchangeIntervalMs } from "./load-exchange.ts";
@@ -75,6 +77,13 @@ export { exchangeIntervalMs } from "./load-exchange.ts";
  * fraction of the timeout to expire the node correctly.
  */
 const LAST_SEEN_WRITE_FRACTION = 1 / 3;
+
+/**
+ * While requests are queued the alarm fires this long after the queue's wake time, should the
+ * waiters' timer not have (queue-waiters.ts): the queue is served at most a second late, and the
+ * usage flush's alarm (every second under traffic) usually comes first, so this rarely sets one.
+ */
+const QUEUE_ALARM_BACKSTOP_MS = 1_000;
 
 interface NodeRow extends Record<string, SqlStorageValue> {
   id: string;
@@ -97,6 +106,8 @@ export class RegionDurableObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   /** The load exchange's role (the object named by loadExchangeName), and a shard's side of it. */
   private readonly loadExchange = new LoadExchange();
+  /** Queued requests' `route` calls, waiting for the router's answer (queue-waiters.ts). */
+  private readonly waiters = new QueueWaiters();
   private readonly shard: ShardLink;
   /** Usage counted since the last flush, and the stored ledger. */
   private readonly pendingUsage = new PendingUsage();
@@ -145,6 +156,13 @@ export class RegionDurableObject extends DurableObject<Env> {
 
   /** Builds the router from a configuration and the stored node table. */
   private build(init: RegionInit): RegionRouter {
+    // A new configuration drops the old router and its queue: whoever waited in it tries another region.
+    this.waiters.abandon({
+      ok: false,
+      reason: "saturated",
+      message: "the region's configuration changed while the request was queued",
+      retryAfterSeconds: 1,
+    });
     const router = new RegionRouter({ ...init.settings }, crypto.randomUUID().slice(0, 8));
     const now = Date.now();
     for (const r of this.sql.exec<NodeRow>(`SELECT * FROM nodes`)) {
@@ -257,8 +275,13 @@ export class RegionDurableObject extends DurableObject<Env> {
     const now = Date.now();
     const overBudget = this.budgets.refusal(router, req, now);
     if (overBudget) return overBudget;
-    const result = router.route(req, now);
+    // Admission (docs/ADMISSION.md): placed or refused now, or queued; a queued request's call
+    // waits here for its answer (still one billed request: this call).
+    const step = router.admit(req, now);
     if (req.shard !== undefined) this.shard.routed(router, req.shard, now);
+    const answer = step.ok === "queued" ? this.waiters.wait(step.queueId) : undefined;
+    this.serveQueue(router, now);
+    const result = answer ? await answer : (step as RouteResult);
     if (!result.ok) return result;
     await this.scheduleAlarm(Date.now() + router.settings.requestTimeoutMs);
     return { ...result, session: new RouteSession(this, result.ticket) };
@@ -284,7 +307,21 @@ export class RegionDurableObject extends DurableObject<Env> {
   /** The first byte of a dispatched request's answer arrived (with the id of a stored response, if any): {@link RouteSession}. */
   ticketFirstByte(ticket: string, responseId?: unknown): void {
     const id = responseId === undefined ? undefined : responseIdSchema.parse(responseId);
-    this.router?.firstByte(ticketSchema.parse(ticket), Date.now(), id);
+    const router = this.router;
+    if (!router) return;
+    router.firstByte(ticketSchema.parse(ticket), Date.now(), id);
+    // The node's prefill is done: its queue is shorter, and the region's queue may go on.
+    this.serveQueue(router, Date.now());
+  }
+
+  /**
+   * Serves the router's queue (queue-waiters.ts); while anything waits, the alarm is a backstop
+   * for the waiters' timer, a second after it.
+   */
+  private serveQueue(router: RegionRouter, now: number): void {
+    const wake = this.waiters.serve(router, now);
+    if (wake !== undefined && (this.alarmAt === undefined || this.alarmAt > wake + QUEUE_ALARM_BACKSTOP_MS))
+      this.ctx.waitUntil(this.scheduleAlarm(wake + QUEUE_ALARM_BACKSTOP_MS));
   }
 
   /** Releases a dispatched request and records its outcome: {@link RouteSession}. */
@@ -292,7 +329,11 @@ export class RegionDurableObject extends DurableObject<Env> {
     const t = ticketSchema.parse(ticket);
     const o = completionOutcomeSchema.parse(outcome);
     if (o.bill) this.bill(o.bill);
-    return this.router?.complete(t, o, Date.now()) ?? false;
+    const router = this.router;
+    if (!router) return false;
+    const known = router.complete(t, o, Date.now());
+    this.serveQueue(router, Date.now());
+    return known;
   }
 
   /**
@@ -402,6 +443,8 @@ export class RegionDurableObject extends DurableObject<Env> {
     const lastWrite = this.persistedSeen.get(spec.id) ?? 0;
     if (changed || (seenIsDurable && now - lastWrite > router.settings.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION)) this.persist(spec);
     await this.scheduleAlarm(now + router.settings.nodeSilenceMs);
+    // A new node, a restarted one, or a report of a shorter queue: the region's queue may go on.
+    if (this.router === router) this.serveQueue(router, Date.now());
     return { spec, changed };
   }
 
@@ -417,6 +460,8 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.router!.removeNode(id);
     this.forget(id);
     this.loadExchange.publish(this.router!, id, undefined);
+    // Requests queued for the model only this node served are refused now, not at their deadline.
+    this.serveQueue(this.router!, Date.now());
     return decision;
   }
 
@@ -472,6 +517,7 @@ export class RegionDurableObject extends DurableObject<Env> {
       if (this.loadExchange.has(id)) this.loadExchange.publish(router, id, undefined);
       console.log(JSON.stringify({ event: "node_expired", region: router.settings.name, node: id }));
     }
+    this.serveQueue(router, Date.now());
     await this.scheduleAlarm(nextAt);
   }
 }

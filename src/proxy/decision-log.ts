@@ -7,7 +7,7 @@
  * region and node, the decision and the candidates weighed, tokens and timings. Never a prompt, a
  * key, a header or a node's answer: the line is built from routing results and usage counts only.
  */
-import type { Considered, Decision } from "../contracts/routing.ts";
+import type { Considered, Decision, PriorityClass } from "../contracts/routing.ts";
 import type { Usage } from "./usage.ts";
 
 /** One continuation, as src/region/continue.ts records it. */
@@ -54,6 +54,10 @@ export interface DecisionLine {
   predicted_cached_tokens?: number;
   work_ahead_tokens?: number;
   estimated_ttft_ms?: number;
+  /** Admission (docs/ADMISSION.md): its class, its time-to-first-token objective and the time it waited in the region's queue (ms). */
+  priority?: PriorityClass | undefined;
+  objective_ms?: number | undefined;
+  queued_ms?: number | undefined;
   candidates?: number;
   /** Nodes held for the region's other tenants that this request was kept off (fair share). */
   held_for_others?: number;

@@ -9,7 +9,7 @@ import { regionStub } from "../config/load.ts";
 import { budgetOf } from "./bill.ts";
 import type { RouteAnswer } from "../contracts/region-object.ts";
 import type { Attempt, RegionRefusal } from "../contracts/region-service.ts";
-import type { RouteRequest } from "../contracts/routing.ts";
+import { MAX_OBJECTIVE_MS, type RouteRequest } from "../contracts/routing.ts";
 import { tenantMayUse } from "../core/region/candidates.ts";
 import { shardOf } from "../core/shard.ts";
 import { callNode, type Placed, type Upstream } from "./call-node.ts";
@@ -73,7 +73,7 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
     placement ??= placeStateless(rc, plan);
     if (!placement.ok) {
       decision.end({ "warmpath.refusal": placement.reason }, placement.message);
-      plan.own.push({ region, outcome: placement.reason });
+      plan.own.push({ region, outcome: placement.shed ? `shed: ${placement.shed}` : placement.reason });
       return {
         ok: false,
         refusal: {
@@ -82,6 +82,7 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
           retryAfterSeconds: placement.retryAfterSeconds,
           waitSeconds: placement.waitSeconds,
           rateLimit: placement.rateLimit,
+          shed: placement.shed,
           attempts: plan.own,
         },
       };
@@ -151,6 +152,11 @@ function routeRequest(rc: RegionContext, { shard, exclude, continuation }: NodeP
     waitToBeatSeconds: r.waitToBeatSeconds,
     shard: shards > 1 ? shard : undefined,
     tenantLimits: limitsOf(r.tenant, shards),
+    priority: r.priority,
+    objectiveMs: r.tenant.objectiveMs,
+    requestObjectiveMs: r.requestObjectiveMs,
+    // The objective counts from the edge's arrival: the long haul and a nearer region's answer are spent already.
+    spentMs: Math.min(MAX_OBJECTIVE_MS, Math.max(0, Date.now() - r.startedAt)),
     // A retry or a continuation is the same request: it passed the budget when it was first placed.
     budget: exclude.length === 0 && !continuation ? budgetOf(rc.config.tenantById.get(r.tenant.id)) : undefined,
   };

@@ -67,6 +67,9 @@ function explain(rc: RegionContext, a: Answer, headers: Headers): void {
   if (warm?.region === name) headers.set(EXPLAIN.regionChoice, `warm-prefix; nearest=${warm.nearest}; held-tokens=${warm.heldTokens}`);
   // A flooding tenant kept off the nodes held for the others says so (fair-share.ts).
   if (placed.heldForOthers > 0) headers.set(EXPLAIN.heldNodes, String(placed.heldForOthers));
+  if (placed.priority !== undefined) headers.set(EXPLAIN.priority, placed.priority);
+  if (placed.objectiveMs) headers.set(EXPLAIN.objective, String(Math.round(placed.objectiveMs)));
+  if (placed.queuedMs !== undefined) headers.set(EXPLAIN.queued, String(Math.round(placed.queuedMs)));
   for (const [k, v] of Object.entries(rateLimitHeaders(placed.rateLimit))) headers.set(k, v);
 }
 
@@ -107,6 +110,9 @@ function decisionLine(
     predicted_cached_tokens: placed.predictedCachedTokens,
     work_ahead_tokens: placed.workAheadTokens,
     estimated_ttft_ms: placed.estimatedTtftMs,
+    priority: placed.priority,
+    objective_ms: placed.objectiveMs ? Math.round(placed.objectiveMs) : undefined,
+    queued_ms: placed.queuedMs !== undefined ? Math.round(placed.queuedMs) : undefined,
     candidates: placed.candidates,
     held_for_others: placed.heldForOthers,
     considered: placed.considered,

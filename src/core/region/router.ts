@@ -136,6 +136,18 @@ interface Dispatched {
   admitted: Admitted;
 }
 
+/**
+ * A choice among the nodes that meet a request's deadline, as the log explains it: a node holding
+ * less of the prompt than one left out for its queue is a `hot-spill`, as the policy would have
+ * called it had it seen that node.
+ */
+function spilledPast(choice: PolicyChoice, meeting: readonly Candidate[], all: readonly Candidate[]): PolicyChoice {
+  if (choice.decision !== "cold-spread" && choice.decision !== "prefix-hit") return choice;
+  let deepest = 0;
+  for (const c of all) deepest = Math.max(deepest, c.matchBlocks);
+  return meeting[choice.index]!.matchBlocks < deepest ? { ...choice, decision: "hot-spill" } : choice;
+}
+
 /** The decision a placement is logged as: a failover is one whatever else happens in this region; a retry is another node after a failure. */
 function decisionOf(req: RouteRequest, choice: PolicyChoice): Decision {
   // A continuation's node is the policy's choice (its cache hit, its spread), not a retry's.
@@ -376,15 +388,26 @@ export class RegionRouter {
    * and the queue is served at once, so it is placed now if a node can meet its objective and it is
    * not behind anyone the region releases first. Otherwise it waits (`queued`: its answer comes
    * from {@link drainQueue}), unless even after the queue it would be late: then it is shed now,
-   * before it costs anything. A region with no node that may take it answers as {@link route} does.
+   * before it costs anything. A region with no node that may take it answers as {@link route} does,
+   * and so are a retry and a continuation placed: they were admitted when they arrived.
    */
   admit(req: RouteRequest, now: number): RouteStep {
-    if (!this.settings.admission.enabled) return this.route(req, now);
+    // A retry (its first node failed before the first byte) or a continuation (the client holds part
+    // of the answer) was admitted already: it goes at once, ahead of the queue.
+    if (!this.settings.admission.enabled || req.exclude?.length || req.continuation) return this.route(req, now);
     const found = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode, this.settings.nodeTenants);
     if (found.nodes.length === 0) return this.refuseUnservable(req, found.servesModel, now);
     const rank = classRank(req.priority);
     this.classSeenAt[rank] = now;
     const candidates = buildCandidates(found.nodes, this.index, req, this.settings.blockTokens, now, this.active);
+    // What a region refuses whatever the objective, as without admission: a queue past
+    // max_queue_seconds or a failover it cannot start sooner (another region should serve), and a
+    // tenant over its fair share whose every node has a queue (another region, else 429).
+    const all: CandidateField = { candidates, eligible: found.nodes };
+    const saturated = this.refuseIfSaturated(req, all, now);
+    if (saturated) return saturated;
+    const share = this.admitFairShare(req, req.tenant ?? "", candidates, now);
+    if (!share.ok) return this.refuseOverShare(req, req.tenant ?? "", share, all, now);
     const meanRate = this.regionRate(found.nodes);
     const objective = objectiveMs(req, meanRate, this.settings.admission);
     const { ownMs, work } = leastOwnCost(candidates);
@@ -512,22 +535,17 @@ export class RegionRouter {
       eligible: found.nodes,
     };
     const admission = this.admitFairShare(req, e.tenant, all.candidates, now);
-    // Over its fair share: it waits (the queue releases it at its weight's share), it is not refused.
+    // Over its fair share once queued: it waits (the queue releases it at its weight's share).
     if (!admission.ok) return undefined;
     const pinnedNode = this.storedResponseNode(req);
     const shared = holdForOthers(all, admission, pinnedNode, req.promptTokens);
-    // A failover from a saturated region (or a queue past max_queue_seconds) is refused at arrival only: the edge is waiting on it.
-    if (e.enqueuedAt === now) {
-      const saturated = this.refuseIfSaturated(req, shared, now);
-      if (saturated) return saturated;
-    }
     const meeting = meetingDeadline(shared.candidates, now, e.deadlineAt);
     if (meeting.length === 0) return undefined;
     const field: CandidateField = {
       candidates: meeting.map((i) => shared.candidates[i]!),
       eligible: meeting.map((i) => shared.eligible[i]!),
     };
-    const choice = this.choose(req, field.candidates, pinnedNode);
+    const choice = spilledPast(this.choose(req, field.candidates, pinnedNode), field.candidates, shared.candidates);
     if (estimateWaitMs(field.candidates[choice.index]!) > boundMs) return undefined;
     const budget = this.budgets.take(e.tenant, req.tenantLimits, req.promptTokens, now);
     const rateLimit = rateLimitOf(budget);
