@@ -51,6 +51,13 @@ function loadTable(runs: RunResult[]): string {
   ].join("\n");
 }
 
+/** The twin's warmpath and SLO-oracle goodput at `load`. */
+function twinCell(rep: Report, load: number): string {
+  const t = rep.twin[String(load)] ?? [];
+  const g = (name: string) => pct(t.find((x) => x.router === name)?.goodput ?? NaN);
+  return `${g("warmpath")} / ${g("slo-oracle")}`;
+}
+
 export function renderReport(rep: Report): string {
   const loads = [...new Set(rep.runs.map((r) => r.load))];
   const find = (router: string, load: number) => rep.runs.find((r) => r.router === router && r.load === load);
@@ -66,12 +73,12 @@ export function renderReport(rep: Report): string {
   out.push(`## Summary`);
   out.push(
     [
-      `| load | warmpath goodput | naive goodput | warmpath / naive | token-weighted: warmpath / naive | mean TTFT: warmpath / naive | warmpath shed (429 objective_unreachable) | lost: warmpath / naive |`,
-      `| --- | --- | --- | --- | --- | --- | --- | --- |`,
+      `| load | warmpath goodput | naive goodput | warmpath / naive | token-weighted: warmpath / naive | mean TTFT: warmpath / naive | warmpath shed (429 objective_unreachable) | lost: warmpath / naive | twin: warmpath / SLO oracle |`,
+      `| --- | --- | --- | --- | --- | --- | --- | --- | --- |`,
       ...loads.map((l) => {
         const w = find("warmpath", l);
         const n = find("naive", l);
-        return `| ${l}x | ${pct(w?.summary.goodput ?? NaN)} | ${pct(n?.summary.goodput ?? NaN)} | ${ratio(w?.summary.goodput ?? NaN, n?.summary.goodput ?? NaN)} | ${pct(w?.summary.tokenGoodput ?? NaN)} / ${pct(n?.summary.tokenGoodput ?? NaN)} | ${s(w?.summary.ttftMeanMs)} / ${s(n?.summary.ttftMeanMs)} | ${w?.summary.refused429.objective_unreachable ?? 0} | ${w ? total(w.summary.lost) : "-"} / ${n ? total(n.summary.lost) : "-"} |`;
+        return `| ${l}x | ${pct(w?.summary.goodput ?? NaN)} | ${pct(n?.summary.goodput ?? NaN)} | ${ratio(w?.summary.goodput ?? NaN, n?.summary.goodput ?? NaN)} | ${pct(w?.summary.tokenGoodput ?? NaN)} / ${pct(n?.summary.tokenGoodput ?? NaN)} | ${s(w?.summary.ttftMeanMs)} / ${s(n?.summary.ttftMeanMs)} | ${w?.summary.refused429.objective_unreachable ?? 0} | ${w ? total(w.summary.lost) : "-"} / ${n ? total(n.summary.lost) : "-"} | ${twinCell(rep, l)} |`;
       }),
     ].join("\n"),
   );
@@ -88,10 +95,26 @@ export function renderReport(rep: Report): string {
       `- **Objective and goodput**: a request is in time if the client saw its first content chunk (the first SSE \`data:\` chunk with non-empty \`delta.content\`, timed from the request's send) within max(1 s, 5 x its prompt tokens / ${rep.node.prefill_tokens_per_second.toLocaleString("en-US")} tokens/s)${p.timeFactor === 1 ? "" : ` / ${p.timeFactor}`}, its prompt tokens as the fleet counts them (the rendered chat template at 4 characters a token; every answer's usage.prompt_tokens is checked against it). Goodput is the share of all requests in time (refused and unanswered ones included); token-weighted goodput weighs each by its prompt tokens. The client gives up on a request with no first token after max(${p.giveUpMinMs / 1000} s, ${p.giveUpFactor} x its objective), always past its objective (so giving up never costs an answer in time), closing the connection as a user would; TTFT figures are of the answered requests. **Lost**: no answer that says what happened (a connection that failed or closed without a status, a stream without \`[DONE]\` or usage).`,
     ].join("\n"),
   );
+  if (Object.keys(rep.twin).length > 0) {
+    out.push(
+      `- **Twin**: the same requests through bench:goodput's simulated-time harness (bench/goodput/harness.ts \`runOne\`, the same fleet shape, answers capped alike): the production RegionRouter with admission (what warmpath would get with an instantaneous network, exact timers and no CPU of its own), the SLO-aware greedy oracle (knows every true cache, queue and prefill time; refuses at arrival what it predicts late) and SGLang's cache-aware policy with its defaults. Context for the live figures, not part of the comparison.`,
+    );
+  }
   for (const l of loads) {
     const runs = rep.runs.filter((r) => r.load === l).sort((a, b) => (a.router === "warmpath" ? -1 : b.router === "warmpath" ? 1 : 0));
     out.push(`## ${l}x capacity`);
     out.push(loadTable(runs));
+    const t = rep.twin[String(l)];
+    if (t?.length) {
+      out.push(
+        `bench:goodput's twin on the same requests (simulated time, instantaneous network, the production RegionRouter): ${t
+          .map(
+            (x) =>
+              `${x.router} ${pct(x.goodput)} (tokens ${pct(x.tokenGoodput)}, refused ${x.refused}, late ${x.late}, hit rate ${pct(x.hitRate)})`,
+          )
+          .join("; ")}.`,
+      );
+    }
     const w = runs.find((r) => r.router === "warmpath");
     if (w && Object.keys(w.decisions).length) {
       out.push(

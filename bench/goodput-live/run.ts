@@ -6,7 +6,7 @@
  *   npm run bench:goodput-live -- --quick       # < 1 min: .tmp/bench-goodput-live-quick/
  *   node bench/goodput-live/run.ts [--quick] [--out DIR] [--loads 1,2,3] [--nodes 8] [--start 9000] [--requests 500]
  *        [--time-factor 1] [--runtime workerd|wrangler-dev] [--prefix-chars 4096] [--give-up-s 60]
- *        [--routers warmpath,naive] [--trace PATH]
+ *        [--routers warmpath,naive] [--trace PATH] [--wait-quiet SECONDS] [--[no-]twin]
  *
  * What runs, for each load and each router, on a fresh system (empty caches, an empty Durable
  * Object store):
@@ -48,11 +48,23 @@ import { monitorLoopLag, type LoopLag, type ReplayResult, type RequestRecord } f
 import type { ReplayCommand } from "./client-child.ts";
 import { renderReport } from "./report.ts";
 import { summarise, type Summary } from "./score.ts";
-import { capacity, DEFAULT_TRACE, loadSlice, objectiveMs, type Capacity, type SliceOptions } from "./workload.ts";
+import {
+  capacity,
+  DEFAULT_TRACE,
+  loadSlice,
+  objectiveMs,
+  twinFigures,
+  twinWorkload,
+  type Capacity,
+  type FleetShape,
+  type SliceOptions,
+  type TwinFigures,
+} from "./workload.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
 const { values: flags } = parseArgs({
+  allowNegative: true,
   options: {
     quick: { type: "boolean", default: false },
     out: { type: "string" },
@@ -67,6 +79,7 @@ const { values: flags } = parseArgs({
     routers: { type: "string" },
     trace: { type: "string" },
     "wait-quiet": { type: "string" },
+    twin: { type: "boolean" },
   },
 });
 const QUICK = flags.quick;
@@ -90,6 +103,8 @@ const PLAN = {
   trace: flags.trace ?? DEFAULT_TRACE,
   /** Before each run, wait up to this many seconds for other work on the machine to fall under QUIET_CORES. */
   waitQuietS: Number(flags["wait-quiet"] ?? 0),
+  /** bench:goodput's simulated-time twin on the same requests, for context (off in the quick run; --twin turns it on). */
+  twin: flags.twin ?? !QUICK,
 };
 const OUT = flags.out ?? (QUICK ? join(ROOT, ".tmp", "bench-goodput-live-quick") : HERE);
 
@@ -444,6 +459,8 @@ export interface Report {
   node: typeof NODE;
   slice: { start: number; requests: number; traceSpanS: number; promptTokens: number; meanPromptTokens: number; conversations: number };
   capacity: Capacity;
+  /** bench:goodput's twin on the same requests, by load: simulated time, instantaneous network. */
+  twin: Record<string, TwinFigures[]>;
   runs: RunResult[];
 }
 
@@ -458,13 +475,20 @@ async function main(): Promise<void> {
     maxAnswerTokens: NODE.default_max_tokens,
   };
   const live = loadSlice(slice);
-  const cap = capacity(live, {
+  const shape: FleetShape = {
     nodes: PLAN.nodes,
     kvCapacityTokens: NODE.kv_capacity_tokens,
     prefillRate: NODE.prefill_tokens_per_second,
     decodeRate: NODE.decode_tokens_per_second,
     maxRunning: NODE.max_running,
-  });
+  };
+  const cap = capacity(live, shape);
+  // The twin needs the router's hashes of every trace line up to the slice's end (a few seconds): not in the quick run.
+  const twinRuns: Record<string, TwinFigures[]> = {};
+  if (PLAN.twin) {
+    const twin = twinWorkload(slice);
+    for (const l of PLAN.loads) twinRuns[String(l)] = twinFigures(twin, l, cap.speed, shape);
+  }
   const scored = scoredRequests(slice);
   const promptTokens = live.reduce((n, r) => n + r.promptTokens, 0);
   log(
@@ -500,6 +524,7 @@ async function main(): Promise<void> {
       conversations: new Set(live.map((r) => r.conversation)).size,
     },
     capacity: cap,
+    twin: twinRuns,
     runs,
   };
   mkdirSync(OUT, { recursive: true });

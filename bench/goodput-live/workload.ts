@@ -16,10 +16,11 @@
  */
 import { readFileSync } from "node:fs";
 import { countTokens, renderChat } from "../../fleet/prompt.ts";
-import { simulate, type FleetConfig as SimFleetConfig } from "../fleet.ts";
-import { OracleDispatcher, PooledDispatcher, pooledFleet } from "../oracle.ts";
+import type { FleetConfig as SimFleetConfig } from "../fleet.ts";
+import { capacitySpeed, runOne } from "../goodput/harness.ts";
 import { entityText, KIND } from "../text.ts";
-import type { BenchRequest } from "../workloads/types.ts";
+import { loadMooncake } from "../workloads/mooncake.ts";
+import type { Workload } from "../workloads/types.ts";
 
 export { DEFAULT_TRACE } from "../workloads/load.ts";
 
@@ -137,7 +138,7 @@ export function objectiveMs(promptTokens: number, prefillRate: number, timeFacto
   return Math.max(1000, (5 * promptTokens * 1000) / prefillRate) / timeFactor;
 }
 
-/** The live fleet as the simulated-time fleet (bench/fleet.ts) models it, for the capacity figure. */
+/** The live fleet as the simulated-time fleet (bench/fleet.ts) models it. */
 export interface FleetShape {
   nodes: number;
   kvCapacityTokens: number;
@@ -146,11 +147,40 @@ export interface FleetShape {
   maxRunning: number;
 }
 
+export function simFleet(f: FleetShape): SimFleetConfig {
+  return {
+    nodes: f.nodes,
+    capacityTokens: f.kvCapacityTokens,
+    prefillRate: f.prefillRate,
+    decodeRate: f.decodeRate,
+    slots: f.maxRunning,
+    reportIntervalMs: 1000,
+    noiseSigma: 0,
+  };
+}
+
+/**
+ * The same requests as the simulated-time benchmarks see them (bench/workloads/mooncake.ts: the
+ * router's hashes of the same text, the trace's true blocks), renumbered from 0 with arrivals from
+ * the slice's first, answers capped as the live fleet caps them: what bench:goodput's twin runs.
+ */
+export function twinWorkload(o: SliceOptions): Workload {
+  const all = loadMooncake({ path: o.trace, limit: o.start + o.count });
+  const slice = all.requests.slice(o.start);
+  const t0 = slice[0]!.arrival;
+  return {
+    ...all,
+    description: `Mooncake conversation trace, requests ${o.start}-${o.start + slice.length - 1}`,
+    requests: slice.map((r, i) => ({ ...r, id: i, arrival: r.arrival - t0, outputTokens: Math.min(r.outputTokens, o.maxAnswerTokens) })),
+  };
+}
+
 export interface Capacity {
   /**
-   * 1x, as a multiple of the trace's own speed: the speed at which the greedy oracle (bench/oracle.ts:
-   * these nodes' separate caches, each request placed where its first token comes earliest knowing
-   * every cache and queue) keeps the fleet's prefill 100% busy. bench:goodput's definition.
+   * 1x, as a multiple of the trace's own speed: bench:goodput's definition (bench/goodput/harness.ts
+   * `capacitySpeed`), the speed at which the greedy oracle (these nodes' separate caches, each
+   * request placed where its first token comes earliest knowing every cache and queue) keeps the
+   * fleet's prefill 100% busy.
    */
   speed: number;
   /** The oracle's prefill busy fraction at `speed` (close to 1 by construction). */
@@ -164,64 +194,75 @@ export interface Capacity {
   requestsPerSecond: number;
 }
 
-/** Bisection steps for 1x: a bracket of a factor of 6 shrinks to within 0.3%. */
-const CAPACITY_BISECTIONS = 10;
+/** The requests as the simulated fleet sees them (arrival, true blocks, prompt and answer tokens; no router hashes). */
+function fleetView(requests: readonly LiveRequest[]): Workload {
+  return {
+    name: "mooncake-slice",
+    description: "Mooncake conversation trace slice (fleet view)",
+    trueBlockTokens: TRACE_BLOCK_TOKENS,
+    requests: requests.map((r) => ({
+      id: r.id,
+      arrival: r.arrivalMs,
+      sessionKey: r.conversation,
+      hashes: [],
+      promptTokens: r.promptTokens,
+      trueBlocks: r.hashIds,
+      outputTokens: r.answerTokens,
+    })),
+  };
+}
 
 /**
  * The fleet's capacity on these requests, in simulated time (model time: the fleet at time factor
- * 1), by bisection on the replay speed as bench:goodput defines 1x. Pure and deterministic.
+ * 1): bench:goodput's `capacitySpeed` on the fleet's view of them. Pure and deterministic.
  */
 export function capacity(requests: readonly LiveRequest[], fleet: FleetShape): Capacity {
-  const bench: BenchRequest[] = requests.map((r) => ({
-    id: r.id,
-    arrival: r.arrivalMs,
-    sessionKey: r.conversation,
-    hashes: [],
-    promptTokens: r.promptTokens,
-    trueBlocks: r.hashIds,
-    outputTokens: r.answerTokens,
-  }));
-  const cfg: SimFleetConfig = {
-    nodes: fleet.nodes,
-    capacityTokens: fleet.kvCapacityTokens,
-    prefillRate: fleet.prefillRate,
-    decodeRate: fleet.decodeRate,
-    slots: fleet.maxRunning,
-    reportIntervalMs: 1000,
-    noiseSigma: 0,
-  };
-  const busyAt = (speed: number, pooled: boolean): number => {
-    const { lives, fleet: f } = simulate(
-      bench,
-      speed,
-      pooled ? pooledFleet(cfg) : cfg,
-      TRACE_BLOCK_TOKENS,
-      pooled ? new PooledDispatcher() : new OracleDispatcher(),
-    );
-    const span = lives.length > 1 ? lives[lives.length - 1]!.arrival - lives[0]!.arrival : 1;
-    return f.nodes.reduce((a, n) => a + n.prefillBusyMs, 0) / (f.nodes.length * span);
-  };
-  const pooledSpeed = 1 / busyAt(1, true);
-  let lo = pooledSpeed / 4;
-  let hi = pooledSpeed * 1.5;
-  let busy = NaN;
-  for (let i = 0; i < CAPACITY_BISECTIONS; i++) {
-    const mid = Math.sqrt(lo * hi);
-    busy = busyAt(mid, false);
-    if (busy < 1) lo = mid;
-    else hi = mid;
-  }
-  const speed = Math.sqrt(lo * hi);
+  const c = capacitySpeed(fleetView(requests), simFleet(fleet));
   const spanS = (requests[requests.length - 1]!.arrivalMs - requests[0]!.arrivalMs) / 1000;
   const tokens = requests.reduce((n, r) => n + r.promptTokens, 0);
   return {
-    speed,
-    oracleBusy: busy,
-    pooledSpeed,
-    promptTokensPerSecond: (tokens / spanS) * speed,
+    speed: c.speed,
+    oracleBusy: c.oracleBusy,
+    pooledSpeed: c.pooledSpeed,
+    promptTokensPerSecond: (tokens / spanS) * c.speed,
     idealReuse: idealReuse(requests),
-    requestsPerSecond: (requests.length / spanS) * speed,
+    requestsPerSecond: (requests.length / spanS) * c.speed,
   };
+}
+
+/** The simulated-time twin's figures on the same requests at one load (bench:goodput's runs). */
+export interface TwinFigures {
+  router: string;
+  goodput: number;
+  tokenGoodput: number;
+  refused: number;
+  late: number;
+  hitRate: number;
+}
+
+/**
+ * bench:goodput's twin on these requests at `load`: the production RegionRouter (warmpath, admission
+ * on), the SLO-aware greedy oracle (knows every true cache, queue and prefill time; refuses at
+ * arrival what it predicts late) and SGLang's cache-aware policy with its defaults (unbounded
+ * pass-through), in simulated time with an instantaneous network: what the live run is next to.
+ */
+export function twinFigures(twin: Workload, load: number, speed: number, fleet: FleetShape): TwinFigures[] {
+  const entries = [
+    { name: "warmpath", spec: { kind: "warmpath", admission: true } },
+    { name: "slo-oracle", spec: { kind: "slo-oracle" } },
+    { name: "sglang-cache-aware", spec: { kind: "anchor", policy: "sglang-cache-aware" } },
+  ] as const;
+  return entries.map((e) => {
+    const r = runOne(twin, load, speed, simFleet(fleet), e);
+    return {
+      router: e.name,
+      goodput: r.all.goodput,
+      tokenGoodput: r.all.tokenGoodput,
+      refused: r.all.refused,
+      late: r.all.late,
+      hitRate: r.hitRate,
+    };
+  });
 }
 
 /** The share of prompt tokens cached with one unlimited cache (the trace's own accounting: a cached block is 512 tokens, the last token always computed). */
