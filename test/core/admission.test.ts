@@ -267,3 +267,24 @@ describe("admission", () => {
     expect(r.historyView(3_000).decisions.find((d) => d.decision === "shed")).toMatchObject({ priority: "batch", objectiveMs: 1_000 });
   });
 });
+
+describe("fluidTtftMs", () => {
+  it("releases behind the work ahead as the nodes free, node by node", async () => {
+    const { fluidTtftMs } = await import("../../src/core/region/admission.ts");
+    const idle = { waitMs: 0, prefillRate: 10_000 };
+    // One node busy for 8.5 s does not delay a request an idle node can take: 0 + own 100 ms.
+    expect(fluidTtftMs([{ waitMs: 8_500, prefillRate: 10_000 }, idle], 0, 400, 100)).toBe(100);
+    // Two nodes free at 1.6 s and 2.6 s (less the 400 ms bound): of 20,000 tokens ahead the first
+    // takes 10,000 until 2.6 s, then both the other 10,000 at 20,000 tokens/s, 0.5 s: 3.1 s.
+    const t = fluidTtftMs(
+      [
+        { waitMs: 2_000, prefillRate: 10_000 },
+        { waitMs: 3_000, prefillRate: 10_000 },
+      ],
+      20_000,
+      400,
+      100,
+    );
+    expect(t).toBeCloseTo(3_100 + 400 + 100, 6);
+  });
+});

@@ -61,9 +61,12 @@ export function leastOwnCost(candidates: readonly Candidate[]): { ownMs: number;
 
 /**
  * When a request that waits behind `aheadTokens` of queued prefill would get its first token (ms
- * from now), if the region served it as a fluid: the prefill past each node's dispatch bound and
- * the work queued ahead of it drain at the nodes' summed rate, then it waits at most the bound at
- * a node and pays its own prefill. What decides whether it is worth queueing at all.
+ * from now). Each node can take work from the region's queue once its own queue has drained to the
+ * dispatch bound (`waitMs - boundMs` from now); from then on it drains the region's queue at its
+ * rate. The work ahead is poured into the nodes in the order they free (water-filling), which
+ * gives the time the request is released; it then waits at most the bound at its node and pays its
+ * own prefill. Per node, not pooled: one node's long prefill delays only that node (pooling it
+ * with the others shed short requests at half load that an idle node would have served in time).
  */
 export function fluidTtftMs(
   nodes: ReadonlyArray<{ waitMs: number; prefillRate: number }>,
@@ -71,15 +74,26 @@ export function fluidTtftMs(
   boundMs: number,
   ownMs: number,
 ): number {
+  if (nodes.length === 0) return Infinity;
+  const frees = nodes.map((n) => ({ at: Math.max(0, n.waitMs - boundMs), rate: n.prefillRate / 1000 })).sort((a, b) => a.at - b.at);
+  // Release time T: the least T with sum over freed nodes of rate x (T - at) >= aheadTokens.
+  let left = aheadTokens;
   let rate = 0;
-  let backlog = aheadTokens;
-  for (const n of nodes) {
-    rate += n.prefillRate;
-    backlog += (Math.max(0, n.waitMs - boundMs) * n.prefillRate) / 1000;
+  let t = frees[0]!.at;
+  for (let i = 0; i < frees.length; i++) {
+    rate += frees[i]!.rate;
+    const next = i + 1 < frees.length ? frees[i + 1]!.at : Infinity;
+    const span = rate > 0 ? left / rate : Infinity;
+    if (t + span <= next) {
+      t += span;
+      left = 0;
+      break;
+    }
+    left -= rate * (next - t);
+    t = next;
   }
-  if (rate <= 0) return Infinity;
   const minWait = nodes.reduce((m, n) => Math.min(m, n.waitMs), Infinity);
-  return (backlog * 1000) / rate + Math.min(boundMs, minWait) + ownMs;
+  return t + Math.min(boundMs, minWait) + ownMs;
 }
 
 /** Seconds a refused client should wait before trying again: until the region's queued prefill has drained, at least 1, at most 60. */

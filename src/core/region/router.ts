@@ -49,6 +49,7 @@ import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
 import { AdmissionQueue, classRank, type QueueEntry, type Visit } from "./admission-queue.ts";
 import { CLASS_ACTIVE_MS, dispatchBoundMs, fluidTtftMs, leastOwnCost, meetingDeadline, retryAfterSeconds, waitMs } from "./admission.ts";
 import { objectiveMs } from "./objective.ts";
+import { ClassReserve } from "./class-reserve.ts";
 import { PRIORITY_CLASSES, type ShedReason } from "../../contracts/routing.ts";
 
 /**
@@ -123,6 +124,8 @@ interface Ticket {
   ledger: LedgerEntry;
   /** The trial request of the node's half-open breaker. */
   trial: boolean;
+  /** Its class's rank (admission-queue.ts classRank). */
+  rank: number;
 }
 
 /** The chosen candidate (its index among the candidates) and what dispatching the request there decided and predicted. */
@@ -199,6 +202,8 @@ export class RegionRouter {
   private queueSeq = 0;
   /** When a request of each class was last seen: a class below an active one takes only idle nodes (admission.ts). */
   private readonly classSeenAt: number[] = PRIORITY_CLASSES.map(() => -Infinity);
+  /** The nodes the classes below an active one may keep busy (class-reserve.ts). */
+  private readonly reserve = new ClassReserve();
 
   constructor(settings: RegionSettings, instanceId = "0") {
     this.settings = settings;
@@ -321,6 +326,7 @@ export class RegionRouter {
   /** Removes a node (deregistration or expiry). Its in-flight tickets are forgotten. */
   removeNode(nodeId: string): boolean {
     if (!this.nodes.delete(nodeId)) return false;
+    this.reserve.forgetNode(nodeId);
     this.index.removeNode(nodeId);
     this.active?.forget(nodeId);
     this.sessions.deleteWhere((n) => n === nodeId);
@@ -411,6 +417,7 @@ export class RegionRouter {
     const meanRate = this.regionRate(found.nodes);
     const objective = objectiveMs(req, meanRate, this.settings.admission);
     const { ownMs, work } = leastOwnCost(candidates);
+    this.reserve.arrived(rank, work, now);
     const entry = {
       id: `${this.ticketPrefix}q${(++this.queueSeq).toString(36)}`,
       req,
@@ -499,6 +506,8 @@ export class RegionRouter {
       return least;
     };
     let minWait = leastWait();
+    const nodes = [...this.nodes.values()];
+    const meanRate = this.regionRate(nodes);
     const decided = (e: QueueEntry, result: RouteResult): Visit => {
       if (!deliver(e.id, result)) this.outbox.push({ queueId: e.id, result });
       if (result.ok) minWait = leastWait();
@@ -508,8 +517,11 @@ export class RegionRouter {
       // Too late even for an idle node: refused before it costs a GPU anything. (An arrival is
       // judged after this visit, against the queue ahead of it.)
       if (e.enqueuedAt < now && now + e.ownMs > e.deadlineAt) return decided(e, this.shed(e, "deadline", now, true));
-      const bound = dispatchBoundMs(this.settings.admission.dispatchWaitMs, this.higherActive(e.rank, now));
+      const higher = this.higherActive(e.rank, now);
+      const bound = dispatchBoundMs(this.settings.admission.dispatchWaitMs, higher);
       if (minWait > bound || now + minWait + e.ownMs > e.deadlineAt) return "kept";
+      // Below an active class: only on the nodes the classes above do not need.
+      if (higher && !this.reserve.mayTake(e.rank, nodes.length, meanRate, now)) return "kept";
       const result = this.tryPlace(e, bound, now);
       return result ? decided(e, result) : "kept";
     });
@@ -813,8 +825,10 @@ export class RegionRouter {
       touched: d.touched,
       ledger,
       trial: this.nodes.dispatched(entry, now),
+      rank: classRank(d.admitted.priority),
     });
     countRouted(entry.metrics, d.decision, req.promptTokens, chosen.matchTokens, chosen.matchBlocks);
+    this.reserve.placed(chosen.id, classRank(d.admitted.priority));
     return { ticket, shown };
   }
 
@@ -839,6 +853,7 @@ export class RegionRouter {
     if (!t || t.firstByteAt !== undefined) return;
     if (responseId !== undefined) this.responses.set(responseId, t.nodeId);
     t.firstByteAt = now;
+    this.reserve.prefillDone(t.nodeId, t.rank);
     // The node accepted the request: it holds the prompt. (Not a refusal's first byte, which comes
     // with its completion: that rolls the claims back.)
     if (accepted) this.confirmClaims(t);
@@ -957,7 +972,10 @@ export class RegionRouter {
     // An abandoned ticket (expired): its prompt stays believed, as the node most likely computed it.
     this.confirmClaims(t);
     // Whatever happened to the node, the tenant's queued prefill leaves the queue with its request.
-    if (t.firstByteAt === undefined) this.fair.drained(t.ledger.tenant, t.nodeId, t.uncachedTokens);
+    if (t.firstByteAt === undefined) {
+      this.fair.drained(t.ledger.tenant, t.nodeId, t.uncachedTokens);
+      this.reserve.prefillDone(t.nodeId, t.rank);
+    }
     const n = this.nodes.get(t.nodeId);
     if (!n) return;
     // A trial whose end was never reported (an abandoned ticket) must not hold the breaker half-open forever.
