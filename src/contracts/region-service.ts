@@ -171,8 +171,10 @@ export const regionRefusalSchema = z.object({
   /** `saturated`: the shortest modelled wait of the region's nodes (s), for the next region to beat. */
   waitSeconds: z.number().min(0).optional(),
   rateLimit: rateLimitStateSchema.optional(),
-  /** `shed`: why (routing.ts shedReasonSchema), for the decision line. */
+  /** `shed`: why (routing.ts shedReasonSchema), and the objective and time queued it was shed with (ms), for the decision line. */
   shed: shedReasonSchema.optional(),
+  objectiveMs: z.number().min(0).optional(),
+  queuedMs: z.number().min(0).optional(),
   /** This region's attempts (nodes tried), to add to the edge's. */
   attempts: z.array(attemptSchema).max(MAX_ATTEMPTS),
 });

@@ -26,7 +26,7 @@ import {
 } from "../contracts/region-service.ts";
 import { CONTRACT_HEADER, REQUEST_ID } from "../contracts/headers.ts";
 import { ApiError } from "../http/errors.ts";
-import { recordDecision, type DecisionSinks } from "../proxy/decision-log.ts";
+import { recordDecision, type DecisionLine, type DecisionSinks } from "../proxy/decision-log.ts";
 import { rateLimitHeaders } from "../proxy/rate-limit-headers.ts";
 import { guardStream } from "./guard-stream.ts";
 import { RegionUnavailable, callRegion } from "./region-client.ts";
@@ -71,6 +71,8 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   let overShare = 0;
   /** Regions that could not meet its objective even after their queue (429 `objective_unreachable` if no region served it). */
   let shed = 0;
+  /** The last region's shed, for the refusal's decision line (its objective and time queued). */
+  let lastShed: { objectiveMs?: number | undefined; queuedMs?: number | undefined } | undefined;
   /** Regions tried, and those whose worker could not be reached: when it is every one, the answer says so. */
   let asked = 0;
   let unavailable = 0;
@@ -164,13 +166,20 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
       throw ApiError.insufficientQuota(`${refusal.message}.`, refusal.retryAfterSeconds).alreadyLogged();
     }
     if (refusal.reason === "over-share") overShare++;
-    if (refusal.reason === "shed") shed++;
+    if (refusal.reason === "shed") {
+      shed++;
+      lastShed = refusal;
+    }
     if (refusal.waitSeconds !== undefined) soonest = Math.min(soonest ?? Infinity, refusal.waitSeconds + roundTripSeconds);
     retryAfter = Math.min(retryAfter, refusal.retryAfterSeconds);
     lastMessage = refusal.message;
   }
 
-  recordRefusal(rc, input, attempts, overShare > 0 || shed > 0 ? 429 : 503);
+  recordRefusal(rc, input, attempts, overShare > 0 || shed > 0 ? 429 : 503, {
+    priority: input.admission.priority,
+    objective_ms: lastShed?.objectiveMs !== undefined ? Math.round(lastShed.objectiveMs) : undefined,
+    queued_ms: lastShed?.queuedMs !== undefined ? Math.round(lastShed.queuedMs) : undefined,
+  });
   const seconds = Number.isFinite(retryAfter) ? retryAfter : 5;
   const tried = attempts.map((a) => (a.node ? `${a.region}/${a.node}: ${a.outcome}` : `${a.region}: ${a.outcome}`)).join("; ");
   // A tenant refused for its share somewhere is told to slow down (429); otherwise the fleet is full (503).
@@ -213,7 +222,13 @@ function clientAnswer(rc: RequestContext, response: Response, stream: boolean): 
 }
 
 /** The decision line of a request no region placed. */
-function recordRefusal(rc: RequestContext, input: ForwardInput, attempts: Attempt[], status: number): void {
+function recordRefusal(
+  rc: RequestContext,
+  input: ForwardInput,
+  attempts: Attempt[],
+  status: number,
+  admission: Pick<DecisionLine, "priority" | "objective_ms" | "queued_ms"> = {},
+): void {
   recordDecision(
     {
       event: "request",
@@ -221,6 +236,7 @@ function recordRefusal(rc: RequestContext, input: ForwardInput, attempts: Attemp
       tenant: rc.tenant.id,
       model: input.model,
       status,
+      ...admission,
       prompt_tokens_estimated: input.promptTokens,
       attempts,
       duration_ms: Date.now() - rc.startedAt,

@@ -83,6 +83,8 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
           waitSeconds: placement.waitSeconds,
           rateLimit: placement.rateLimit,
           shed: placement.shed,
+          objectiveMs: placement.objectiveMs,
+          queuedMs: placement.queuedMs,
           attempts: plan.own,
         },
       };
