@@ -13,9 +13,11 @@
  *   streams the node's answer back as it comes (status, headers and every byte), adding
  *   `x-naive-node` (the node's id).
  * - Nothing else: no load awareness (a busy node gets its keys all the same), no admission, no
- *   queue of its own, no retries, no timeouts. A node it cannot reach is a 502 in OpenAI's error
- *   shape (`upstream_unreachable`); a client that goes away closes the node's request too, as a
- *   proxy does (the node then drops it from its queue).
+ *   queue of its own, no timeouts, no retries (but one: a request whose kept-alive connection
+ *   the node had just closed, which never reached it, is sent again on a new connection, Node's
+ *   documented remedy). A node it cannot reach is a 502 in OpenAI's error shape
+ *   (`upstream_unreachable`); a client that goes away closes the node's request too, as a proxy
+ *   does (the node then drops it from its queue).
  *
  * With the Mooncake workload's default of 4,096 characters (about 1,024 tokens) the key covers
  * the system block every request shares (2,048 characters) and the start of the conversation's
@@ -28,7 +30,15 @@
  * It prints one JSON line `{"event":"listening","url":...}` when it is up.
  */
 import { createHash } from "node:crypto";
-import { Agent, createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import {
+  Agent,
+  createServer,
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 
@@ -102,21 +112,32 @@ export async function startNaiveRouter(
       if (v !== undefined) headers[name] = v;
     }
     headers["content-length"] = String(raw.length);
-    const upstream = httpRequest(target, { method: req.method, headers, agent }, (up) => {
-      const out: Record<string, string | string[]> = { "x-naive-node": node.id };
-      for (const [k, v] of Object.entries(up.headers)) if (v !== undefined && k !== "connection" && k !== "keep-alive") out[k] = v;
-      res.writeHead(up.statusCode ?? 502, out);
-      up.pipe(res);
-      up.on("error", () => res.destroy());
-    });
-    upstream.on("error", (e) =>
-      sendError(res, 502, `node ${node.id} could not be reached: ${e.message}`, "api_error", "upstream_unreachable"),
-    );
+    let upstream: ClientRequest | undefined;
     // The client went away before the answer ended: so does the node's request.
     res.on("close", () => {
-      if (!res.writableFinished) upstream.destroy();
+      if (!res.writableFinished) upstream?.destroy();
     });
-    upstream.end(raw);
+    const send = (retry: boolean) => {
+      let answered = false;
+      const u = httpRequest(target, { method: req.method, headers, agent }, (up) => {
+        answered = true;
+        const out: Record<string, string | string[]> = { "x-naive-node": node.id };
+        for (const [k, v] of Object.entries(up.headers)) if (v !== undefined && k !== "connection" && k !== "keep-alive") out[k] = v;
+        res.writeHead(up.statusCode ?? 502, out);
+        up.pipe(res);
+        up.on("error", () => res.destroy());
+      });
+      upstream = u;
+      u.on("error", (e) => {
+        if (res.destroyed || answered) return;
+        // A kept-alive connection the node closed just as it was reused: the request never reached
+        // the node, and Node's documented remedy is to send it again on a new connection (once).
+        if (retry && u.reusedSocket) return send(false);
+        sendError(res, 502, `node ${node.id} could not be reached: ${e.message}`, "api_error", "upstream_unreachable");
+      });
+      u.end(raw);
+    };
+    send(true);
   };
   const server = createServer((req, res) => {
     if (req.method === "GET" && req.url === "/health") {

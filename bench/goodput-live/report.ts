@@ -53,7 +53,7 @@ function loadTable(runs: RunResult[]): string {
 
 /** The twin's warmpath and SLO-oracle goodput at `load`. */
 function twinCell(rep: Report, load: number): string {
-  const t = rep.twin[String(load)] ?? [];
+  const t = rep.loads.find((l) => l.load === load)?.twin ?? [];
   const g = (name: string) => pct(t.find((x) => x.router === name)?.goodput ?? NaN);
   return `${g("warmpath")} / ${g("slo-oracle")}`;
 }
@@ -62,8 +62,8 @@ export function renderReport(rep: Report): string {
   const loads = [...new Set(rep.runs.map((r) => r.load))];
   const find = (router: string, load: number) => rep.runs.find((r) => r.router === router && r.load === load);
   const m = rep.machine;
-  const c = rep.capacity;
   const p = rep.plan;
+  const lp = (load: number) => rep.loads.find((l) => l.load === load)!;
   const out: string[] = [];
   out.push(`# Goodput past saturation, through the real workers`);
   out.push(
@@ -88,14 +88,24 @@ export function renderReport(rep: Report): string {
       `- **Machine**: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}; shared with other work (see "Did the machine keep up"). Load average ${rep.loadAverage.start.map((x) => x.toFixed(2)).join(" / ")} at the start, ${rep.loadAverage.end.map((x) => x.toFixed(2)).join(" / ")} at the end.`,
       `- **Code**: commit \`${m.commit}\` (${m.commitSubject})${m.dirty.length ? `; the work tree also had uncommitted changes to ${m.dirty.length} tracked files, bundled into the workers as they stood (${m.dirty.join(", ")})` : ", clean work tree"}.`,
       `- **warmpath**: \`npm start\`'s topology, generated from wrangler.toml as a deploy generates it (scripts/system.ts): the edge worker, the region's worker and its region Durable Object, ${p.runtime === "workerd" ? 'each worker in a workerd process of its own (`runtime: "workerd"`: the deployed bundles without wrangler dev\'s proxy)' : "under `wrangler dev` as `npm start` runs it"}. wrangler.toml's development configuration with its first region only (us-east), its configured prefill rate set to the fleet's (${rep.node.prefill_tokens_per_second * p.timeFactor} tokens/s), every other setting at its default (admission on, as it ships). One tenant (the development key). A fresh system for each run: empty Durable Object store, nodes registered by their own reports.`,
-      `- **naive prefix affinity** (bench/goodput-live/naive-router.ts, a Node process of its own): the prompt's first ${p.prefixChars} characters (the messages' contents in order: the shared system block and the start of the conversation's first block) hashed onto the nodes by rendezvous hashing (SHA-256 of node id and key, highest wins); the request forwarded unchanged to that node and its answer streamed back. No load awareness, no admission, no queue, no retries, no timeouts; a client that goes away closes the node's request.`,
+      `- **naive prefix affinity** (bench/goodput-live/naive-router.ts, a Node process of its own): the prompt's first ${p.prefixChars} characters (the messages' contents in order: the shared system block and the start of the conversation's first block) hashed onto the nodes by rendezvous hashing (SHA-256 of node id and key, highest wins); the request forwarded unchanged to that node and its answer streamed back. No load awareness, no admission, no queue, no timeouts, no retries (but one, on a new connection, for a request whose kept-alive connection the node had just closed); a client that goes away closes the node's request.`,
       `- **Fleet**: ${p.nodes} simulated nodes (fleet/: real HTTP servers, each with its own prefix cache of ${rep.node.kv_capacity_tokens.toLocaleString("en-US")} tokens in 16-token blocks, FCFS prefill one request at a time at ${rep.node.prefill_tokens_per_second.toLocaleString("en-US")} tokens/s on uncached tokens, decode ${rep.node.decode_tokens_per_second} tokens/s per request, ${rep.node.max_running} running at most, answers of at most ${rep.node.default_max_tokens} tokens), time factor ${p.timeFactor}${p.timeFactor === 1 ? " (model time is wall time)" : ""}. A fresh fleet (cold caches) for every run, in the orchestrating process.`,
-      `- **Workload**: the Mooncake conversation trace (../shared/traces, not in the repository), lines ${rep.slice.start}-${rep.slice.start + rep.slice.requests - 1}: ${rep.slice.requests} requests, ${rep.slice.conversations} conversations, ${Math.round(rep.slice.meanPromptTokens).toLocaleString("en-US")} prompt tokens on average, ${rep.slice.traceSpanS.toFixed(0)} s of the trace; held out from bench:goodput's quick slice (the first 3,000). Each hash id is the same 2,048-character text block the simulated-time benchmarks use; block 0 (shared by every request) is the system message, the rest the user message; \`max_tokens\` is the trace's output length. Deterministic: no randomness anywhere but the machine's timing.`,
-      `- **Capacity (1x)**: bench:goodput's definition, computed in simulated time (bench/fleet.ts) on these requests and this fleet's shape: the replay speed at which the greedy oracle (every node's true cache and queue known, each request placed where its first token comes earliest) keeps the fleet's prefill 100% busy: **${c.speed.toFixed(3)}x the trace's own speed**, ${c.requestsPerSecond.toFixed(2)} requests/s, ${Math.round(c.promptTokensPerSecond).toLocaleString("en-US")} prompt tokens/s against ${(p.nodes * rep.node.prefill_tokens_per_second).toLocaleString("en-US")} tokens/s of prefill (ideal reuse on these requests, one unlimited cache: ${pct(c.idealReuse)}; the fleet as one pooled node reaches 100% busy at ${c.pooledSpeed.toFixed(3)}x). Load Lx replays the same requests L times faster than 1x, open loop (each sent at its time, whatever happened to the ones before).`,
+      `- **Workload**: the Mooncake conversation trace (../shared/traces, not in the repository) from line ${p.start}, held out from bench:goodput's quick slice (the first 3,000). Load Lx replays the slice's first L x ${p.requests} requests, open loop (each sent at its time, whatever happened to the ones before), at L times those requests' own 1x speed: every load's arrivals last about as long, a sustained overload rather than a burst (table below). Each hash id is the same 2,048-character text block the simulated-time benchmarks use; block 0 (shared by every request) is the system message, the rest the user message; \`max_tokens\` is the trace's output length. Deterministic: no randomness anywhere but the machine's timing.`,
+      `- **Capacity (1x)**: bench:goodput's definition (bench/goodput/harness.ts \`capacitySpeed\`), computed in simulated time (bench/fleet.ts) on each load's requests and this fleet's shape: the replay speed at which the greedy oracle (every node's true cache and queue known, each request placed where its first token comes earliest) keeps the fleet's prefill 100% busy. 1x is the saturation point itself, not below it: the fleet has no spare capacity there. For scale: one pooled node with all the cache and rate would be 100% busy at the speed in the table's last column.`,
       `- **Objective and goodput**: a request is in time if the client saw its first content chunk (the first SSE \`data:\` chunk with non-empty \`delta.content\`, timed from the request's send) within max(1 s, 5 x its prompt tokens / ${rep.node.prefill_tokens_per_second.toLocaleString("en-US")} tokens/s)${p.timeFactor === 1 ? "" : ` / ${p.timeFactor}`}, its prompt tokens as the fleet counts them (the rendered chat template at 4 characters a token; every answer's usage.prompt_tokens is checked against it). Goodput is the share of all requests in time (refused and unanswered ones included); token-weighted goodput weighs each by its prompt tokens. The client gives up on a request with no first token after max(${p.giveUpMinMs / 1000} s, ${p.giveUpFactor} x its objective), always past its objective (so giving up never costs an answer in time), closing the connection as a user would; TTFT figures are of the answered requests. **Lost**: no answer that says what happened (a connection that failed or closed without a status, a stream without \`[DONE]\` or usage).`,
     ].join("\n"),
   );
-  if (Object.keys(rep.twin).length > 0) {
+  out.push(
+    [
+      `| load | requests (trace lines) | conversations | mean prompt tokens | trace span | 1x (x the trace's speed) | offered (model time): requests/s, prompt tokens/s | arrivals last | ideal reuse | pooled node 100% busy at |`,
+      `| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`,
+      ...rep.loads.map(
+        (l) =>
+          `| ${l.load}x | ${l.requests} (${p.start}-${p.start + l.requests - 1}) | ${l.conversations} | ${Math.round(l.meanPromptTokens).toLocaleString("en-US")} | ${l.traceSpanS.toFixed(0)} s | ${l.capacity.speed.toFixed(3)} | ${(l.load * l.capacity.requestsPerSecond).toFixed(2)}, ${Math.round(l.load * l.capacity.promptTokensPerSecond).toLocaleString("en-US")} (prefill: ${(p.nodes * rep.node.prefill_tokens_per_second).toLocaleString("en-US")}) | ${(l.traceSpanS / (l.load * l.capacity.speed * p.timeFactor)).toFixed(0)} s | ${pct(l.capacity.idealReuse)} | ${l.capacity.pooledSpeed.toFixed(3)} |`,
+      ),
+    ].join("\n"),
+  );
+  if (rep.loads.some((l) => l.twin.length > 0)) {
     out.push(
       `- **Twin**: the same requests through bench:goodput's simulated-time harness (bench/goodput/harness.ts \`runOne\`, the same fleet shape, answers capped alike): the production RegionRouter with admission (what warmpath would get with an instantaneous network, exact timers and no CPU of its own), the SLO-aware greedy oracle (knows every true cache, queue and prefill time; refuses at arrival what it predicts late) and SGLang's cache-aware policy with its defaults. Context for the live figures, not part of the comparison.`,
     );
@@ -104,7 +114,7 @@ export function renderReport(rep: Report): string {
     const runs = rep.runs.filter((r) => r.load === l).sort((a, b) => (a.router === "warmpath" ? -1 : b.router === "warmpath" ? 1 : 0));
     out.push(`## ${l}x capacity`);
     out.push(loadTable(runs));
-    const t = rep.twin[String(l)];
+    const t = lp(l).twin;
     if (t?.length) {
       out.push(
         `bench:goodput's twin on the same requests (simulated time, instantaneous network, the production RegionRouter): ${t

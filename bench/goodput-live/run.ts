@@ -92,7 +92,11 @@ const PLAN = {
   nodes: Number(flags.nodes ?? (QUICK ? 2 : 8)),
   /** The held-out slice: past the first 3,000 requests (bench:goodput's --quick slice, the one worked on most). */
   start: Number(flags.start ?? 9000),
-  requests: Number(flags.requests ?? (QUICK ? 16 : 500)),
+  /**
+   * Requests per unit of load: load L replays the slice's first L x this many requests at L times
+   * their own 1x, so every load's arrivals last about as long (a sustained overload, not a burst).
+   */
+  requests: Number(flags.requests ?? (QUICK ? 8 : 360)),
   /** Quick: 4x faster than model time, so the smoke test takes seconds (the router's own milliseconds then weigh 4x more). */
   timeFactor: Number(flags["time-factor"] ?? (QUICK ? 4 : 1)),
   runtime: (flags.runtime ?? "workerd") as "workerd" | "wrangler-dev",
@@ -397,7 +401,7 @@ async function runOne(
         x.id,
         x.outcome,
         x.status ?? null,
-        x.ttftMs === undefined ? null : Math.round(x.ttftMs * 10) / 10,
+        x.ttftMs === undefined ? null : Math.round(x.ttftMs),
         x.code ?? null,
         x.node ?? null,
         x.cachedTokens ?? null,
@@ -442,11 +446,24 @@ function machine() {
     dirty: git(["status", "--porcelain", "--untracked-files=no"])
       .split("\n")
       .filter(Boolean)
-      .map((l) => l.slice(3)),
+      .map((l) => l.replace(/^\s*\S+\s+/, "")),
   };
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/** One load's requests: the slice's first `requests`, replayed at `load` times their own 1x. */
+export interface LoadPlan {
+  load: number;
+  requests: number;
+  /** Trace seconds from the first request to the last. */
+  traceSpanS: number;
+  meanPromptTokens: number;
+  conversations: number;
+  capacity: Capacity;
+  /** bench:goodput's twin on the same requests: simulated time, instantaneous network (empty with --no-twin). */
+  twin: TwinFigures[];
+}
 
 export interface Report {
   quick: boolean;
@@ -457,24 +474,23 @@ export interface Report {
   loadAverage: { start: number[]; end: number[] };
   plan: typeof PLAN;
   node: typeof NODE;
-  slice: { start: number; requests: number; traceSpanS: number; promptTokens: number; meanPromptTokens: number; conversations: number };
-  capacity: Capacity;
-  /** bench:goodput's twin on the same requests, by load: simulated time, instantaneous network. */
-  twin: Record<string, TwinFigures[]>;
+  loads: LoadPlan[];
   runs: RunResult[];
 }
 
 async function main(): Promise<void> {
   const started = new Date();
   const loadStart = os.loadavg();
-  const slice: SliceOptions = {
+  const sliceOf = (count: number): SliceOptions => ({
     trace: PLAN.trace,
     start: PLAN.start,
-    count: PLAN.requests,
+    count,
     model: MODEL,
     maxAnswerTokens: NODE.default_max_tokens,
-  };
-  const live = loadSlice(slice);
+  });
+  const countAt = (load: number) => Math.round(load * PLAN.requests);
+  const whole = sliceOf(Math.max(...PLAN.loads.map(countAt)));
+  const live = loadSlice(whole);
   const shape: FleetShape = {
     nodes: PLAN.nodes,
     kvCapacityTokens: NODE.kv_capacity_tokens,
@@ -482,26 +498,41 @@ async function main(): Promise<void> {
     decodeRate: NODE.decode_tokens_per_second,
     maxRunning: NODE.max_running,
   };
-  const cap = capacity(live, shape);
   // The twin needs the router's hashes of every trace line up to the slice's end (a few seconds): not in the quick run.
-  const twinRuns: Record<string, TwinFigures[]> = {};
-  if (PLAN.twin) {
-    const twin = twinWorkload(slice);
-    for (const l of PLAN.loads) twinRuns[String(l)] = twinFigures(twin, l, cap.speed, shape);
-  }
-  const scored = scoredRequests(slice);
-  const promptTokens = live.reduce((n, r) => n + r.promptTokens, 0);
+  const twin = PLAN.twin ? twinWorkload(whole) : undefined;
+  const loads: LoadPlan[] = PLAN.loads.map((load) => {
+    const sub = live.slice(0, countAt(load));
+    const cap = capacity(sub, shape);
+    const tokens = sub.reduce((n, r) => n + r.promptTokens, 0);
+    return {
+      load,
+      requests: sub.length,
+      traceSpanS: sub[sub.length - 1]!.arrivalMs / 1000,
+      meanPromptTokens: tokens / sub.length,
+      conversations: new Set(sub.map((r) => r.conversation)).size,
+      capacity: cap,
+      twin: twin ? twinFigures({ ...twin, requests: twin.requests.slice(0, sub.length) }, load, cap.speed, shape) : [],
+    };
+  });
   log(
-    `${QUICK ? "quick" : "full"} run: trace lines ${PLAN.start}-${PLAN.start + PLAN.requests - 1}, ${PLAN.nodes} nodes, ` +
-      `1x = ${cap.speed.toFixed(3)}x the trace's speed (${cap.requestsPerSecond.toFixed(2)} req/s, ${Math.round(cap.promptTokensPerSecond)} prompt tokens/s); ` +
-      `loads ${PLAN.loads.join(", ")}; time factor ${PLAN.timeFactor}; results to ${relative(ROOT, OUT) || "."}`,
+    `${QUICK ? "quick" : "full"} run: ${PLAN.nodes} nodes, time factor ${PLAN.timeFactor}; ` +
+      loads
+        .map(
+          (l) =>
+            `${l.load}x: trace lines ${PLAN.start}-${PLAN.start + l.requests - 1} at ${l.load} x ${l.capacity.speed.toFixed(3)} the trace's speed ` +
+            `(${(l.load * l.capacity.requestsPerSecond).toFixed(2)} req/s over ${(l.traceSpanS / l.load / l.capacity.speed).toFixed(0)} s)`,
+        )
+        .join("; ") +
+      `; results to ${relative(ROOT, OUT) || "."}`,
   );
   const runs: RunResult[] = [];
   try {
-    for (const [i, load] of PLAN.loads.entries()) {
+    for (const [i, l] of loads.entries()) {
+      const slice = sliceOf(l.requests);
+      const scored = scoredRequests(slice);
       // Alternate which router goes first, so neither always runs on a machine the other just warmed.
       const order = i % 2 === 0 ? PLAN.routers : [...PLAN.routers].reverse();
-      for (const router of order) runs.push(await runOne(router, load, cap, slice, scored));
+      for (const router of order) runs.push(await runOne(router, l.load, l.capacity, slice, scored));
     }
   } finally {
     client.disconnect();
@@ -515,16 +546,7 @@ async function main(): Promise<void> {
     loadAverage: { start: loadStart, end: os.loadavg() },
     plan: PLAN,
     node: NODE,
-    slice: {
-      start: PLAN.start,
-      requests: live.length,
-      traceSpanS: live[live.length - 1]!.arrivalMs / 1000,
-      promptTokens,
-      meanPromptTokens: promptTokens / live.length,
-      conversations: new Set(live.map((r) => r.conversation)).size,
-    },
-    capacity: cap,
-    twin: twinRuns,
+    loads,
     runs,
   };
   mkdirSync(OUT, { recursive: true });
