@@ -487,27 +487,39 @@ export function writeReport(input: ReportInput): void {
     L.push("");
   }
   writeFileSync(join(outDir, "GOODPUT.md"), L.join("\n"));
+  writeFileSync(join(outDir, "goodput.json"), resultsJson(input, v));
+}
+
+/**
+ * goodput.json: every run's figures, one run a line, numbers to 6 significant digits (the tuning
+ * runs are summarised by their scores in `workloads[].tuningScores`; a one-class workload without
+ * tenants has no `byClass` or `byTenant`, which would repeat `all`).
+ */
+function resultsJson(input: ReportInput, verdictList: Verdict[]): string {
+  const round = (_k: string, x: unknown) =>
+    typeof x === "number" && Number.isFinite(x) && !Number.isInteger(x) ? Number(x.toPrecision(6)) : x;
+  const line = (x: unknown) => JSON.stringify(x, round);
+  // A workload of one class and no tenants (the trace): its class and tenant figures are `all`'s.
   const strip = (r: GoodputRun) => {
-    const { wallMs, outcomes, ...rest } = r;
+    const { wallMs, outcomes, byClass, byTenant, ...rest } = r;
     void wallMs;
     void outcomes;
-    return rest;
+    return {
+      ...rest,
+      ...(Object.keys(byClass).length > 1 ? { byClass } : {}),
+      ...(Object.keys(byTenant).length > 1 || byTenant["-"] === undefined ? { byTenant } : {}),
+    };
   };
-  writeFileSync(
-    join(outDir, "goodput.json"),
-    JSON.stringify(
-      {
-        command: input.command,
-        fleet: input.fleet,
-        workloads: input.workloads.map((w) => ({ ...w, tuningRuns: w.tuningRuns.map(strip) })),
-        runs: input.runs.map(strip),
-        floods: input.floods.map((f) => ({ ...f, runs: f.runs.map(strip) })),
-        verdicts: v,
-      },
-      null,
-      1,
-    ) + "\n",
-  );
+  const list = (xs: unknown[]) => (xs.length === 0 ? "[]" : `[\n${xs.map(line).join(",\n")}\n]`);
+  const parts = [
+    `"command": ${line(input.command)}`,
+    `"fleet": ${line(input.fleet)}`,
+    `"workloads": ${list(input.workloads.map(({ tuningRuns, ...w }) => (void tuningRuns, w)))}`,
+    `"runs": ${list(input.runs.map(strip))}`,
+    `"floods": ${list(input.floods.map((f) => ({ ...f, runs: f.runs.map(strip) })))}`,
+    `"verdicts": ${list(verdictList)}`,
+  ];
+  return `{\n${parts.join(",\n")}\n}\n`;
 }
 
 const PROSE_RUN = [
