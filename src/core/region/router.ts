@@ -50,6 +50,7 @@ import { AdmissionQueue, classRank, type QueueEntry, type Visit } from "./admiss
 import { CLASS_ACTIVE_MS, dispatchBoundMs, fluidTtftMs, leastOwnCost, meetingDeadline, retryAfterSeconds, waitMs } from "./admission.ts";
 import { objectiveMs } from "./objective.ts";
 import { ClassReserve } from "./class-reserve.ts";
+import { TenantDemand } from "./tenant-demand.ts";
 import { PRIORITY_CLASSES, type ShedReason } from "../../contracts/routing.ts";
 
 /**
@@ -204,6 +205,8 @@ export class RegionRouter {
   private readonly classSeenAt: number[] = PRIORITY_CLASSES.map(() => -Infinity);
   /** The nodes the classes below an active one may keep busy (class-reserve.ts). */
   private readonly reserve = new ClassReserve();
+  /** Tenants sending more than their share, queued a class lower (tenant-demand.ts). */
+  private readonly demand = new TenantDemand();
 
   constructor(settings: RegionSettings, instanceId = "0") {
     this.settings = settings;
@@ -403,8 +406,7 @@ export class RegionRouter {
     if (!this.settings.admission.enabled || req.exclude?.length || req.continuation) return this.route(req, now);
     const found = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode, this.settings.nodeTenants);
     if (found.nodes.length === 0) return this.refuseUnservable(req, found.servesModel, now);
-    const rank = classRank(req.priority);
-    this.classSeenAt[rank] = now;
+    const asked = classRank(req.priority);
     const candidates = buildCandidates(found.nodes, this.index, req, this.settings.blockTokens, now, this.active);
     // What a region refuses whatever the objective, as without admission: a queue past
     // max_queue_seconds or a failover it cannot start sooner (another region should serve), and a
@@ -417,6 +419,11 @@ export class RegionRouter {
     const meanRate = this.regionRate(found.nodes);
     const objective = objectiveMs(req, meanRate, this.settings.admission);
     const { ownMs, work } = leastOwnCost(candidates);
+    // A tenant over its share of the recent prefill is queued a class lower while it is (tenant-demand.ts).
+    const tenant = req.tenant ?? "";
+    this.demand.arrived(tenant, req.tenantWeight ?? 1, work, now);
+    const rank = Math.min(PRIORITY_CLASSES.length - 1, asked + (this.demand.overShare(tenant, now) ? 1 : 0));
+    this.classSeenAt[rank] = now;
     this.reserve.arrived(rank, work, now);
     const entry = {
       id: `${this.ticketPrefix}q${(++this.queueSeq).toString(36)}`,

@@ -1,0 +1,28 @@
+/** TenantDemand: which tenants are flooding, to be queued a class lower (src/core/region/tenant-demand.ts). */
+import { describe, expect, it } from "vitest";
+import { TenantDemand } from "../../src/core/region/tenant-demand.ts";
+import { DEMAND_TAU_MS } from "../../src/core/region/class-reserve.ts";
+
+describe("TenantDemand", () => {
+  it("finds a tenant over 1.5x its weighted share of the active tenants' recent prefill, and only then", () => {
+    const d = new TenantDemand();
+    d.arrived("alone", 1, 1_000_000, 0);
+    expect(d.overShare("alone", 0)).toBe(false); // one tenant has no one to starve
+    d.arrived("light", 1, 100_000, 0);
+    expect(d.overShare("alone", 0)).toBe(true); // 91% against a 50% share
+    expect(d.overShare("light", 0)).toBe(false);
+    // Alike tenants never demote each other: 60% of two is under 1.5 x 50%.
+    const e = new TenantDemand();
+    e.arrived("a", 1, 60_000, 0);
+    e.arrived("b", 1, 40_000, 0);
+    expect(e.overShare("a", 0)).toBe(false);
+    // Weights: a tenant of weight 3 may send three times as much.
+    const w = new TenantDemand();
+    w.arrived("big", 3, 700_000, 0);
+    w.arrived("small", 1, 300_000, 0);
+    expect(w.overShare("big", 0)).toBe(false);
+    // Once the other tenant has been quiet for the demand window, it no longer counts.
+    d.arrived("alone", 1, 1, DEMAND_TAU_MS + 1);
+    expect(d.overShare("alone", DEMAND_TAU_MS + 1)).toBe(false);
+  });
+});
