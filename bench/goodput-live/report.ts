@@ -51,6 +51,20 @@ function loadTable(runs: RunResult[]): string {
   ].join("\n");
 }
 
+/** Runs whose workers were bundled from other code than the run's start (another engineer committed or edited meanwhile). */
+function codeChanges(rep: Report): string {
+  const key = (c: { commit: string; dirty: string[] }) => `${c.commit} ${c.dirty.join(",")}`;
+  const start = key(rep.machine);
+  const changed = rep.runs.filter((r) => r.code && key(r.code) !== start);
+  if (changed.length === 0) return "";
+  return ` The code changed during the run: ${changed
+    .map(
+      (r) =>
+        `${r.router} ${r.load}x booted on \`${r.code.commit}\`${r.code.dirty.length ? ` with ${r.code.dirty.join(", ")} changed` : ""}`,
+    )
+    .join("; ")}.`;
+}
+
 /** The twin's warmpath and SLO-oracle goodput at `load`. */
 function twinCell(rep: Report, load: number): string {
   const t = rep.loads.find((l) => l.load === load)?.twin ?? [];
@@ -86,7 +100,7 @@ export function renderReport(rep: Report): string {
   out.push(
     [
       `- **Machine**: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}; shared with other work (see "Did the machine keep up"). Load average ${rep.loadAverage.start.map((x) => x.toFixed(2)).join(" / ")} at the start, ${rep.loadAverage.end.map((x) => x.toFixed(2)).join(" / ")} at the end.`,
-      `- **Code**: commit \`${m.commit}\` (${m.commitSubject})${m.dirty.length ? `; the work tree also had uncommitted changes to ${m.dirty.length} tracked files, bundled into the workers as they stood (${m.dirty.join(", ")})` : ", clean work tree"}.`,
+      `- **Code**: commit \`${m.commit}\` (${m.commitSubject}) at the start${m.dirty.length ? `; the work tree also had uncommitted changes to ${m.dirty.length} tracked files, bundled into the workers as they stood (${m.dirty.join(", ")})` : ", clean work tree"}.${codeChanges(rep)}`,
       `- **warmpath**: \`npm start\`'s topology, generated from wrangler.toml as a deploy generates it (scripts/system.ts): the edge worker, the region's worker and its region Durable Object, ${p.runtime === "workerd" ? 'each worker in a workerd process of its own (`runtime: "workerd"`: the deployed bundles without wrangler dev\'s proxy)' : "under `wrangler dev` as `npm start` runs it"}. wrangler.toml's development configuration with its first region only (us-east), its configured prefill rate set to the fleet's (${rep.node.prefill_tokens_per_second * p.timeFactor} tokens/s), every other setting at its default (admission on, as it ships). One tenant (the development key). A fresh system for each run: empty Durable Object store, nodes registered by their own reports.`,
       `- **naive prefix affinity** (bench/goodput-live/naive-router.ts, a Node process of its own): the prompt's first ${p.prefixChars} characters (the messages' contents in order: the shared system block and the start of the conversation's first block) hashed onto the nodes by rendezvous hashing (SHA-256 of node id and key, highest wins); the request forwarded unchanged to that node and its answer streamed back. No load awareness, no admission, no queue, no timeouts, no retries (but one, on a new connection, for a request whose kept-alive connection the node had just closed); a client that goes away closes the node's request.`,
       `- **Fleet**: ${p.nodes} simulated nodes (fleet/: real HTTP servers, each with its own prefix cache of ${rep.node.kv_capacity_tokens.toLocaleString("en-US")} tokens in 16-token blocks, FCFS prefill one request at a time at ${rep.node.prefill_tokens_per_second.toLocaleString("en-US")} tokens/s on uncached tokens, decode ${rep.node.decode_tokens_per_second} tokens/s per request, ${rep.node.max_running} running at most, answers of at most ${rep.node.default_max_tokens} tokens), time factor ${p.timeFactor}${p.timeFactor === 1 ? " (model time is wall time)" : ""}. A fresh fleet (cold caches) for every run, in the orchestrating process.`,

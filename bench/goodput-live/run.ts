@@ -2,9 +2,9 @@
  * `npm run bench:goodput-live`: goodput past saturation through the real workers (issue 30's
  * proof), against a naive prefix-affinity router, in the same run.
  *
- *   npm run bench:goodput-live                  # full run (~12 min on 2 cores): bench/goodput-live/RESULTS.md + results.json
+ *   npm run bench:goodput-live                  # full run (~17 min on 2 cores): bench/goodput-live/RESULTS.md + results.json
  *   npm run bench:goodput-live -- --quick       # < 1 min: .tmp/bench-goodput-live-quick/
- *   node bench/goodput-live/run.ts [--quick] [--out DIR] [--loads 1,2,3] [--nodes 8] [--start 9000] [--requests 500]
+ *   node bench/goodput-live/run.ts [--quick] [--out DIR] [--loads 1,2,3] [--nodes 8] [--start 9000] [--requests 360]
  *        [--time-factor 1] [--runtime workerd|wrangler-dev] [--prefix-chars 4096] [--give-up-s 60]
  *        [--routers warmpath,naive] [--trace PATH] [--wait-quiet SECONDS] [--[no-]twin]
  *
@@ -20,10 +20,11 @@
  *   characters; no load awareness, no admission), a Node process of its own.
  * - The fleet: the simulated GPU nodes of fleet/ (real HTTP servers with their own KV caches and
  *   timing), in this process; the client (client.ts) in a forked process of its own.
- * - The workload: a slice of the Mooncake conversation trace (workload.ts), replayed open loop at
- *   `load` times the fleet's capacity on it (1x = bench:goodput's definition: the speed at which
- *   the greedy oracle keeps the fleet's prefill 100% busy, computed in simulated time on the same
- *   requests and fleet shape).
+ * - The workload: a slice of the Mooncake conversation trace (workload.ts). Load L replays its
+ *   first L x `--requests` requests open loop at L times their own capacity (1x = bench:goodput's
+ *   definition: the speed at which the greedy oracle keeps the fleet's prefill 100% busy, computed
+ *   in simulated time on the same requests and fleet shape), so every load's arrivals last about
+ *   as long: a sustained overload, not a burst.
  * - Scored by the client (score.ts): a request is in time if its first content chunk came within
  *   `max(1 s, 5 x prompt tokens / the fleet's configured prefill rate)` (divided by the time
  *   factor); refused and unanswered requests count as misses.
@@ -292,6 +293,8 @@ export interface RunResult {
   speed: number;
   offeredRequestsPerSecond: number;
   wallS: number;
+  /** The code at this run's boot (HEAD and the tracked files changed in the work tree). */
+  code: { commit: string; dirty: string[] };
   /** With --wait-quiet: the cores other work used just before the run. */
   othersBefore: number | undefined;
   summary: Summary;
@@ -331,6 +334,8 @@ async function runOne(
 ): Promise<RunResult> {
   const speed = load * cap.speed * PLAN.timeFactor;
   const othersBefore = PLAN.waitQuietS > 0 ? await waitForQuiet(PLAN.waitQuietS) : undefined;
+  // The workers are bundled from the work tree at boot: which code this run is.
+  const code = codeState();
   log(`${router} at ${load}x: booting a fresh ${router === "warmpath" ? `system (${PLAN.runtime})` : "fleet and naive router"}`);
   const r = router === "warmpath" ? await bootWarmpath() : await bootNaive();
   try {
@@ -391,6 +396,7 @@ async function runOne(
       offeredRequestsPerSecond: scored.length / spanS,
       wallS: wallMs / 1000,
       othersBefore,
+      code,
       summary,
       clientLoopLagMs: result.loopLagMs,
       fleetLoopLagMs,
@@ -433,6 +439,17 @@ function git(args: string[]): string {
   }
 }
 
+/** The code the workers are bundled from now: HEAD and the tracked files changed in the work tree. */
+function codeState(): { commit: string; dirty: string[] } {
+  return {
+    commit: git(["rev-parse", "--short", "HEAD"]),
+    dirty: git(["status", "--porcelain", "--untracked-files=no"])
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => l.replace(/^\s*\S+\s+/, "")),
+  };
+}
+
 function machine() {
   const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
   return {
@@ -440,13 +457,9 @@ function machine() {
     cores: os.availableParallelism(),
     memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
     node: process.version,
-    commit: git(["rev-parse", "--short", "HEAD"]),
+    /** At the start of the run; each run records its own (other engineers may commit or edit meanwhile). */
+    ...codeState(),
     commitSubject: git(["log", "-1", "--format=%s"]).slice(0, 120),
-    /** Tracked files changed in the work tree (other engineers' work in progress, bundled into the workers). */
-    dirty: git(["status", "--porcelain", "--untracked-files=no"])
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => l.replace(/^\s*\S+\s+/, "")),
   };
 }
 
@@ -481,6 +494,7 @@ export interface Report {
 async function main(): Promise<void> {
   const started = new Date();
   const loadStart = os.loadavg();
+  const atStart = machine();
   const sliceOf = (count: number): SliceOptions => ({
     trace: PLAN.trace,
     start: PLAN.start,
@@ -542,7 +556,7 @@ async function main(): Promise<void> {
     command: `npm run bench:goodput-live${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
     started: started.toISOString(),
     durationS: (Date.now() - started.getTime()) / 1000,
-    machine: machine(),
+    machine: atStart,
     loadAverage: { start: loadStart, end: os.loadavg() },
     plan: PLAN,
     node: NODE,
