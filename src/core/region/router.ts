@@ -419,10 +419,10 @@ export class RegionRouter {
     const meanRate = this.regionRate(found.nodes);
     const objective = objectiveMs(req, meanRate, this.settings.admission);
     const { ownMs, work } = leastOwnCost(candidates);
-    // A tenant over its share of the recent prefill is queued a class lower while it is (tenant-demand.ts).
+    // A tenant over its share of the recent prefill loses its class while it is (tenant-demand.ts).
     const tenant = req.tenant ?? "";
     this.demand.arrived(tenant, req.tenantWeight ?? 1, work, now);
-    const rank = Math.min(PRIORITY_CLASSES.length - 1, asked + (this.demand.overShare(tenant, now) ? 1 : 0));
+    const rank = this.demand.overShare(tenant, now) ? PRIORITY_CLASSES.length - 1 : asked;
     this.classSeenAt[rank] = now;
     this.reserve.arrived(rank, work, now);
     const entry = {

@@ -1,11 +1,12 @@
 /**
  * Which tenants are flooding (docs/ADMISSION.md): one that sent more than SHARE_TOLERANCE over its
- * weighted share of the recent prefill of the tenants active in the region (two at least) is queued
- * one class lower while it does. Classes are ordered before tenants in the region's queue, so
- * without this an interactive tenant's flood took every node from the standard and batch tenants
- * (bench/GOODPUT.md, the mix at 1x with one interactive tenant at five times its rate: the others
- * kept about 30% of their goodput); one class lower, its excess competes with that class's tenants
- * by weight, and the flood absorbs its own shedding. Same tolerance as the fair share's bound
+ * weighted share of the recent prefill of the tenants active in the region (two at least) loses its
+ * class while it does: it is queued as batch, the lowest. Classes are ordered before tenants in the
+ * region's queue, so without this an interactive tenant's flood took every node from the standard
+ * and batch tenants (bench/GOODPUT.md, the mix at 1x with one interactive tenant at five times its
+ * rate: the others kept about 30% of their goodput). One class lower was not enough: the standard
+ * tenants recovered, but the flood still outranked the batch tenant (41% of its goodput). As batch,
+ * its excess competes with the batch tenants by weight, and the flood absorbs its own shedding. Same tolerance as the fair share's bound
  * (fair-share.ts): two tenants sending alike hold 40% or 60% by the luck of arrival, and must not
  * demote each other.
  */
