@@ -183,6 +183,23 @@ describe("admission", () => {
     expect(heavy).toBeLessThanOrEqual(32); // 3:1 of 40
   });
 
+  it("refuses a tenant for its share only while it floods: a tenant ahead by class alone waits its turn", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    const loose = { objectiveMs: 60_000 };
+    // "fast" is interactive and placed; "slow" is batch and waits behind it: every prefill at the
+    // node is fast's, so the fair share (which judges dispatched prefill) finds it over its share.
+    placed(r.admit(req(30_000, { tenant: "fast", priority: "interactive", ...loose }), 0));
+    queued(r.admit(req(30_000, { tenant: "slow", priority: "batch", ...loose }), 1));
+    // Its demand is even with slow's: it is not flooding, so its next request queues, not refused.
+    queued(r.admit(req(1_000, { tenant: "fast", priority: "interactive", ...loose }), 2));
+    // Sending five times slow's demand, it floods: refused as over its share (another region, else 429).
+    r.admit(req(60_000, { tenant: "fast", priority: "interactive", ...loose }), 3);
+    r.admit(req(60_000, { tenant: "fast", priority: "interactive", ...loose }), 4);
+    const flood = r.admit(req(1_000, { tenant: "fast", priority: "interactive", ...loose }), 5);
+    expect(flood).toMatchObject({ ok: false, reason: "over-share" });
+  });
+
   it("keeps a lower class off busy nodes while a higher class is active", () => {
     const r = new RegionRouter(settings());
     r.upsertNode(spec("a"), 0);

@@ -6,23 +6,38 @@ import { DEMAND_TAU_MS } from "../../src/core/region/class-reserve.ts";
 describe("TenantDemand", () => {
   it("finds a tenant over 1.5x its weighted share of the active tenants' recent prefill, and only then", () => {
     const d = new TenantDemand();
-    d.arrived("alone", 1, 1_000_000, 0);
+    d.arrived("alone", 1, 1_000_000, 0, 1);
     expect(d.overShare("alone", 0)).toBe(false); // one tenant has no one to starve
-    d.arrived("light", 1, 100_000, 0);
+    d.arrived("light", 1, 100_000, 0, 1);
     expect(d.overShare("alone", 0)).toBe(true); // 91% against a 50% share
     expect(d.overShare("light", 0)).toBe(false);
     // Alike tenants never demote each other: 60% of two is under 1.5 x 50%.
     const e = new TenantDemand();
-    e.arrived("a", 1, 60_000, 0);
-    e.arrived("b", 1, 40_000, 0);
+    e.arrived("a", 1, 60_000, 0, 1);
+    e.arrived("b", 1, 40_000, 0, 1);
     expect(e.overShare("a", 0)).toBe(false);
     // Weights: a tenant of weight 3 may send three times as much.
     const w = new TenantDemand();
-    w.arrived("big", 3, 700_000, 0);
-    w.arrived("small", 1, 300_000, 0);
+    w.arrived("big", 3, 700_000, 0, 1);
+    w.arrived("small", 1, 300_000, 0, 1);
     expect(w.overShare("big", 0)).toBe(false);
     // Once the other tenant has been quiet for the demand window, it no longer counts.
-    d.arrived("alone", 1, 1, DEMAND_TAU_MS + 1);
+    d.arrived("alone", 1, 1, DEMAND_TAU_MS + 1, 1);
     expect(d.overShare("alone", DEMAND_TAU_MS + 1)).toBe(false);
+  });
+
+  it("finds a tenant over its share of its own class and those above, hidden by a lower class's demand", () => {
+    const d = new TenantDemand();
+    // Ranks: 0 interactive, 1 standard, 2 batch. The batch tenant asks most of the region's prefill.
+    d.arrived("batch", 1, 1_000_000, 0, 2);
+    d.arrived("chat", 1, 100_000, 0, 0);
+    d.arrived("rag-b", 1, 100_000, 0, 1);
+    d.arrived("rag-a", 1, 400_000, 0, 1);
+    // rag-a: 25% of everyone's demand, under 1.5 x 25%; but 67% of its peers' (chat, rag-b, rag-a), over 1.5 x 33%.
+    expect(d.overShare("rag-a", 0)).toBe(true);
+    expect(d.overShare("rag-b", 0)).toBe(false);
+    expect(d.overShare("chat", 0)).toBe(false); // its peers are itself alone: judged against everyone only
+    // The batch tenant's peers are everyone: 62.5% of the demand is over 1.5 x 25%, but it is batch already.
+    expect(d.overShare("batch", 0)).toBe(true);
   });
 });

@@ -1,14 +1,23 @@
 /**
- * Which tenants are flooding (docs/ADMISSION.md): one that sent more than SHARE_TOLERANCE over its
- * weighted share of the recent prefill of the tenants active in the region (two at least) loses its
- * class while it does: it is queued as batch, the lowest. Classes are ordered before tenants in the
- * region's queue, so without this an interactive tenant's flood took every node from the standard
- * and batch tenants (bench/GOODPUT.md, the mix at 1x with one interactive tenant at five times its
- * rate: the others kept about 30% of their goodput). One class lower was not enough: the standard
- * tenants recovered, but the flood still outranked the batch tenant (41% of its goodput). As batch,
- * its excess competes with the batch tenants by weight, and the flood absorbs its own shedding. Same tolerance as the fair share's bound
- * (fair-share.ts): two tenants sending alike hold 40% or 60% by the luck of arrival, and must not
- * demote each other.
+ * Which tenants are flooding (docs/ADMISSION.md). A tenant is, while it sends more than
+ * SHARE_TOLERANCE over its weighted share of the recent uncached prefill either of every tenant
+ * active in the region, or of those asking for its class or a higher one (two at least in each
+ * case). A flooding tenant loses its class: it is queued as batch, the lowest.
+ * - Classes are ordered before tenants in the region's queue, so without this an interactive
+ *   tenant's flood took every node from the standard and batch tenants (bench/GOODPUT.md, the mix at
+ *   1x with one interactive tenant at five times its rate: the others kept about 30% of their
+ *   goodput). One class lower was not enough: the flood still outranked the batch tenant (41%). As
+ *   batch, it competes with the batch tenants by weight, and the flood absorbs its own shedding.
+ * - Its peers' demand as well as everyone's: a class goes ahead of the classes below for its fair
+ *   part of what that class and those above send. Judged against every tenant only, a standard
+ *   tenant's flood looked small beside the batch tenant's long documents and kept its class (the
+ *   batch tenant kept 74% of its goodput; with the peers' test, 79%). Judged against its peers
+ *   only, a lone interactive tenant could never flood.
+ * - Demand, not the capacity's max-min share: past 2x load every tenant asks more than its share of
+ *   the capacity, and demoting them all demoted the interactive tenants with them (interactive
+ *   goodput at 3x fell from 81% to 65%).
+ * Same tolerance as the fair share's bound (fair-share.ts): two tenants sending alike hold 40% or
+ * 60% by the luck of arrival, and must not demote each other.
  */
 import { SHARE_TOLERANCE } from "./fair-share.ts";
 import { DEMAND_TAU_MS } from "./class-reserve.ts";
@@ -18,6 +27,7 @@ const MAX_TENANTS = 1_024;
 
 interface Demand {
   tokens: number;
+  rank: number;
   at: number;
   weight: number;
 }
@@ -25,34 +35,46 @@ interface Demand {
 export class TenantDemand {
   private readonly tenants = new Map<string, Demand>();
 
-  /** A request of `tenant` (of `weight`) arrived, costing `tokens` of uncached prefill. */
-  arrived(tenant: string, weight: number, tokens: number, now: number): void {
+  /** A request of `tenant` (of `weight`) arrived, asking for class `rank` (its last request's counts), costing `tokens` of uncached prefill. */
+  arrived(tenant: string, weight: number, tokens: number, now: number, rank: number): void {
     let d = this.tenants.get(tenant);
     if (!d) {
       if (this.tenants.size >= MAX_TENANTS) this.forgetIdle(now);
       if (this.tenants.size >= MAX_TENANTS) return;
-      this.tenants.set(tenant, (d = { tokens: 0, at: now, weight }));
+      this.tenants.set(tenant, (d = { tokens: 0, at: now, weight, rank }));
     }
     d.tokens = decayed(d, now) + tokens;
     d.at = now;
     d.weight = weight;
+    d.rank = rank;
   }
 
-  /** Whether `tenant` sent more than SHARE_TOLERANCE over its weighted share of the active tenants' recent prefill. */
+  /** Whether `tenant` sent more than SHARE_TOLERANCE over its weighted share of the recent prefill of every active tenant, or of those of its class and above. */
   overShare(tenant: string, now: number): boolean {
     const own = this.tenants.get(tenant);
     if (!own) return false;
     let total = 0;
     let weights = 0;
     let active = 0;
+    let peerTotal = 0;
+    let peerWeights = 0;
+    let peers = 0;
     for (const d of this.tenants.values()) {
       if (now - d.at > DEMAND_TAU_MS) continue;
-      total += decayed(d, now);
+      const x = decayed(d, now);
+      total += x;
       weights += d.weight;
       active++;
+      if (d.rank <= own.rank) {
+        peerTotal += x;
+        peerWeights += d.weight;
+        peers++;
+      }
     }
     if (active < 2 || total <= 0) return false;
-    return decayed(own, now) > (1 + SHARE_TOLERANCE) * (own.weight / weights) * total;
+    const mine = decayed(own, now);
+    if (mine > (1 + SHARE_TOLERANCE) * (own.weight / weights) * total) return true;
+    return peers >= 2 && mine > (1 + SHARE_TOLERANCE) * (own.weight / peerWeights) * peerTotal;
   }
 
   private forgetIdle(now: number): void {
