@@ -16,6 +16,11 @@
 /** The header carrying the signature: `v1;r=edge;t=<ms epoch>;n=<nonce>;s=<64 hex>`. */
 export const INTERNAL_AUTH_HEADER = "x-warmpath-internal-auth";
 
+/** The variable (a secret, `wrangler secret put`) holding the secret that signs and verifies. */
+export const INTERNAL_SECRET_VAR = "INTERNAL_SECRET";
+/** During a rotation, the secret before: still accepted, never used to sign. */
+export const INTERNAL_SECRET_PREVIOUS_VAR = "INTERNAL_SECRET_PREVIOUS";
+
 /** Marks a region worker's refusal of a message at the internal boundary (its value: the {@link AuthFailure}), for the edge. */
 export const AUTH_REFUSAL_HEADER = "x-warmpath-auth-refused";
 
@@ -92,13 +97,13 @@ async function hmacKey(subtle: SubtleCrypto, secret: string): Promise<CryptoKey>
 
 /** The bytes signed: every field on its own line, the body as its SHA-256 (so a large body is hashed once, streamed or not). */
 async function signedBytes(subtle: SubtleCrypto, p: SignedParts): Promise<Uint8Array> {
-  const bodyHash = hex(await subtle.digest("SHA-256", p.body));
+  const bodyHash = hex(await subtle.digest("SHA-256", p.body as Uint8Array<ArrayBuffer>));
   return encoder.encode([CONTEXT, p.role, p.method.toUpperCase(), p.pathAndQuery, String(p.timestamp), p.nonce, bodyHash].join("\n"));
 }
 
 /** The header value signing `parts` with `secret`. */
 export async function signInternal(subtle: SubtleCrypto, secret: string, parts: SignedParts): Promise<string> {
-  const mac = await subtle.sign("HMAC", await hmacKey(subtle, secret), await signedBytes(subtle, parts));
+  const mac = await subtle.sign("HMAC", await hmacKey(subtle, secret), (await signedBytes(subtle, parts)) as Uint8Array<ArrayBuffer>);
   return `${VERSION};r=${parts.role};t=${parts.timestamp};n=${parts.nonce};s=${hex(mac)}`;
 }
 
@@ -192,7 +197,8 @@ export async function verifyInternal(
   let secretIndex = -1;
   for (let i = 0; i < secrets.length && secretIndex < 0; i++) {
     // subtle.verify compares in constant time.
-    if (await subtle.verify("HMAC", await hmacKey(subtle, secrets[i]!), auth.signature, data)) secretIndex = i;
+    const key = await hmacKey(subtle, secrets[i]!);
+    if (await subtle.verify("HMAC", key, auth.signature as Uint8Array<ArrayBuffer>, data as Uint8Array<ArrayBuffer>)) secretIndex = i;
   }
   if (secretIndex < 0) return { ok: false, failure: "bad-signature" };
   if (auth.role !== message.expectedRole) return { ok: false, failure: "wrong-role" };

@@ -13,6 +13,8 @@
 import { DEV_INTERNAL_SECRET } from "../config/dev-credentials.ts";
 import {
   INTERNAL_AUTH_HEADER,
+  INTERNAL_SECRET_PREVIOUS_VAR,
+  INTERNAL_SECRET_VAR,
   MIN_SECRET_LENGTH,
   ReplayGuard,
   signInternal,
@@ -21,10 +23,7 @@ import {
   type VerifyResult,
 } from "../core/internal-auth.ts";
 
-/** The secret that signs (and verifies). */
-export const INTERNAL_SECRET_VAR = "INTERNAL_SECRET";
-/** During a rotation, the secret before: still accepted, never used to sign. */
-export const INTERNAL_SECRET_PREVIOUS_VAR = "INTERNAL_SECRET_PREVIOUS";
+export { INTERNAL_SECRET_PREVIOUS_VAR, INTERNAL_SECRET_VAR };
 
 export interface InternalSecrets {
   /** Signs outgoing messages; undefined: this worker cannot sign (a refusal to send, logged). */
