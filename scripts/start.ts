@@ -22,7 +22,7 @@ import { createServer } from "node:net";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { DEV_ADMIN_TOKEN, DEV_API_KEY } from "../src/config/dev-credentials.ts";
-import { ROOT, startSystem } from "./system.ts";
+import { ConfigRejected, ROOT, startSystem } from "./system.ts";
 
 /** The state folder by default (gitignored), as `wrangler dev` keeps `.wrangler/state`. */
 const DEFAULT_STATE_DIR = join(ROOT, ".warmpath", "state");
@@ -121,7 +121,12 @@ const reload = async (): Promise<void> => {
     await system.reload();
     console.log(`warmpath: the workers run the new configuration (${((Date.now() - began) / 1000).toFixed(1)} s).`);
   } catch (e) {
-    console.error(`warmpath: the workers keep the configuration they run: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`);
+    const message = e instanceof Error ? e.message.split("\n")[0] : String(e);
+    if (e instanceof ConfigRejected) console.error(`warmpath: the workers keep the configuration they run: ${message}`);
+    else
+      console.error(
+        `warmpath: the workers did not start on the new configuration (${message}); they start again on the next change of wrangler.toml (npm start -- --verbose shows wrangler's output)`,
+      );
   }
 };
 watchFile(WRANGLER_TOML, { interval: CONFIG_POLL_MS }, (now, before) => {

@@ -120,6 +120,9 @@ export interface System {
   stop(): Promise<void>;
 }
 
+/** A reload refused before anything stopped: wrangler.toml (or its WARMPATH_CONFIG) does not validate. */
+export class ConfigRejected extends Error {}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
@@ -386,7 +389,12 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     const runtime = options.runtime ?? "wrangler-dev";
     if (runtime !== "wrangler-dev") throw new Error(`reload runs under wrangler dev only, not runtime "${runtime}"`);
     // Validated and written before anything stops: a bad wrangler.toml leaves the workers running.
-    const next = generate();
+    let next: Deployment;
+    try {
+      next = generate();
+    } catch (e) {
+      throw new ConfigRejected(e instanceof Error ? e.message : String(e));
+    }
     const router = processes[0]!;
     await killTree(router.child);
     router.command = [WRANGLER, wranglerDevArgs(next, await freePort())];
