@@ -68,6 +68,23 @@ export type AuthFailure = "missing" | "malformed" | "bad-signature" | "no-secret
 
 export type VerifyResult = { ok: true; secretIndex: number } | { ok: false; failure: AuthFailure };
 
+/**
+ * The part of WebCrypto's SubtleCrypto used here (`crypto.subtle` in Workers and in Node fits), so
+ * this module needs no DOM or Workers types.
+ */
+export interface Subtle {
+  importKey(
+    format: "raw",
+    key: Uint8Array,
+    algorithm: { name: "HMAC"; hash: "SHA-256" },
+    extractable: false,
+    usages: Array<"sign" | "verify">,
+  ): Promise<unknown>;
+  sign(algorithm: "HMAC", key: never, data: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer>;
+  verify(algorithm: "HMAC", key: never, signature: Uint8Array<ArrayBuffer>, data: Uint8Array<ArrayBuffer>): Promise<boolean>;
+  digest(algorithm: "SHA-256", data: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer>;
+}
+
 const encoder = new TextEncoder();
 
 function hex(bytes: ArrayBuffer): string {
@@ -82,10 +99,10 @@ function fromHex(text: string): Uint8Array | undefined {
 }
 
 /** Imported keys by secret: importing costs ~20 us, a message would pay it twice otherwise. At most a few secrets exist. */
-const keyCache = new Map<string, CryptoKey>();
+const keyCache = new Map<string, unknown>();
 const MAX_CACHED_KEYS = 8;
 
-async function hmacKey(subtle: SubtleCrypto, secret: string): Promise<CryptoKey> {
+async function hmacKey(subtle: Subtle, secret: string): Promise<unknown> {
   let key = keyCache.get(secret);
   if (!key) {
     key = await subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
@@ -96,14 +113,18 @@ async function hmacKey(subtle: SubtleCrypto, secret: string): Promise<CryptoKey>
 }
 
 /** The bytes signed: every field on its own line, the body as its SHA-256 (so a large body is hashed once, streamed or not). */
-async function signedBytes(subtle: SubtleCrypto, p: SignedParts): Promise<Uint8Array> {
+async function signedBytes(subtle: Subtle, p: SignedParts): Promise<Uint8Array> {
   const bodyHash = hex(await subtle.digest("SHA-256", p.body as Uint8Array<ArrayBuffer>));
   return encoder.encode([CONTEXT, p.role, p.method.toUpperCase(), p.pathAndQuery, String(p.timestamp), p.nonce, bodyHash].join("\n"));
 }
 
 /** The header value signing `parts` with `secret`. */
-export async function signInternal(subtle: SubtleCrypto, secret: string, parts: SignedParts): Promise<string> {
-  const mac = await subtle.sign("HMAC", await hmacKey(subtle, secret), (await signedBytes(subtle, parts)) as Uint8Array<ArrayBuffer>);
+export async function signInternal(subtle: Subtle, secret: string, parts: SignedParts): Promise<string> {
+  const mac = await subtle.sign(
+    "HMAC",
+    (await hmacKey(subtle, secret)) as never,
+    (await signedBytes(subtle, parts)) as Uint8Array<ArrayBuffer>,
+  );
   return `${VERSION};r=${parts.role};t=${parts.timestamp};n=${parts.nonce};s=${hex(mac)}`;
 }
 
@@ -175,7 +196,7 @@ export class ReplayGuard {
  * Order matters: the signature is checked before the replay guard, so forged messages cannot fill it.
  */
 export async function verifyInternal(
-  subtle: SubtleCrypto,
+  subtle: Subtle,
   secrets: readonly string[],
   header: string | null | undefined,
   message: { method: string; pathAndQuery: string; body: Uint8Array; expectedRole: InternalRole },
@@ -198,7 +219,8 @@ export async function verifyInternal(
   for (let i = 0; i < secrets.length && secretIndex < 0; i++) {
     // subtle.verify compares in constant time.
     const key = await hmacKey(subtle, secrets[i]!);
-    if (await subtle.verify("HMAC", key, auth.signature as Uint8Array<ArrayBuffer>, data as Uint8Array<ArrayBuffer>)) secretIndex = i;
+    if (await subtle.verify("HMAC", key as never, auth.signature as Uint8Array<ArrayBuffer>, data as Uint8Array<ArrayBuffer>))
+      secretIndex = i;
   }
   if (secretIndex < 0) return { ok: false, failure: "bad-signature" };
   if (auth.role !== message.expectedRole) return { ok: false, failure: "wrong-role" };
