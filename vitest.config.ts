@@ -8,7 +8,14 @@ import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { edgeCeilingPerMinute } from "./src/config/edge-ceiling.ts";
 import { handleFakeNode } from "./test/fixtures/fake-node.ts";
-import { TEST_ADMIN_TOKEN, TEST_CONFIG, TEST_NODE_TOKEN, TEST_ORIGIN_TOKEN } from "./test/fixtures/config.ts";
+import {
+  TEST_ADMIN_TOKEN,
+  TEST_CONFIG,
+  TEST_INTERNAL_SECRET,
+  TEST_INTERNAL_SECRET_PREVIOUS,
+  TEST_NODE_TOKEN,
+  TEST_ORIGIN_TOKEN,
+} from "./test/fixtures/config.ts";
 
 export default defineConfig({
   plugins: [
@@ -21,6 +28,9 @@ export default defineConfig({
           NODE_TOKEN_TEST: TEST_NODE_TOKEN,
           ADMIN_TOKEN_TEST: TEST_ADMIN_TOKEN,
           ORIGIN_TOKEN_TEST: TEST_ORIGIN_TOKEN,
+          // The internal boundary's secrets, mid-rotation (test/region/internal-auth.test.ts).
+          INTERNAL_SECRET: TEST_INTERNAL_SECRET,
+          INTERNAL_SECRET_PREVIOUS: TEST_INTERNAL_SECRET_PREVIOUS,
         },
         outboundService: (request) => handleFakeNode(request as unknown as Request) as never,
         // The edge ceiling as generated workers get it: derived from the configuration.

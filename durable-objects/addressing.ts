@@ -6,6 +6,7 @@
  * and the exchange's in src/core/shard.ts, the ledger's in src/contracts/usage.ts.
  */
 import { BUDGET_LEDGER_BINDING } from "../src/contracts/topology.ts";
+import { signingFetcher } from "../src/http/internal-auth.ts";
 import { SPEND_LEDGER_NAME } from "../src/contracts/usage.ts";
 import { loadExchangeName } from "../src/core/shard.ts";
 
@@ -22,8 +23,10 @@ export function spendLedgerStub(env: Env) {
 /**
  * The binding to the budget ledger's home region's worker (BUDGET_LEDGER_BINDING), or undefined
  * if this worker is the ledger's home (or the local single-process composition, which has one
- * namespace): the ledger is then {@link spendLedgerStub}.
+ * namespace): the ledger is then {@link spendLedgerStub}. Every request through it is signed as a
+ * region worker's (src/http/internal-auth.ts): the ledger's home takes spend batches from no one else.
  */
 export function budgetLedgerHome(env: Env): Fetcher | undefined {
-  return (env as unknown as Record<string, unknown>)[BUDGET_LEDGER_BINDING] as Fetcher | undefined;
+  const binding = (env as unknown as Record<string, unknown>)[BUDGET_LEDGER_BINDING] as Fetcher | undefined;
+  return binding && signingFetcher(env, "region", binding);
 }

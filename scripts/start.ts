@@ -4,17 +4,30 @@
  * where to look. Ctrl-C stops everything.
  *
  *   npm start [-- --port 8787] [-- --time-factor 1] [-- --fleet fleet/fleet.default.json] [-- --verbose]
- *             [-- --traces traces.jsonl | http://127.0.0.1:4318/v1/traces]
+ *             [-- --traces traces.jsonl | http://127.0.0.1:4318/v1/traces] [-- --state .warmpath/state] [-- --fresh]
+ *
+ * State lasts: the node table, usage ledger, budget ledger and spent budgets are kept in
+ * `--state` (default `.warmpath/state`, gitignored) across runs; `--fresh` empties it first.
+ * wrangler.toml is watched: a change restarts the workers on it (an invalid one is reported and the
+ * workers keep running as they were). The workers end when this process ends, however it ends
+ * (scripts/watchdog.ts), SIGKILL included.
  *
  * `--verbose` passes the router's own output through: the decision log (one JSON line per
  * request), refusal lines and errors. `--traces` exports the workers' spans as OTLP/JSON, to a
  * file (one ExportTraceServiceRequest a line) or an OTLP/HTTP endpoint (scripts/traces/export.ts;
  * docs/OBSERVABILITY.md, "Traces").
  */
+import { watchFile } from "node:fs";
 import { createServer } from "node:net";
+import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { DEV_ADMIN_TOKEN, DEV_API_KEY } from "../src/config/dev-credentials.ts";
-import { startSystem } from "./system.ts";
+import { ConfigRejected, ROOT, startSystem } from "./system.ts";
+
+/** The state folder by default (gitignored), as `wrangler dev` keeps `.wrangler/state`. */
+const DEFAULT_STATE_DIR = join(ROOT, ".warmpath", "state");
+/** How often wrangler.toml's modification time is looked at (a poll survives editors that replace the file). */
+const CONFIG_POLL_MS = 1_000;
 
 const { values } = parseArgs({
   options: {
@@ -23,6 +36,8 @@ const { values } = parseArgs({
     fleet: { type: "string" },
     verbose: { type: "boolean", default: false },
     traces: { type: "string" },
+    state: { type: "string", default: DEFAULT_STATE_DIR },
+    fresh: { type: "boolean", default: false },
   },
 });
 
@@ -54,11 +69,14 @@ const system = await startSystem({
   timeFactorScale: Number(values["time-factor"]),
   onRouterOutput: values.verbose ? (line) => console.log(`[router] ${line}`) : undefined,
   traces: values.traces,
+  stateDir: values.state,
+  fresh: values.fresh,
 }).catch((e: unknown) => {
   // What failed, in one line; the router's own output (--verbose) has the rest.
   console.error(`warmpath: could not start: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
 });
+const stateShown = relative(process.cwd(), values.state!) || ".";
 const nodes = (system.fleet?.nodes ?? []).map((n) => `${n.region}/${n.id} ${n.url}`).join("\n    ");
 console.log(`
 warmpath is up (${((Date.now() - started) / 1000).toFixed(1)} s).
@@ -68,6 +86,8 @@ warmpath is up (${((Date.now() - started) / 1000).toFixed(1)} s).
   Dev API key ${DEV_API_KEY}   (accepted on localhost only)
   Admin token ${DEV_ADMIN_TOKEN}   (not needed on localhost)
   Nodes       ${nodes}
+  State       ${stateShown}   (node table, usage and budgets, kept across restarts; start clean: npm start -- --fresh)
+  Config      wrangler.toml   (watched: a change restarts the workers on it)
 
 Try it:
 
@@ -88,10 +108,47 @@ Traces${values.traces ? ` -> ${values.traces}` : ""} (OTLP/JSON, to a file or an
 Compare sticky sessions with warmpath: npm run demo        Stop: Ctrl-C
 `);
 
+// A changed wrangler.toml: the workers start again on it, on the same state (a reload at a time;
+// a change during one is taken after it).
+const WRANGLER_TOML = join(ROOT, "wrangler.toml");
 let stopping = false;
+let reloading: Promise<void> | undefined;
+let changedAgain = false;
+const reload = async (): Promise<void> => {
+  const began = Date.now();
+  console.log("warmpath: wrangler.toml changed; restarting the workers on it...");
+  try {
+    await system.reload();
+    console.log(`warmpath: the workers run the new configuration (${((Date.now() - began) / 1000).toFixed(1)} s).`);
+  } catch (e) {
+    const message = e instanceof Error ? e.message.split("\n")[0] : String(e);
+    if (e instanceof ConfigRejected) console.error(`warmpath: the workers keep the configuration they run: ${message}`);
+    else
+      console.error(
+        `warmpath: the workers did not start on the new configuration (${message}); they start again on the next change of wrangler.toml (npm start -- --verbose shows wrangler's output)`,
+      );
+  }
+};
+watchFile(WRANGLER_TOML, { interval: CONFIG_POLL_MS }, (now, before) => {
+  if (stopping || now.mtimeMs === before.mtimeMs) return;
+  if (reloading) {
+    changedAgain = true;
+    return;
+  }
+  const run = async () => {
+    do {
+      changedAgain = false;
+      await reload();
+    } while (changedAgain && !stopping);
+    reloading = undefined;
+  };
+  reloading = run();
+});
+
 const shutdown = async () => {
   if (stopping) return;
   stopping = true;
+  await reloading;
   console.log("\nwarmpath: stopping the fleet and the router...");
   await system.stop();
   console.log("warmpath: stopped.");

@@ -9,22 +9,32 @@
  * `workerd`: each worker in a workerd process of its own with no development machinery, the
  * bindings over loopback HTTP (scripts/workerd-host.ts), so a region's worker can be killed alone.
  *
- * Each boot gets a fresh Durable Object store (`--persist-to` a temporary folder): a node table
- * left over from an earlier run would name nodes on ports that no longer exist. A configuration
- * override (e.g. another routing policy) goes into the generated configurations' WARMPATH_CONFIG,
- * as a deploy would carry it; secrets go in a temporary env file, as `.dev.vars` would. For fault
- * injection, the workers can be killed and started again on the same stores (`restartRouter`,
- * `killRegionWorker`).
+ * Each boot gets a fresh Durable Object store (`--persist-to` a temporary folder), unless given a
+ * state folder (`stateDir`: `npm start`'s `.warmpath/state`), whose stores (node table, usage
+ * ledger, budget ledger and spent budgets) it keeps across runs, as `wrangler dev` keeps
+ * `.wrangler/state`; `fresh` empties it first. A configuration override (e.g. another routing
+ * policy) goes into the generated configurations' WARMPATH_CONFIG, as a deploy would carry it;
+ * secrets go in a temporary env file, as `.dev.vars` would, with a random `INTERNAL_SECRET` for
+ * the run (the internal boundary, docs/SECURITY.md: a region worker's loopback port takes no
+ * message without it). For fault injection, the workers can be killed and started again on the
+ * same stores (`restartRouter`, `killRegionWorker`); `reload` starts them again on a configuration
+ * regenerated from wrangler.toml.
+ *
+ * Every worker process runs under scripts/watchdog.ts, in a process group of its own: `stop` ends
+ * the group, and a parent that dies any other way (SIGKILL included) closes the watchdog's stdin
+ * pipe, and the watchdog ends the group.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadFleet, type FleetConfig } from "../fleet/config.ts";
 import { startFleet, type Fleet } from "../fleet/fleet.ts";
 import { BUDGET_LEDGER_BINDING, regionBindingName } from "../src/contracts/topology.ts";
-import { generateDeployment } from "./deploy/generate.ts";
+import { INTERNAL_SECRET_VAR } from "../src/core/internal-auth.ts";
+import { generateDeployment, type Deployment } from "./deploy/generate.ts";
 import { freePort } from "./ports.ts";
 import { traceExporter, type TraceExporter } from "./traces/export.ts";
 
@@ -61,8 +71,15 @@ export interface SystemOptions {
   regionAddress?: (region: string, port: number) => string | Promise<string>;
   /** `runtime: "workerd"` / `"workerd-single"`: leave the dashboard's static assets out (workerd-host --no-assets), for benchmarks of the API. */
   noAssets?: boolean;
-  /** More variables for the worker (as `.dev.vars` would carry secrets), by name. */
+  /** More variables for the worker (as `.dev.vars` would carry secrets), by name. `INTERNAL_SECRET` defaults to a random one for the run. */
   secrets?: Record<string, string>;
+  /**
+   * Keep the Durable Objects' stores (node table, usage ledger, budget ledger, spent budgets) in
+   * this folder across runs; `stop` leaves it. Default: a temporary folder, removed by `stop`.
+   */
+  stateDir?: string;
+  /** With `stateDir`: empty it first (`npm start -- --fresh`). Default false. */
+  fresh?: boolean;
   /** Where wrangler's output goes. Default: discarded unless it fails to start. */
   onRouterOutput?: (line: string) => void;
   /**
@@ -94,8 +111,17 @@ export interface System {
    * answers again, with when the kill was sent and when it answered (ms epoch).
    */
   restartRouter(): Promise<{ killedAt: number; upAt: number }>;
+  /**
+   * Regenerates the workers' configurations from wrangler.toml (as at boot) and starts the workers
+   * again on them and on the same stores (`runtime: "wrangler-dev"`, what `npm start` runs). An
+   * invalid wrangler.toml leaves the running workers as they are and rejects, naming the field.
+   */
+  reload(): Promise<{ upAt: number }>;
   stop(): Promise<void>;
 }
+
+/** A reload refused before anything stopped: wrangler.toml (or its WARMPATH_CONFIG) does not validate. */
+export class ConfigRejected extends Error {}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -187,13 +213,19 @@ function groupAlive(pgid: number): boolean {
 }
 
 const WORKERD_HOST = join(ROOT, "scripts", "workerd-host.ts");
+const WATCHDOG = join(ROOT, "scripts", "watchdog.ts");
 
-/** The router process with these arguments, its output kept in `output` (the last 500 lines) and passed on. */
+/**
+ * The router process with these arguments, under the watchdog (scripts/watchdog.ts: it ends the
+ * process group when this process ends, however it ends), its output kept in `output` (the last
+ * 500 lines) and passed on.
+ */
 function launchRouter(command: [string, string[]], output: string[], onOutput: ((line: string) => void) | undefined): ChildProcess {
-  const router = spawn(command[0], command[1], {
+  const router = spawn(process.execPath, [WATCHDOG, command[0], ...command[1]], {
     cwd: ROOT,
     detached: true, // its own process group, so stop() also ends workerd
-    stdio: ["ignore", "pipe", "pipe"],
+    // stdin: the watchdog's pipe to this process; it is closed when this process dies.
+    stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
   });
   for (const stream of [router.stdout!, router.stderr!]) {
@@ -243,30 +275,45 @@ interface WorkerProcess {
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
   const port = options.port === 0 ? await freePort() : (options.port ?? 8787);
   const url = `http://127.0.0.1:${port}`;
+  // The run's own files (generated configurations, secrets), removed by stop().
   const state = mkdtempSync(join(tmpdir(), "warmpath-"));
+  // Where the Durable Objects' stores go: the state folder kept across runs, or the run's own.
+  const stores = options.stateDir ?? state;
+  if (options.stateDir) {
+    if (options.fresh) rmSync(options.stateDir, { recursive: true, force: true });
+    mkdirSync(options.stateDir, { recursive: true });
+    // workerd-host caches a worker's bundle beside its store for restarts within a run; a new run bundles the code as it is now.
+    for (const dir of [join(stores, "bundle"), ...readdirSync(stores).map((d) => join(stores, d, "bundle"))])
+      if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+  }
   // The production topology: the edge and one worker per region, generated from wrangler.toml's
   // top level (or the configuration given) as a deploy generates them (scripts/deploy/generate.ts).
-  const deployment = generateDeployment({
-    root: ROOT,
-    environment: undefined,
-    outDir: join(state, "workers"),
-    warmpathConfig: options.config,
-  });
+  // A secret for this run that both sides of the internal boundary hold; nobody else knows it.
+  const secrets = { [INTERNAL_SECRET_VAR]: randomBytes(32).toString("hex"), ...options.secrets };
+  // Single quotes: dotenv takes the value literally.
+  const secretsText = Object.entries(secrets)
+    .map(([name, value]) => `${name}='${value}'\n`)
+    .join("");
+  const generate = (): Deployment => {
+    const d = generateDeployment({
+      root: ROOT,
+      environment: undefined,
+      outDir: join(state, "workers"),
+      warmpathConfig: options.config,
+    });
+    // wrangler dev gives `--env-file` to its first worker only; every worker reads the `.dev.vars`
+    // beside its configuration. Mode 0600 (and the run's folder is 0700): secrets.
+    writeFileSync(join(d.dir, ".dev.vars"), secretsText, { mode: 0o600 });
+    return d;
+  };
+  const deployment = generate();
   const edge = deployment.workers.find((w) => w.kind === "edge")!;
   const regions = deployment.workers.filter((w) => w.kind === "region");
-  const common: string[] = [];
   const hostFlags = options.noAssets ? ["--no-assets"] : [];
-  if (options.secrets && Object.keys(options.secrets).length > 0) {
-    const envFile = join(state, "secrets.env");
-    // Single quotes: dotenv takes the value literally.
-    writeFileSync(
-      envFile,
-      Object.entries(options.secrets)
-        .map(([name, value]) => `${name}='${value}'\n`)
-        .join(""),
-    );
-    common.push("--env-file", envFile);
-  }
+  // workerd-host reads the secrets from --env-file (wrangler dev from each worker's .dev.vars).
+  const envFile = join(state, "secrets.env");
+  writeFileSync(envFile, secretsText, { mode: 0o600 });
+  const hostSecrets = ["--env-file", envFile];
   const output: string[] = [];
   const processes: WorkerProcess[] = [];
   const traces = options.traces ? traceExporter(options.traces) : undefined;
@@ -297,23 +344,29 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       binds.push("--bind", `${regionBindingName(r.region!)}=${address}`);
       const ledger = ledgerHome === undefined ? [] : ["--bind", `${BUDGET_LEDGER_BINDING}=${ledgerHome}`];
       ledgerHome ??= `127.0.0.1:${regionPort}`;
-      const args = ["--config", r.file, "--port", String(regionPort), "--persist-to", join(state, r.name), ...ledger, ...common];
+      const args = ["--config", r.file, "--port", String(regionPort), "--persist-to", join(stores, r.name), ...ledger, ...hostSecrets];
       launch(r.name, [process.execPath, [WORKERD_HOST, ...args]], `http://127.0.0.1:${regionPort}`);
     }
-    const args = ["--config", edge.file, "--port", String(port), "--persist-to", join(state, edge.name), ...binds, ...common, ...hostFlags];
+    const args = [
+      "--config",
+      edge.file,
+      "--port",
+      String(port),
+      "--persist-to",
+      join(stores, edge.name),
+      ...binds,
+      ...hostSecrets,
+      ...hostFlags,
+    ];
     launch("edge", [process.execPath, [WORKERD_HOST, ...args, "--inspector-port", String(await freePort())]], url);
   } else if (options.runtime === "workerd-single") {
     // Every worker in one workerd process, their bindings in-process as on Cloudflare: the
     // deployed path with no development machinery and no emulated network between the workers.
     const configs = [edge, ...regions].flatMap((w) => ["--config", w.file]);
-    const args = [...configs, "--port", String(port), "--persist-to", state, ...common, ...hostFlags];
+    const args = [...configs, "--port", String(port), "--persist-to", stores, ...hostSecrets, ...hostFlags];
     launch("router", [process.execPath, [WORKERD_HOST, ...args, "--inspector-port", String(await freePort())]], url);
   } else {
-    // wrangler dev with every worker's configuration: one process, the edge first (it takes the port).
-    const configs = [edge, ...regions].flatMap((w) => ["-c", w.file]);
-    const args = [...configs, "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(await freePort())];
-    args.push("--persist-to", state, "--show-interactive-dev-session=false", "--log-level", "log", ...common);
-    launch("router", [WRANGLER, ["dev", ...args]], url);
+    launch("router", [WRANGLER, wranglerDevArgs(deployment, await freePort())], url);
   }
 
   let fleet: Fleet | undefined;
@@ -323,6 +376,31 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     await Promise.all(processes.map((p) => killTree(p.child)));
     await traces?.stop();
     rmSync(state, { recursive: true, force: true });
+  };
+  /** wrangler dev with every worker's configuration: one process, the edge first (it takes the port). */
+  function wranglerDevArgs(d: Deployment, inspectorPort: number): string[] {
+    const w = d.workers;
+    const configs = [w.find((x) => x.kind === "edge")!, ...w.filter((x) => x.kind === "region")].flatMap((x) => ["-c", x.file]);
+    const args = [...configs, "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort)];
+    args.push("--persist-to", stores, "--show-interactive-dev-session=false", "--log-level", "log");
+    return ["dev", ...args];
+  }
+  const reload = async () => {
+    const runtime = options.runtime ?? "wrangler-dev";
+    if (runtime !== "wrangler-dev") throw new Error(`reload runs under wrangler dev only, not runtime "${runtime}"`);
+    // Validated and written before anything stops: a bad wrangler.toml leaves the workers running.
+    let next: Deployment;
+    try {
+      next = generate();
+    } catch (e) {
+      throw new ConfigRejected(e instanceof Error ? e.message : String(e));
+    }
+    const router = processes[0]!;
+    await killTree(router.child);
+    router.command = [WRANGLER, wranglerDevArgs(next, await freePort())];
+    relaunch(router);
+    await ready(router);
+    return { upAt: Date.now() };
   };
   const restartRouter = async () => {
     const killedAt = Date.now();
@@ -347,6 +425,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     },
     processes: () => processes.map((p) => ({ name: p.name, pid: p.child.pid! })),
     restartRouter,
+    reload,
     async killRegionWorker(region) {
       const killedAt = Date.now();
       await killTree(regionProcess(region).child, "SIGKILL");

@@ -11,6 +11,9 @@
  *                                                          BUDGET_LEDGER -> the first region's worker
  *                                                          (every region but the first)
  *
+ * Every worker needs the secret INTERNAL_SECRET (the same value on all of them: the edge signs
+ * what it sends a region worker with it, a region object its spend batches; docs/DEPLOY.md).
+ *
  * The warmpath configuration is validated first with the worker's own schema; an invalid one
  * throws a {@link DeployConfigError} naming the field, before anything is written or uploaded.
  * Used by `npm run deploy` (scripts/deploy.ts), `npm start` (scripts/system.ts: the top level,
@@ -28,6 +31,7 @@ import {
   regionBindingName,
   regionWorkerName,
 } from "../../src/contracts/topology.ts";
+import { INTERNAL_SECRET_VAR } from "../../src/core/internal-auth.ts";
 
 export class DeployConfigError extends Error {}
 
@@ -182,7 +186,8 @@ export function generateDeployment(options: GenerateOptions): Deployment {
       region: r.name,
       name,
       file: join(dir, `region-${r.name}.json`),
-      secrets: r.origin_token_secret ? [r.origin_token_secret] : [],
+      // INTERNAL_SECRET: the internal boundary's (docs/SECURITY.md), the same value on every worker.
+      secrets: [...(r.origin_token_secret ? [r.origin_token_secret] : []), INTERNAL_SECRET_VAR],
       config: {
         name,
         main: fromDir(REGION_MAIN),
@@ -211,7 +216,7 @@ export function generateDeployment(options: GenerateOptions): Deployment {
     kind: "edge",
     name: edgeName,
     file: join(dir, "edge.json"),
-    secrets: [...nodeTokenSecrets, config.admin_token_secret].filter((s) => !(s in otherVars)),
+    secrets: [...nodeTokenSecrets, config.admin_token_secret, INTERNAL_SECRET_VAR].filter((s) => !(s in otherVars)),
     config: {
       name: edgeName,
       main: fromDir(EDGE_MAIN),

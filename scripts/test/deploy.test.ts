@@ -100,9 +100,9 @@ test("production generates the edge and one placed worker per region, as wrangle
 
     const secrets = Object.fromEntries(deployment.workers.map((w) => [w.name, w.secrets]));
     assert.deepEqual(secrets, {
-      "warmpath-region-us-east": ["ORIGIN_TOKEN"],
-      "warmpath-region-eu-west": ["ORIGIN_TOKEN"],
-      warmpath: ["NODE_TOKEN_US_EAST", "NODE_TOKEN_EU_WEST", "ADMIN_TOKEN"],
+      "warmpath-region-us-east": ["ORIGIN_TOKEN", "INTERNAL_SECRET"],
+      "warmpath-region-eu-west": ["ORIGIN_TOKEN", "INTERNAL_SECRET"],
+      warmpath: ["NODE_TOKEN_US_EAST", "NODE_TOKEN_EU_WEST", "ADMIN_TOKEN", "INTERNAL_SECRET"],
     });
     const manifest = readJson(join(dir, "deployment.json"));
     assert.deepEqual(
@@ -116,6 +116,9 @@ test("production generates the edge and one placed worker per region, as wrangle
     const report = secretsReport(planDeploy(deployment, false));
     assert.match(report, /npx wrangler secret put ORIGIN_TOKEN --config \S+region-eu-west\.json/);
     assert.match(report, /npx wrangler secret put ADMIN_TOKEN --config \S+edge\.json/);
+    // The internal boundary's secret, on the edge and on every region worker.
+    for (const file of ["edge", "region-us-east", "region-eu-west"])
+      assert.match(report, new RegExp(`npx wrangler secret put INTERNAL_SECRET --config \\S+${file}\\.json`));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

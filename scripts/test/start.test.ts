@@ -6,7 +6,8 @@ import { once } from "node:events";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
@@ -75,7 +76,10 @@ test("npm start boots, serves a streamed completion, and leaves nothing behind o
   const port = await freePort();
   // What `npm start` runs (node scripts/start.ts), with this test's Node 22; its own process group,
   // so that SIGINT to the group is what Ctrl-C in a terminal sends.
-  const child = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--port", String(port), "--time-factor", "10"], {
+  // A state folder of its own (npm start's default, .warmpath/state, is the developer's).
+  const stateDir = mkdtempSync(join(tmpdir(), "warmpath-start-test-"));
+  const args = ["--port", String(port), "--time-factor", "10", "--state", stateDir];
+  const child = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), ...args], {
     cwd: ROOT,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
@@ -182,6 +186,7 @@ test("npm start boots, serves a streamed completion, and leaves nothing behind o
       }
     }
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    rmSync(stateDir, { recursive: true, force: true });
   }
 });
 

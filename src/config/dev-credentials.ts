@@ -17,6 +17,15 @@ export const DEV_NODE_TOKEN = "wp-dev-node-token-local-only";
 /** Admin token for the state API and dashboard in development. */
 export const DEV_ADMIN_TOKEN = "wp-dev-admin-token-local-only";
 
+/**
+ * The internal boundary's secret (docs/SECURITY.md) for a worker in `mode = "development"` with no
+ * `INTERNAL_SECRET` set: `wrangler dev` of the single-process composition, whose region service is
+ * an entrypoint no socket reaches. Public, so never the only thing between a port and the region
+ * worker: `npm start` (scripts/system.ts) gives every run a random secret instead, and a worker
+ * outside development mode never falls back to it (src/http/internal-auth.ts).
+ */
+export const DEV_INTERNAL_SECRET = "wp-dev-internal-secret-local-only-0123456789";
+
 const DEV_SECRETS = new Set([DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3, DEV_NODE_TOKEN, DEV_ADMIN_TOKEN]);
 
 export function isDevCredential(secret: string): boolean {

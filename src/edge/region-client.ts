@@ -3,6 +3,11 @@
  * a region's service binding, sends it a message with the contract version, and tells a region
  * worker's own answer from a failure to reach one. Every failure here is a failed region: the
  * caller tries the next region (dispatch) or answers 503 for that region (node and admin API).
+ *
+ * Every message is signed with the internal secret (src/http/internal-auth.ts; docs/SECURITY.md):
+ * a region worker takes no other. A region worker that refuses the signature (the two hold
+ * different secrets: a rotation done out of order) is a failed region, logged
+ * `region_auth_refused` with the failure (never a secret).
  */
 import type { z } from "zod";
 import type { LoadedRegion } from "../config/load.ts";
@@ -15,6 +20,8 @@ import {
 } from "../contracts/region-service.ts";
 import { ALL_REGIONS_BINDING, regionBindingName } from "../contracts/topology.ts";
 import { ApiError } from "../http/errors.ts";
+import { InternalSecretMissing, internalAuthHeader } from "../http/internal-auth.ts";
+import { AUTH_REFUSAL_HEADER } from "../core/internal-auth.ts";
 
 /** The host of the URLs sent over a binding: a binding ignores it, but a Request needs one. */
 const BINDING_ORIGIN = "https://region.warmpath.internal";
@@ -22,7 +29,7 @@ const BINDING_ORIGIN = "https://region.warmpath.internal";
 /** A region worker could not be reached, or answered as no region worker of this contract would. */
 export class RegionUnavailable extends Error {
   readonly region: string;
-  readonly why: "no-binding" | "unreachable" | "contract-mismatch" | "not-a-region-answer";
+  readonly why: "no-binding" | "unreachable" | "contract-mismatch" | "not-a-region-answer" | "unauthenticated";
 
   constructor(region: string, why: RegionUnavailable["why"], detail: string) {
     super(`region worker for ${region}: ${detail}`);
@@ -51,18 +58,33 @@ export async function callRegion(
   env: Env,
   region: LoadedRegion,
   path: string,
-  init: { method: "GET" | "POST"; body?: BodyInit; contentType?: string },
+  init: { method: "GET" | "POST"; body?: Uint8Array | string; contentType?: string },
 ): Promise<{ ok: true; response: Response } | { ok: false; refusal: RegionRefusal }> {
   const name = region.config.name;
   const worker = regionWorker(env, region);
   if (!worker) throw new RegionUnavailable(name, "no-binding", `no service binding ${regionBindingName(name)}`);
-  const headers: Record<string, string> = { [CONTRACT_HEADER]: String(REGION_CONTRACT_VERSION) };
+  let signature: Record<string, string>;
+  try {
+    signature = await internalAuthHeader(env, "edge", init.method, BINDING_ORIGIN + path, init.body);
+  } catch (e) {
+    if (!(e instanceof InternalSecretMissing)) throw e;
+    throw new RegionUnavailable(name, "unauthenticated", e.message);
+  }
+  const headers: Record<string, string> = { [CONTRACT_HEADER]: String(REGION_CONTRACT_VERSION), ...signature };
   if (init.contentType) headers["content-type"] = init.contentType;
   let response: Response;
   try {
     response = await worker.fetch(BINDING_ORIGIN + path, { method: init.method, headers, body: init.body ?? null });
   } catch (e) {
     throw new RegionUnavailable(name, "unreachable", `unreachable (${String(e).slice(0, 200)})`);
+  }
+  const authRefused = response.headers.get(AUTH_REFUSAL_HEADER);
+  if (authRefused !== null) {
+    await response.body?.cancel().catch(() => {});
+    console.error(
+      JSON.stringify({ event: "region_auth_refused", region: name, status: response.status, failure: authRefused.slice(0, 32) }),
+    );
+    throw new RegionUnavailable(name, "unauthenticated", `refused this edge's signature (${response.status} ${authRefused.slice(0, 32)})`);
   }
   const version = response.headers.get(CONTRACT_HEADER);
   if (version === null) {

@@ -5,8 +5,11 @@
  * request crosses the long haul once, edge to here.
  *
  * Not public: a deployed region worker has no route and no workers.dev address (scripts/deploy.ts),
- * so only bindings reach it; it still validates every message, and refuses a contract version it
- * does not speak or a region it does not serve before it touches anything.
+ * so only bindings reach it. It still takes only what the edge made: every message must be signed
+ * with the internal secret (src/region/authenticate.ts; docs/SECURITY.md), the budget ledger's
+ * spend batches by a region worker; it validates every message, re-checks a node's origin against
+ * its region's allow-list, and refuses a contract version it does not speak or a region it does
+ * not serve before it touches anything.
  */
 import { Hono, type Context } from "hono";
 import { loadConfig, regionIngestStub, regionShardStubs, type LoadedConfig, type LoadedRegion } from "../config/load.ts";
@@ -26,6 +29,9 @@ import {
 import { REGION_VAR } from "../contracts/topology.ts";
 import { mergeHistories, mergeSnapshots } from "../core/region/merge.ts";
 import { readBytesLimited } from "../http/body.ts";
+import { checkNodeUrl } from "../core/origins.ts";
+import { INTERNAL_AUTH_HEADER } from "../core/internal-auth.ts";
+import { authenticate, authMetricsText } from "./authenticate.ts";
 import { serveInRegion } from "./dispatch.ts";
 import { nodeBody } from "./node-body.ts";
 import { RegionTrace } from "./trace.ts";
@@ -41,7 +47,23 @@ import { mergeUsageRows } from "../core/usage/rows.ts";
 
 interface RegionEnv {
   Bindings: Env;
-  Variables: { config: LoadedConfig; region: LoadedRegion };
+  /** `body`: the message's bytes, read (bounded) and verified with its signature before any handler runs. */
+  Variables: { config: LoadedConfig; region: LoadedRegion; body: Uint8Array };
+}
+
+/**
+ * The longest message other than a dispatch: a spend batch of MAX_SPEND_LINES (8,192) lines of
+ * ~150 bytes is 1.2 MB; node reports and removals are under 16 KiB.
+ */
+const MAX_CONTROL_MESSAGE_BYTES = 2 * 1024 * 1024;
+
+/** Parses a message's JSON body (undefined if it is not JSON). */
+function json(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    return undefined;
+  }
 }
 
 /** The region this worker serves (its `WARMPATH_REGION`), or undefined: every region (the local composition). */
@@ -77,7 +99,30 @@ export function createRegionApp(): Hono<RegionEnv> {
 
   app.get("/healthz", (c) => c.json({ ok: true }, 200, versioned));
 
-  // Contract and region first: nothing else runs for a version or a region this worker does not serve.
+  /** This isolate's internal-boundary refusals (counters only, nothing of any message). */
+  app.get("/metrics", (c) => c.text(authMetricsText(), 200, { "content-type": "text/plain; version=0.0.4" }));
+
+  // The signature first: nothing else runs for a message the edge (or, for spend, a region worker)
+  // did not make. The body is read once, within its bound, and kept for the handler.
+  app.use("/region/v1/*", async (c, next) => {
+    const now = Date.now();
+    if (!c.req.header(INTERNAL_AUTH_HEADER)) {
+      await c.req.raw.body?.cancel().catch(() => {});
+      return (await authenticate(c.env, c.req.raw, new Uint8Array(), now, versioned))!;
+    }
+    const dispatch = /\/dispatch$/.test(c.req.path);
+    const bound = dispatch
+      ? 4 + MAX_DISPATCH_META_BYTES + loadConfig(c.env, { kind: "region", served: servedRegion(c.env) }).raw.limits.max_body_bytes
+      : MAX_CONTROL_MESSAGE_BYTES;
+    const bytes = await readBytesLimited(c.req.raw.body, bound);
+    if (bytes === undefined) return malformed(dispatch ? "dispatch message over its bound" : "message over its bound");
+    const refused = await authenticate(c.env, c.req.raw, bytes, now, versioned);
+    if (refused) return refused;
+    c.set("body", bytes);
+    await next();
+  });
+
+  // Contract and region next: nothing else runs for a version or a region this worker does not serve.
   app.use("/region/v1/:region/*", async (c, next) => {
     const version = Number(c.req.header(CONTRACT_HEADER));
     if (!Number.isInteger(version) || version < MIN_REGION_CONTRACT_VERSION || version > REGION_CONTRACT_VERSION) {
@@ -100,10 +145,7 @@ export function createRegionApp(): Hono<RegionEnv> {
 
   app.post("/region/v1/:region/dispatch", async (c) => {
     const config = c.get("config");
-    const bound = 4 + MAX_DISPATCH_META_BYTES + config.raw.limits.max_body_bytes;
-    const bytes = await readBytesLimited(c.req.raw.body, bound);
-    if (bytes === undefined) return malformed("dispatch message over its bound");
-    const decoded = decodeDispatch(bytes);
+    const decoded = decodeDispatch(c.get("body"));
     if (!decoded.ok) return malformed(decoded.message);
     const meta = dispatchRequestSchema.safeParse(decoded.meta);
     if (!meta.success) return malformed(`dispatch meta: ${meta.error.issues[0]?.message ?? "invalid"}`);
@@ -131,9 +173,24 @@ export function createRegionApp(): Hono<RegionEnv> {
   });
 
   app.post("/region/v1/:region/report", async (c) => {
-    const parsed = reportRequestSchema.safeParse(await c.req.json().catch(() => undefined));
+    const parsed = reportRequestSchema.safeParse(json(c.get("body")));
     if (!parsed.success) return malformed(`report: ${parsed.error.issues[0]?.message ?? "invalid"}`);
     const region = c.get("region");
+    // The edge checked the node's URL against the region's allow-list; checked again here, where
+    // the node will be called from, so no message (a defect, a configuration the edge has not
+    // caught up with) puts a node at an address the region does not allow.
+    const url = checkNodeUrl(parsed.data.report.url, region.origins);
+    if (!url.ok) {
+      console.error(
+        JSON.stringify({ event: "region_origin_refused", region: region.config.name, node: parsed.data.report.node_id, code: url.code }),
+      );
+      return c.json(
+        { error: { message: url.message, type: "invalid_request_error", code: url.code, param: "url" } },
+        url.status,
+        versioned,
+      );
+    }
+    parsed.data.report.url = url.url;
     const outcome = await regionIngestStub(c.env, region).report(region.init, parsed.data.report, parsed.data.credential);
     // A sharded region: its exchange decided who the node is and passes its reports to the shards
     // in their exchanges; a new or changed node reaches every shard now, before the node is told it
@@ -155,7 +212,7 @@ export function createRegionApp(): Hono<RegionEnv> {
   });
 
   app.post("/region/v1/:region/remove", async (c) => {
-    const parsed = removeRequestSchema.safeParse(await c.req.json().catch(() => undefined));
+    const parsed = removeRequestSchema.safeParse(json(c.get("body")));
     if (!parsed.success) return malformed(`remove: ${parsed.error.issues[0]?.message ?? "invalid"}`);
     const region = c.get("region");
     const outcome = await regionIngestStub(c.env, region).removeNode(region.init, parsed.data.nodeId, parsed.data.credential);
@@ -190,7 +247,7 @@ export function createRegionApp(): Hono<RegionEnv> {
     const config = c.get("config");
     const home = config.raw.regions[0]!.name;
     if (c.get("region").config.name !== home) return refuse("wrong-region", `the budget ledger is in region ${home}'s worker`);
-    const report = spendReportSchema.safeParse(await c.req.json().catch(() => undefined));
+    const report = spendReportSchema.safeParse(json(c.get("body")));
     if (!report.success) return malformed(`spend: ${report.error.issues[0]?.message ?? "invalid"}`);
     const totals = await c.env.REGION.getByName(SPEND_LEDGER_NAME).spend(report.data);
     return c.json(spendTotalsSchema.parse(totals), 200, versioned);

@@ -1,6 +1,6 @@
 /**
- * The region worker's service (src/region/app.ts): it refuses a contract version or a region it
- * does not serve before touching anything, and a malformed message from the edge is a 400 of its
+ * The region worker's service (src/region/app.ts): to a signed message, it refuses a contract
+ * version or a region it does not serve before touching anything, and a malformed message from the edge is a 400 of its
  * own (logged), never a node call.
  */
 import { env } from "cloudflare:workers";
@@ -16,12 +16,17 @@ import {
   type DispatchRequest,
 } from "../../src/contracts/region-service.ts";
 import { REGION_VAR } from "../../src/contracts/topology.ts";
+import { internalAuthHeader } from "../../src/http/internal-auth.ts";
 
-async function ask(path: string, init: RequestInit & { version?: string | null } = {}, environment: Env = env) {
+/** A message as the edge sends it: signed with the internal secret (test/region/internal-auth.test.ts tests the refusals). */
+async function ask(path: string, init: RequestInit & { version?: string | null; body?: Uint8Array | string } = {}, environment: Env = env) {
   const headers = new Headers(init.headers);
   if (init.version !== null) headers.set(CONTRACT_HEADER, init.version ?? String(REGION_CONTRACT_VERSION));
+  const url = `https://region.test${path}`;
+  for (const [k, v] of Object.entries(await internalAuthHeader(environment, "edge", init.method ?? "GET", url, init.body)))
+    headers.set(k, v);
   const ctx = createExecutionContext();
-  const res = await createRegionApp().fetch(new Request(`https://region.test${path}`, { ...init, headers }), environment, ctx);
+  const res = await createRegionApp().fetch(new Request(url, { ...init, headers }), environment, ctx);
   await waitOnExecutionContext(ctx);
   return res;
 }
