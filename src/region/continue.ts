@@ -14,7 +14,7 @@
  * and Messages APIs, which are never handed to this module (docs/CONTINUATION.md). Two ends say
  * why in the client's error event, with codes of their own: the text so far is more than a
  * continuation's body may carry (`max_body_bytes`: `continuation_too_large`), and no node of the
- * region runs an engine that can continue (`continuation_unavailable`).
+ * region's other nodes runs an engine that can continue (`continuation_unavailable`).
  */
 import { continuationOutcomeSchema, type ContinuationOutcome, type StreamFailureKind } from "../contracts/routing.ts";
 import type { Attempt } from "../contracts/region-service.ts";
@@ -82,7 +82,7 @@ export const TOO_LARGE: StreamEnding = {
 export const UNAVAILABLE: StreamEnding = {
   code: "continuation_unavailable",
   message:
-    "The model node failed while streaming the answer, and no node in the region runs an engine that can continue a stream: the answer ends here",
+    "The model node failed while streaming the answer, and no other node in the region runs an engine that can continue a stream: the answer ends here",
 };
 
 /** Whether a stream of this request may be continued at all (the region's settings and the API). */
@@ -177,7 +177,7 @@ async function continueOnce(
       },
     });
     if (!tried.ok) {
-      // No node serving the model runs an engine that can continue (src/core/region/refusals.ts):
+      // No other node serving the model runs an engine that can continue (src/core/region/refusals.ts):
       // not a busy region, and the client is told so.
       if (tried.refusal.reason === "no-node") {
         settle("no-node", "no-continuable-engine");

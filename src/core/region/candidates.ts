@@ -15,7 +15,7 @@ export interface Eligible {
   nodes: NodeEntry[];
   /** How many nodes serve the model at all (0: the region cannot serve it; otherwise it is busy). */
   servesModel: number;
-  /** Of those, how many run an engine the request may go to (a continuation's `engines`; all of them otherwise). */
+  /** Of those not excluded, how many run an engine the request may go to (a continuation's `engines`; any otherwise). */
   servesEngine: number;
 }
 
@@ -37,10 +37,10 @@ export function eligibleNodes(
     if (!n.spec.models.includes(req.model)) continue;
     if (!tenantMayUse(nodeTenants, n.spec.id, req.tenant)) continue;
     servesModel++;
+    if (req.exclude?.includes(n.spec.id)) continue;
     // A continuation goes only to engines that can continue a stream (src/region/continue.ts).
     if (req.engines && !req.engines.includes(n.spec.engine ?? "other")) continue;
     servesEngine++;
-    if (req.exclude?.includes(n.spec.id)) continue;
     if (!table.isAvailable(n, now)) continue;
     if (n.load.inflight >= maxInflightPerNode) continue;
     nodes.push(n);

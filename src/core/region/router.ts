@@ -630,7 +630,7 @@ export class RegionRouter {
       this.ledger.rejected(req, "no-node", [], now);
       return noNodeRefusal(this.settings.name, req.model);
     }
-    // A continuation no node's engine can take: not busy, impossible here (src/region/continue.ts says so).
+    // A continuation no other node's engine can take: not busy, impossible here (src/region/continue.ts says so).
     if (servesEngine === 0 && req.engines) {
       this.ledger.rejected(req, "no-node", [], now);
       return noContinuerRefusal(this.settings.name, req.model, req.engines);
