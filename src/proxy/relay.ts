@@ -50,11 +50,12 @@ export interface EventFilter {
 /**
  * How a failed stream ends when it could not be carried on for a reason the client should read
  * (src/region/continue.ts: the text is too long to carry, no node can continue): the error
- * event's message and code, in place of the node's failure.
+ * event's message and code in place of the node's failure; without a code, the failure's own
+ * message and code, the message followed by this one (a client keeps the code it knows).
  */
 export interface StreamEnding {
   message: string;
-  code: string;
+  code?: string | undefined;
 }
 
 /** Another node's body to carry on with: its first chunk (already read) and the rest. */
@@ -168,7 +169,13 @@ export function relay({
   /** Ends the answer after a failure: an SSE stream with the error event, a JSON body broken. */
   const fail = (controller: ReadableStreamDefaultController<Uint8Array>, kind: StreamFailureKind, ending?: StreamEnding) => {
     if (ended) return; // the client went: nobody to tell
-    const { message, code } = ending ?? failureMessage(kind, idleTimeoutMs);
+    const failed = failureMessage(kind, idleTimeoutMs);
+    const { message, code } =
+      ending === undefined
+        ? failed
+        : ending.code === undefined
+          ? { message: `${failed.message}; ${ending.message}`, code: failed.code }
+          : { message: ending.message, code: ending.code };
     if (sse) {
       if (filter?.abandon) filter.abandon();
       else flush(controller);
@@ -192,7 +199,7 @@ export function relay({
     filter?.abandon?.();
     const next = await resume(kind);
     if (!next) return undefined;
-    if ("code" in next) return next;
+    if ("message" in next) return next;
     reader = next.reader;
     // The tail is the answering node's: its usage, its terminator.
     decoder = new TextDecoder();
@@ -242,7 +249,7 @@ export function relay({
             if (ended) return;
             const resumed = await attempt(() => resumeAfter(controller, (step as { failure: StreamFailureKind }).failure));
             if (resumed === undefined) return fail(controller, step.failure);
-            if (typeof resumed === "object" && "code" in resumed) return fail(controller, step.failure, resumed);
+            if (typeof resumed === "object" && "message" in resumed) return fail(controller, step.failure, resumed);
             step = resumed;
           }
           if (step === "done") return;

@@ -12,9 +12,9 @@
  * continuation): more than one choice, logprobs, structured output, a tool call or reasoning that
  * was being streamed, a completion whose prompt is not one string or that echoes it; the Responses
  * and Messages APIs, which are never handed to this module (docs/CONTINUATION.md). Two ends say
- * why in the client's error event, with codes of their own: the text so far is more than a
- * continuation's body may carry (`max_body_bytes`: `continuation_too_large`), and no node of the
- * region's other nodes runs an engine that can continue (`continuation_unavailable`).
+ * why in the client's error event: the text so far is more than a continuation's body may carry
+ * (`max_body_bytes`: code `continuation_too_large`), and none of the region's other nodes runs an
+ * engine that can continue (the failure's own code, its message saying so).
  */
 import { continuationOutcomeSchema, type ContinuationOutcome, type StreamFailureKind } from "../contracts/routing.ts";
 import type { Attempt } from "../contracts/region-service.ts";
@@ -78,11 +78,9 @@ export const TOO_LARGE: StreamEnding = {
     "The model node failed while streaming the answer, and the answer so far is longer than a continuation on another node may carry (the request body limit): the answer ends here",
 };
 
-/** The end of a stream no node of the region can continue. */
+/** The end of a stream no other node of the region can continue: the failure's own code, and why it was not continued. */
 export const UNAVAILABLE: StreamEnding = {
-  code: "continuation_unavailable",
-  message:
-    "The model node failed while streaming the answer, and no other node in the region runs an engine that can continue a stream: the answer ends here",
+  message: "no other node in the region runs an engine that can continue the stream, so the answer ends here",
 };
 
 /** Whether a stream of this request may be continued at all (the region's settings and the API). */

@@ -208,9 +208,10 @@ describe("a stream whose node fails after its first byte is finished by another 
     try {
       const { res, parsed } = await streamVia("eng-a", "/v1/chat/completions", { model });
       expect(parsed.text).toBe(storyText(3));
-      expect(parsed.error?.code).toBe("continuation_unavailable");
-      expect((parsed.error as unknown as { message: string }).message).toContain(
-        "no other node in the region runs an engine that can continue",
+      // The failure's own code (clients keep their handling), its message saying why it was not continued.
+      expect(parsed.error?.code).toBe("upstream_stream_error");
+      expect((parsed.error as unknown as { message: string }).message).toBe(
+        "The model node failed while streaming the answer; no other node in the region runs an engine that can continue the stream, so the answer ends here",
       );
       expect(parsed.done).toBe(false);
       const line = await decisionLine(spy, res);
