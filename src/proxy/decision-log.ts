@@ -76,17 +76,24 @@ export interface DecisionLine {
   /** How the answer's body ended (`ok`, `stream-error`, `cancelled`). */
   end?: string;
   bytes?: number;
+  /** The node's usage, once checked (src/proxy/usage-check.ts): absent when it reported none or it was refused. */
   usage?: Usage | undefined;
+  /** A usage the node reported that was refused (and the estimate billed instead): why, the bound it broke, its figures. */
+  usage_rejected?: { reason: string; limit: number | undefined; reported: Usage } | undefined;
   /** The node's cached tokens, or null when it did not report them (not the same as none). */
   measured_cached_tokens: number | null;
 }
 
 /**
  * Whether the line is written: every request that did not end cleanly (an error status, a broken
- * or cancelled stream, a stream another node had to continue, no capacity) always; clean answers at the configured rate.
+ * or cancelled stream, a stream another node had to continue, a node's usage refused, no capacity) always; clean answers at the configured rate.
  */
 export function shouldLog(line: DecisionLine, sampleRate: number, random: () => number): boolean {
-  const clean = line.status < 400 && (line.end === undefined || line.end === "ok") && line.continuations === undefined;
+  const clean =
+    line.status < 400 &&
+    (line.end === undefined || line.end === "ok") &&
+    line.continuations === undefined &&
+    line.usage_rejected === undefined;
   return !clean || random() < sampleRate;
 }
 
@@ -107,6 +114,7 @@ export function dataPoint(line: DecisionLine): AnalyticsEngineDataPoint {
       line.decision ?? "none", // blob5
       line.end ?? "none", // blob6
       line.policy ?? "", // blob7
+      line.usage_rejected?.reason ?? "", // blob8: why the node's usage was refused (src/proxy/usage-check.ts), or empty
     ],
     doubles: [
       line.status, // double1

@@ -47,6 +47,17 @@ export interface EventFilter {
   abandon?(): void;
 }
 
+/**
+ * How a failed stream ends when it could not be carried on for a reason the client should read
+ * (src/region/continue.ts: the text is too long to carry, no node can continue): the error
+ * event's message and code in place of the node's failure; without a code, the failure's own
+ * message and code, the message followed by this one (a client keeps the code it knows).
+ */
+export interface StreamEnding {
+  message: string;
+  code?: string | undefined;
+}
+
 /** Another node's body to carry on with: its first chunk (already read) and the rest. */
 export interface Segment {
   first: Uint8Array | undefined;
@@ -67,7 +78,7 @@ export interface RelayOptions {
    * A failed SSE stream's next node (a continuation), or undefined to end it with the error
    * event. Never asked after the deadline. Default: none.
    */
-  resume?: ((failure: StreamFailureKind) => Promise<Segment | undefined>) | undefined;
+  resume?: ((failure: StreamFailureKind) => Promise<Segment | StreamEnding | undefined>) | undefined;
   /** Whether an SSE stream's tail shows it finished (stream-end.ts). Default: OpenAI's `data: [DONE]`. */
   streamEnd?: StreamEnd | undefined;
   /** Called once, just after the body ends, fails or is cancelled (in a task of its own). */
@@ -156,9 +167,15 @@ export function relay({
     setTimeout(() => onEnd(how, parseAnswerTail(tail), bytes), 0);
   };
   /** Ends the answer after a failure: an SSE stream with the error event, a JSON body broken. */
-  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, kind: StreamFailureKind) => {
+  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, kind: StreamFailureKind, ending?: StreamEnding) => {
     if (ended) return; // the client went: nobody to tell
-    const { message, code } = failureMessage(kind, idleTimeoutMs);
+    const failed = failureMessage(kind, idleTimeoutMs);
+    const { message, code } =
+      ending === undefined
+        ? failed
+        : ending.code === undefined
+          ? { message: `${failed.message}; ${ending.message}`, code: failed.code }
+          : { message: ending.message, code: ending.code };
     if (sse) {
       if (filter?.abandon) filter.abandon();
       else flush(controller);
@@ -170,17 +187,19 @@ export function relay({
   /**
    * Another node carries on (a continuation): the failed node's reader is let go, its unfinished
    * event dropped, and the new node's first chunk relayed: "done" when that gave the client
-   * something, "more" when not yet, undefined when there is no other node.
+   * something, "more" when not yet, undefined when there is no other node, or the error the
+   * stream ends with instead of the node's.
    */
   const resumeAfter = async (
     controller: ReadableStreamDefaultController<Uint8Array>,
     kind: StreamFailureKind,
-  ): Promise<"done" | "more" | undefined> => {
+  ): Promise<"done" | "more" | StreamEnding | undefined> => {
     if (!resume || !sse || kind === "deadline") return undefined;
     void reader.cancel(new Error(`stream ${kind}`)).catch(() => {});
     filter?.abandon?.();
     const next = await resume(kind);
     if (!next) return undefined;
+    if ("message" in next) return next;
     reader = next.reader;
     // The tail is the answering node's: its usage, its terminator.
     decoder = new TextDecoder();
@@ -230,6 +249,7 @@ export function relay({
             if (ended) return;
             const resumed = await attempt(() => resumeAfter(controller, (step as { failure: StreamFailureKind }).failure));
             if (resumed === undefined) return fail(controller, step.failure);
+            if (typeof resumed === "object" && "message" in resumed) return fail(controller, step.failure, resumed);
             step = resumed;
           }
           if (step === "done") return;

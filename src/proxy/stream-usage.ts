@@ -1,15 +1,22 @@
 /**
- * Measuring every stream: ask the node for usage when the client did not, and take the usage
- * event back out of what the client receives.
+ * Measuring every stream: ask the node for usage whatever the client said, and take the usage
+ * event back out of what a client that did not ask receives.
  *
  * An OpenAI-style stream carries `usage` (and with it the cached tokens the router learns from)
- * only when the request says `stream_options.include_usage: true`; most clients do not, so most
- * streams went unmeasured. When a streaming request has no `stream_options`, the router adds
- * `"stream_options":{"include_usage":true}` right after the body's opening brace (the only change
- * it ever makes to a client's bytes: everything else, spacing and key order included, is
- * forwarded as sent), and drops from the answer the one event that option adds: a chunk with no
- * choices and a `usage` object. Every other event reaches the client byte for byte as the node
- * sent it. A request that already has `stream_options` is forwarded untouched, whatever it says.
+ * only when the request says `stream_options.include_usage: true`. Billing is the node's count
+ * whenever the node gives one, so a client cannot choose to be billed by the router's estimate:
+ * - a streaming request without `stream_options` gets `"stream_options":{"include_usage":true}`
+ *   right after the body's opening brace (everything else, spacing and key order included, is
+ *   forwarded as sent);
+ * - one whose `stream_options` does not say `include_usage: true` (`false`, `null`, `{}`, any other
+ *   value) is re-serialized with `stream_options` = its own object (if it was one) plus
+ *   `include_usage: true`: the only request whose bytes the router re-writes for usage;
+ * and the answer loses the one event that option adds (a chunk with no choices and a `usage`
+ * object). Every other event reaches the client byte for byte as the node sent it. A request
+ * that asked for usage itself is forwarded untouched, and keeps its usage event.
+ *
+ * The Responses API (`response.completed` carries `usage`) and Anthropic's Messages API
+ * (`message_start` and `message_delta` carry it) always report usage in a stream: nothing to ask.
  *
  * Engines that add `"usage": null` to every chunk when usage is asked for (OpenAI's API does; vLLM
  * and SGLang do not) would show the client that field; the node APIs warmpath fronts are the
@@ -17,22 +24,39 @@
  */
 
 import type { EventFilter } from "./relay.ts";
+import { topLevelFields } from "./body-fields.ts";
 import { SseEventSplitter, eventData, joinEvents } from "./sse-events.ts";
 
 const INJECTED = new TextEncoder().encode('"stream_options":{"include_usage":true},');
 const OPEN_BRACE = 0x7b;
 
-/** A stream whose request says nothing of usage: the router asks for it. */
+/** A stream whose client did not ask for usage (`stream_options.include_usage` is not `true`): the router asks for it. */
 export function asksNoUsage(parsed: Record<string, unknown>): boolean {
-  return parsed.stream === true && parsed.stream_options === undefined;
+  if (parsed.stream !== true) return false;
+  const options = parsed.stream_options;
+  return !(options !== null && typeof options === "object" && (options as Record<string, unknown>).include_usage === true);
 }
 
 /**
- * The body to forward: the client's bytes, with usage asked for when it is a stream that did not
- * say. `parsed` is the same body, already parsed (top-level keys only are read).
+ * The body to forward: the client's bytes, with usage asked for when it is a stream whose client
+ * did not. `parsed` is the same body, already parsed (top-level keys only are read); without it
+ * (the region worker, which has only the bytes) the body is taken to be such a stream, and its
+ * `stream_options` is found by a scan of its top level (body-fields.ts).
  */
-export function requestStreamUsage(raw: Uint8Array, parsed: Record<string, unknown>): { body: Uint8Array; injected: boolean } {
-  if (!asksNoUsage(parsed)) return { body: raw, injected: false };
+export function requestStreamUsage(raw: Uint8Array, parsed?: Record<string, unknown>): { body: Uint8Array; injected: boolean } {
+  let options: unknown;
+  let hasOptions: boolean;
+  if (parsed) {
+    if (!asksNoUsage(parsed)) return { body: raw, injected: false };
+    hasOptions = Object.hasOwn(parsed, "stream_options");
+    options = parsed.stream_options;
+  } else {
+    const field = topLevelFields(raw, ["stream_options"]).get("stream_options")!;
+    hasOptions = field.present;
+    options = field.present ? field.value : undefined;
+    if (asked(options)) return { body: raw, injected: false };
+  }
+  if (hasOptions) return rewritten(raw, options);
   let at = 0;
   while (at < raw.length && raw[at] !== OPEN_BRACE) at++;
   if (at >= raw.length) return { body: raw, injected: false };
@@ -41,6 +65,24 @@ export function requestStreamUsage(raw: Uint8Array, parsed: Record<string, unkno
   body.set(INJECTED, at + 1);
   body.set(raw.subarray(at + 1), at + 1 + INJECTED.length);
   return { body, injected: true };
+}
+
+function asked(options: unknown): boolean {
+  return options !== null && typeof options === "object" && (options as Record<string, unknown>).include_usage === true;
+}
+
+/** A body whose `stream_options` said something other than `include_usage: true`, with it said. */
+function rewritten(raw: Uint8Array, options: unknown): { body: Uint8Array; injected: boolean } {
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder().decode(raw));
+  } catch {
+    return { body: raw, injected: false };
+  }
+  if (!json || typeof json !== "object" || Array.isArray(json)) return { body: raw, injected: false };
+  const own = options !== null && typeof options === "object" && !Array.isArray(options) ? (options as Record<string, unknown>) : {};
+  (json as Record<string, unknown>).stream_options = { ...own, include_usage: true };
+  return { body: new TextEncoder().encode(JSON.stringify(json)), injected: true };
 }
 
 /**

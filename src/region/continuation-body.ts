@@ -10,9 +10,11 @@
  *   request that already ends in an assistant message it asked to continue (a client's prefill)
  *   gets the text appended to that message instead;
  * - completions: the prompt with the text appended;
- * - `max_completion_tokens` / `max_tokens` less the tokens produced. A completion without
- *   `max_tokens` on vLLM or SGLang had their default of 16, which the continuation spends the
- *   rest of; other engines' defaults (unbounded) need no change.
+ * - `max_completion_tokens` / `max_tokens` less the tokens produced, never more than the client
+ *   asked and never below 1 (a count that is not a non-negative integer is read as 0 produced: the
+ *   caller's count is already bounded by the chunks relayed, src/region/seam.ts). A completion
+ *   without `max_tokens` on vLLM or SGLang had their default of 16, which the continuation spends
+ *   the rest of; other engines' defaults (unbounded) need no change.
  * A request whose continuation could not be exact is refused ({@link ContinuationRefusal}).
  */
 import type { NodeEngine } from "../contracts/node.ts";
@@ -68,20 +70,22 @@ export function continuationBody(
 ): ContinuationBody {
   const refused = refusalOf(body, kind);
   if (refused) return { ok: false, refused };
+  const produced = Number.isSafeInteger(tokens) && tokens > 0 ? tokens : 0;
   const next: Json = { ...body };
   const budgetKeys = kind === "chat" ? ["max_completion_tokens", "max_tokens"] : ["max_tokens"];
   let budgeted = false;
   for (const key of budgetKeys) {
     const v = body[key];
-    if (typeof v !== "number") continue;
+    if (typeof v !== "number" || !Number.isFinite(v)) continue;
     budgeted = true;
-    if (v - tokens < 1) return { ok: false, finish: "length" };
-    next[key] = v - tokens;
+    const left = Math.floor(v) - produced;
+    if (left < 1) return { ok: false, finish: "length" };
+    next[key] = Math.min(v, left);
   }
   const engineDefault = kind === "completion" && engine ? COMPLETIONS_DEFAULT_MAX_TOKENS[engine] : undefined;
   if (!budgeted && engineDefault !== undefined) {
-    if (engineDefault - tokens < 1) return { ok: false, finish: "length" };
-    next.max_tokens = engineDefault - tokens;
+    if (engineDefault - produced < 1) return { ok: false, finish: "length" };
+    next.max_tokens = engineDefault - produced;
   }
   if (text === "") return { ok: true, body: next };
   if (kind === "completion") {

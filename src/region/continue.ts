@@ -11,12 +11,15 @@
  * `continuation_engines`). Not continued (the stream ends with the error event, as it did without
  * continuation): more than one choice, logprobs, structured output, a tool call or reasoning that
  * was being streamed, a completion whose prompt is not one string or that echoes it; the Responses
- * and Messages APIs, which are never handed to this module (docs/CONTINUATION.md).
+ * and Messages APIs, which are never handed to this module (docs/CONTINUATION.md). Two ends say
+ * why in the client's error event: the text so far is more than a continuation's body may carry
+ * (`max_body_bytes`: code `continuation_too_large`), and none of the region's other nodes runs an
+ * engine that can continue (the failure's own code, its message saying so).
  */
 import { continuationOutcomeSchema, type ContinuationOutcome, type StreamFailureKind } from "../contracts/routing.ts";
 import type { Attempt } from "../contracts/region-service.ts";
 import { concatBytes } from "../http/body.ts";
-import type { Segment } from "../proxy/relay.ts";
+import type { Segment, StreamEnding } from "../proxy/relay.ts";
 import type { Placed, Upstream } from "./call-node.ts";
 import { deadlineOf, type RegionContext } from "./context.ts";
 import { continuationBody, refusalOf } from "./continuation-body.ts";
@@ -65,6 +68,21 @@ const ignore = () => {};
 const encoder = new TextEncoder();
 const DONE = encoder.encode("data: [DONE]\n\n");
 
+/** A `max_tokens` key and value a node's engine may add to a continuation's body (`,"max_tokens":16`), counted against the bound. */
+const BUDGET_KEY_BYTES = 32;
+
+/** The end of a stream whose text is more than a continuation's body may carry. */
+export const TOO_LARGE: StreamEnding = {
+  code: "continuation_too_large",
+  message:
+    "The model node failed while streaming the answer, and the answer so far is longer than a continuation on another node may carry (the request body limit): the answer ends here",
+};
+
+/** The end of a stream no other node of the region can continue: the failure's own code, and why it was not continued. */
+export const UNAVAILABLE: StreamEnding = {
+  message: "no other node in the region runs an engine that can continue the stream, so the answer ends here",
+};
+
 /** Whether a stream of this request may be continued at all (the region's settings and the API). */
 export function continuable(rc: RegionContext): SeamKind | undefined {
   if (!rc.request.stream || rc.request.api !== "openai") return undefined;
@@ -73,7 +91,7 @@ export function continuable(rc: RegionContext): SeamKind | undefined {
 }
 
 /** The relay's `resume`: another node's body to carry on with, or undefined (the failure is then the client's). */
-export function continuer(cc: ContinuationContext): (failure: StreamFailureKind) => Promise<Segment | undefined> {
+export function continuer(cc: ContinuationContext): (failure: StreamFailureKind) => Promise<Segment | StreamEnding | undefined> {
   return async (failure) => {
     // The failed node's call ends here; the continuation's placements hang from a span of its own.
     const trace = cc.rc.trace;
@@ -98,7 +116,11 @@ export function continuer(cc: ContinuationContext): (failure: StreamFailureKind)
 }
 
 /** One continuation of a failed stream (see {@link continuer}); its placements' spans hang from `traceParent`. */
-async function continueOnce(cc: ContinuationContext, failure: StreamFailureKind, traceParent: string): Promise<Segment | undefined> {
+async function continueOnce(
+  cc: ContinuationContext,
+  failure: StreamFailureKind,
+  traceParent: string,
+): Promise<Segment | StreamEnding | undefined> {
   {
     const failedAt = Date.now();
     const failed = cc.live;
@@ -134,6 +156,12 @@ async function continueOnce(cc: ContinuationContext, failure: StreamFailureKind,
       settle("finished");
       return { first: concatBytes([cc.seam.finishEvent(budget.finish), DONE]), reader: ended() };
     }
+    // No node is sent a body larger than a client may send: a 10 MB answer made a 10 MB continuation.
+    const maxBody = cc.rc.config.raw.limits.max_body_bytes;
+    if (state.overflow || (budget.ok && encoder.encode(JSON.stringify(budget.body)).byteLength + BUDGET_KEY_BYTES > maxBody)) {
+      settle("not-continuable", "body-limit");
+      return TOO_LARGE;
+    }
 
     const tried = await tryNodes(cc.rc, {
       traceParent,
@@ -147,7 +175,13 @@ async function continueOnce(cc: ContinuationContext, failure: StreamFailureKind,
       },
     });
     if (!tried.ok) {
-      const none = tried.refusal.reason === "no-node" || tried.refusal.reason === "saturated" || tried.refusal.reason === "over-share";
+      // No other node serving the model runs an engine that can continue (src/core/region/refusals.ts):
+      // not a busy region, and the client is told so.
+      if (tried.refusal.reason === "no-node") {
+        settle("no-node", "no-continuable-engine");
+        return UNAVAILABLE;
+      }
+      const none = tried.refusal.reason === "saturated" || tried.refusal.reason === "over-share";
       return settle(none ? "no-node" : "failed", tried.refusal.reason);
     }
     if (!tried.upstream.response.ok) {

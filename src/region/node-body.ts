@@ -1,16 +1,14 @@
 /**
  * The body a node is sent, built once per request by the region worker that calls the node: the
  * client's bytes, with the tenant's cache namespace as `cache_salt` where the region's engines
- * partition their cache by it (cache-salt.ts), and usage asked for on a stream that did not
- * (src/proxy/stream-usage.ts, whose filter takes the usage event back out of the answer).
+ * partition their cache by it (cache-salt.ts), and usage asked for on every stream whose client did
+ * not ask for it, whatever its `stream_options` said (src/proxy/stream-usage.ts, whose filter takes
+ * the usage event back out of the answer).
  */
 import type { LoadedRegion } from "../config/load.ts";
 import type { DispatchRequest } from "../contracts/region-service.ts";
 import { requestStreamUsage } from "../proxy/stream-usage.ts";
 import { engineCacheSalt, withCacheSalt } from "./cache-salt.ts";
-
-/** A stream whose request said nothing of usage, as stream-usage.ts reads a request. */
-const SILENT_STREAM = { stream: true };
 
 export async function nodeBody(
   region: LoadedRegion,
@@ -26,6 +24,7 @@ export async function nodeBody(
     body = withCacheSalt(body, parsed, salt);
   }
   if (!request.askUsage) return { body, usageInjected: false };
-  const asked = requestStreamUsage(body, SILENT_STREAM);
+  // The edge said this stream's client did not ask for usage; its `stream_options` (if any) is found in the bytes.
+  const asked = requestStreamUsage(body);
   return { body: asked.body, usageInjected: asked.injected };
 }

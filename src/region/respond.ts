@@ -20,7 +20,8 @@ import { logBookkeepingError } from "./place.ts";
 import { SeamFilter } from "./seam.ts";
 import { regionSinks } from "./sinks.ts";
 import { countStateless } from "./stateless.ts";
-import { billOf } from "./bill.ts";
+import { billOf, checkedUsage, logRejectedUsage, type RejectedUsage } from "./bill.ts";
+import { wellFormed } from "../proxy/usage-check.ts";
 import { regionStub } from "../config/load.ts";
 import type { Bill } from "../contracts/usage.ts";
 
@@ -81,6 +82,7 @@ function decisionLine(
   usage: Usage | undefined,
   bytes: number,
   continuations: ContinuationRecord[],
+  rejected: RejectedUsage | undefined,
 ): DecisionLine {
   const { placed, upstream } = a;
   const req = rc.request;
@@ -123,6 +125,7 @@ function decisionLine(
     end,
     bytes,
     usage,
+    usage_rejected: rejected && { reason: rejected.reason, limit: rejected.limit, reported: rejected.reported },
     measured_cached_tokens: usage?.cachedTokens ?? null,
   };
 }
@@ -157,7 +160,7 @@ export function respond(rc: RegionContext, a: Answer): Response {
 
   // A stream that may be continued on another node if this one fails (continue.ts).
   const kind = a.sse && upstream.response.ok ? continuable(rc) : undefined;
-  const seam = kind ? new SeamFilter(kind, rc.usageInjected) : undefined;
+  const seam = kind ? new SeamFilter(kind, rc.usageInjected, rc.config.raw.limits.max_body_bytes) : undefined;
   const cc: ContinuationContext | undefined =
     kind && seam
       ? {
@@ -174,20 +177,31 @@ export function respond(rc: RegionContext, a: Answer): Response {
 
   let finish!: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
   const finished = new Promise<void>((resolve) => {
-    finish = (end, usage, bytes) => {
-      recordDecision(decisionLine(rc, a, end, usage, bytes, cc?.records ?? []), regionSinks(rc));
+    finish = (end, reported, bytes) => {
       // The node answering last: the first, or the last continuation's.
       const live: Live = cc?.live ?? { placed: a.placed, session: a.session, upstream };
+      // A node's usage is checked before anything counts it (src/proxy/usage-check.ts): refused, it
+      // is neither billed, nor learned from, nor logged as measured.
+      const shown = seam?.snapshot();
+      const measure = {
+        // A usage the seam could not take as counts is still the node's claim, checked (and refused) as such.
+        usage: seam ? (seam.answerUsage() ?? reported) : reported,
+        streamedTokens: shown?.tokens,
+        bytes,
+        sse: a.sse,
+        relayedChars: shown?.textChars,
+      };
+      const checked = checkedUsage(rc, measure);
+      if (checked.rejected) logRejectedUsage(rc, live.placed.nodeId, checked.rejected);
+      const usage = checked.rejected || (reported && wellFormed(reported)) ? undefined : reported;
+      recordDecision(decisionLine(rc, a, end, usage, bytes, cc?.records ?? [], checked.rejected), regionSinks(rc));
       // A node's own client error (a context-length error, a bad parameter) computed nothing: the
       // region takes the prediction back and forgets the prompt it recorded for that node.
       const status: CompletionOutcome["status"] = live.upstream.response.status >= 400 ? "refused" : end;
       const firstByteMsAgo = a.foldFirstByte ? Math.max(0, Date.now() - upstream.firstByteAt) : undefined;
       // Billed once, with the node that answered last: what the client's answer carried (a continued
       // stream's whole usage, as the seam rewrote it), or an estimate; a node's own error costs nothing.
-      const bill =
-        status === "refused"
-          ? undefined
-          : billOf(rc, { usage: seam ? seam.answerUsage() : usage, streamedTokens: seam?.snapshot().tokens, bytes, sse: a.sse });
+      const bill = status === "refused" ? undefined : billOf(rc, { ...measure, usage: checked.usage }, checked.maxTokens);
       // An estimate is explained: which request, how it ended, whether another node finished it.
       if (bill?.estimated) {
         const line = {
@@ -196,6 +210,7 @@ export function respond(rc: RegionContext, a: Answer): Response {
           region: rc.region.config.name,
           end,
           continuations: cc?.records.length ?? 0,
+          usage_rejected: checked.rejected?.reason,
         };
         console.log(JSON.stringify(line));
       }

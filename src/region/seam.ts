@@ -20,6 +20,7 @@
  */
 import { StreamFailure, type EventFilter } from "../proxy/relay.ts";
 import { SseEventSplitter, eventData, joinEvents } from "../proxy/sse-events.ts";
+import { COMPLETION_SLACK_TOKENS, wellFormed } from "../proxy/usage-check.ts";
 
 export type SeamKind = "chat" | "completion";
 
@@ -28,8 +29,12 @@ export type SeamBlocker = "tool-call" | "reasoning" | "logprobs" | "choices";
 
 /** What the stream has shown so far (for a continuation's body and its log line). */
 export interface SeamState {
-  /** Text of the answer so far (every node's part). */
+  /** Text of the answer so far (every node's part), kept up to the seam's bound (see `overflow`). */
   text: string;
+  /** Characters of answer text relayed (all of it, past the bound too). */
+  textChars: number;
+  /** More text was relayed than a continuation's body may carry (`max_body_bytes`): `text` stops at the bound. */
+  overflow: boolean;
   /** Completion tokens of the answer so far (measured or estimated, see {@link SeamFilter}). */
   tokens: number;
   finishReason: string | null;
@@ -52,9 +57,31 @@ interface Usage extends Json {
 
 const encoder = new TextEncoder();
 
+/**
+ * A usage object whose counts are non-negative integers (src/proxy/usage-check.ts): another is not
+ * usage at all here (a negative count mid-stream made a continuation ask for more than the client
+ * did), so the stream's tokens are then counted by its chunks.
+ */
 function isUsage(u: unknown): u is Usage {
-  return !!u && typeof u === "object" && typeof (u as Json).prompt_tokens === "number" && typeof (u as Json).completion_tokens === "number";
+  if (!u || typeof u !== "object") return false;
+  const j = u as Json;
+  const cached = (j.prompt_tokens_details as Json | null | undefined)?.cached_tokens;
+  return (
+    typeof j.prompt_tokens === "number" &&
+    typeof j.completion_tokens === "number" &&
+    wellFormed({
+      promptTokens: j.prompt_tokens,
+      completionTokens: j.completion_tokens,
+      cachedTokens: typeof cached === "number" ? cached : undefined,
+    }) === undefined
+  );
 }
+
+/** UTF-8 bytes one UTF-16 code unit of text can be: every token shown is at least one byte of it. */
+const MAX_UTF8_BYTES_PER_CHAR = 3;
+
+/** Characters of answer text the seam keeps when it is given no bound (the default `max_body_bytes`). */
+const DEFAULT_MAX_TEXT_CHARS = 4 * 1024 * 1024;
 
 function nonEmpty(v: unknown): boolean {
   return v !== undefined && v !== null && v !== "" && !(Array.isArray(v) && v.length === 0);
@@ -69,21 +96,34 @@ export class SeamFilter implements EventFilter {
   /** Tokens produced before the current node's part, and by it (chunks with text, or its usage). */
   private carried = 0;
   private segmentChunks = 0;
+  private segmentChars = 0;
   private segmentUsageTokens: number | undefined;
-  private readonly state: SeamState = { text: "", tokens: 0, finishReason: null, blocker: undefined, events: 0 };
+  private readonly state: SeamState = {
+    text: "",
+    textChars: 0,
+    overflow: false,
+    tokens: 0,
+    finishReason: null,
+    blocker: undefined,
+    events: 0,
+  };
   /** The whole answer's usage as the client's stream carries it (or would, had it asked): the ledger bills this. */
   private whole: Usage | undefined;
 
   /**
    * @param kind chat completions (`delta.content`) or completions (`text`).
    * @param dropUsage the usage event was asked for by the router, not the client: it is taken out.
+   * @param maxTextChars text kept for a continuation: a body carrying more would be over
+   *   `max_body_bytes` (each character is at least a byte), so past it the seam only counts (default 4 MiB).
    */
   private readonly kind: SeamKind;
   private readonly dropUsage: boolean;
+  private readonly maxTextChars: number;
 
-  constructor(kind: SeamKind, dropUsage: boolean) {
+  constructor(kind: SeamKind, dropUsage: boolean, maxTextChars: number = DEFAULT_MAX_TEXT_CHARS) {
     this.kind = kind;
     this.dropUsage = dropUsage;
+    this.maxTextChars = maxTextChars;
   }
 
   /** The stream so far. */
@@ -112,6 +152,7 @@ export class SeamFilter implements EventFilter {
     this.carried = this.tokensSoFar();
     this.segment++;
     this.segmentChunks = 0;
+    this.segmentChars = 0;
     this.segmentUsageTokens = undefined;
     this.state.finishReason = null;
   }
@@ -140,8 +181,16 @@ export class SeamFilter implements EventFilter {
     this.events.rest();
   }
 
+  /**
+   * Tokens the client has so far: the node's count when it gave one, held between what the chunks
+   * relayed can hold (each chunk with text is at least one token; each token at least one byte of
+   * text, plus a stop token's slack), so a node's count can neither inflate nor shrink what a
+   * continuation is left to spend.
+   */
   private tokensSoFar(): number {
-    return this.carried + (this.segmentUsageTokens ?? this.segmentChunks);
+    const most = this.segmentChars * MAX_UTF8_BYTES_PER_CHAR + COMPLETION_SLACK_TOKENS;
+    const reported = this.segmentUsageTokens ?? this.segmentChunks;
+    return this.carried + Math.max(this.segmentChunks, Math.min(reported, most));
   }
 
   /** One whole event: the bytes the client gets (the event, rewritten, or nothing). */
@@ -200,11 +249,24 @@ export class SeamFilter implements EventFilter {
       if (this.segment > 0) delete delta.role;
     } else text = c.text;
     if (typeof text === "string" && text !== "") {
-      this.state.text += text;
+      this.keep(text);
       this.segmentChunks++;
+      this.segmentChars += text.length;
       return true;
     }
     return other;
+  }
+
+  /** Keeps `text` for a continuation, up to the bound; past it the stream can no longer be continued. */
+  private keep(text: string): void {
+    this.state.textChars += text.length;
+    if (this.state.overflow) return;
+    if (this.state.text.length + text.length > this.maxTextChars) {
+      this.state.overflow = true;
+      this.state.text = "";
+      return;
+    }
+    this.state.text += text;
   }
 
   /** The current node's usage as the whole answer's: its prompt held the carried text, which the client counts as completion. */

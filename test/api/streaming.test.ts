@@ -205,7 +205,9 @@ describe("failures", () => {
     expect(text).toContain('"content":"Hello"');
     const last = text.trim().split("\n\n").at(-1)!;
     const event = JSON.parse(last.replace(/^data: /, "")) as { error: { type: string; code: string; message: string } };
+    // Its only node failed, and no other node of the region can continue the stream: the error says so.
     expect(event.error.code).toBe("upstream_stream_error");
+    expect(event.error.message).toContain("no other node in the region runs an engine that can continue");
     expect(event.error.type).toBe("server_error");
     expect(text).not.toContain("[DONE]");
   });

@@ -62,8 +62,20 @@ describe("Analytics Engine data point", () => {
   it("keeps the documented positions, sampled by tenant", () => {
     const p = dataPoint(line());
     expect(p.indexes).toEqual(["acme"]);
-    expect(p.blobs).toEqual(["acme", "us", "n1", "m", "prefix-hit", "ok", "warmpath"]);
+    expect(p.blobs).toEqual(["acme", "us", "n1", "m", "prefix-hit", "ok", "warmpath", ""]);
     expect(p.doubles).toEqual([200, 512, 384, 1, 520, 384, 30, 40, 900, 3, 4, 1]);
+  });
+
+  it("says why a node's usage was refused (blob8), and always logs that request's line", () => {
+    const rejected = line({
+      usage: undefined,
+      measured_cached_tokens: null,
+      usage_rejected: { reason: "over-max-tokens", limit: 21, reported: { promptTokens: 9, completionTokens: 9e15 } },
+    });
+    expect(dataPoint(rejected).blobs![7]).toBe("over-max-tokens");
+    expect(dataPoint(rejected).doubles![6]).toBe(0); // no completion tokens taken from it
+    expect(shouldLog(rejected, 0, () => 0.99)).toBe(true);
+    expect(shouldLog(line(), 0, () => 0.99)).toBe(false);
   });
 
   it("says when the node did not report cached tokens rather than writing zero as measured", () => {
@@ -81,7 +93,7 @@ describe("Analytics Engine data point", () => {
         first_byte_ms: undefined,
       }),
     );
-    expect(none.blobs).toEqual(["acme", "", "", "m", "none", "none", ""]);
+    expect(none.blobs).toEqual(["acme", "", "", "m", "none", "none", "", ""]);
     expect(none.doubles![7]).toBe(-1); // no first byte
   });
 

@@ -120,6 +120,50 @@ describe("relay with resume", () => {
     expect(ends).toEqual(["ok"]);
   });
 
+  it("ends with the error a resume gives instead of another node (its own message and code)", async () => {
+    const ends: RelayEnd[] = [];
+    const stream = relay({
+      first: undefined,
+      reader: breaking([content(0)]),
+      sse: true,
+      requestId: "r",
+      resume: async () => ({ message: "too long to carry on", code: "continuation_too_large" }),
+      onEnd: (end) => ends.push(end),
+    });
+    const text = await readAll(stream);
+    expect(text.startsWith(content(0))).toBe(true);
+    const error = JSON.parse(
+      text
+        .slice(content(0).length)
+        .replace(/^data: /, "")
+        .trim(),
+    ) as { error: Record<string, unknown> };
+    expect(error.error).toMatchObject({ message: "too long to carry on", code: "continuation_too_large" });
+    expect(ends).toEqual(["stream-error"]);
+  });
+
+  it("keeps the failure's own code when the resume only says why it did not carry on", async () => {
+    const stream = relay({
+      first: undefined,
+      reader: breaking([content(0)]),
+      sse: true,
+      requestId: "r",
+      resume: async () => ({ message: "nobody can continue it" }),
+      onEnd: () => {},
+    });
+    const text = await readAll(stream);
+    const error = JSON.parse(
+      text
+        .slice(content(0).length)
+        .replace(/^data: /, "")
+        .trim(),
+    ) as { error: Record<string, unknown> };
+    expect(error.error).toMatchObject({
+      message: "The model node failed while streaming the answer; nobody can continue it",
+      code: "upstream_stream_error",
+    });
+  });
+
   it("never resumes once the client has gone", async () => {
     let resumes = 0;
     let release!: () => void;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { UsageEventFilter, requestStreamUsage } from "../../src/proxy/stream-usage.ts";
+import { UsageEventFilter, asksNoUsage, requestStreamUsage } from "../../src/proxy/stream-usage.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -15,13 +15,43 @@ describe("requestStreamUsage", () => {
     expect(JSON.parse(dec.decode(body)).stream_options).toEqual({ include_usage: true });
   });
 
-  it("leaves a non-stream and a stream with its own stream_options untouched", () => {
-    for (const raw of [`{"model":"m","messages":[]}`, `{"model":"m","stream":true,"stream_options":{"include_usage":false}}`]) {
+  it("leaves a non-stream and a stream that asked for usage itself untouched", () => {
+    for (const raw of [`{"model":"m","messages":[]}`, `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`]) {
       const bytes = enc.encode(raw);
       const out = requestStreamUsage(bytes, JSON.parse(raw));
       expect(out.injected).toBe(false);
       expect(out.body).toBe(bytes);
+      expect(asksNoUsage(JSON.parse(raw))).toBe(false);
     }
+  });
+
+  it("asks for usage whatever else stream_options said (false, null, {}, not an object), keeping its other keys", () => {
+    for (const [options, expected] of [
+      [`{"include_usage":false}`, { include_usage: true }],
+      [`null`, { include_usage: true }],
+      [`{}`, { include_usage: true }],
+      [`{"continuous_usage_stats":false,"include_usage":null}`, { continuous_usage_stats: false, include_usage: true }],
+      [`"yes"`, { include_usage: true }],
+    ] as const) {
+      const raw = `{"model":"m","stream":true,"stream_options":${options},"messages":[{"role":"user","content":"\\"stream_options\\""}]}`;
+      expect(asksNoUsage(JSON.parse(raw))).toBe(true);
+      // As the edge calls it (parsed), and as the region worker does (the bytes only).
+      for (const out of [requestStreamUsage(enc.encode(raw), JSON.parse(raw)), requestStreamUsage(enc.encode(raw))]) {
+        expect(out.injected).toBe(true);
+        const body = JSON.parse(dec.decode(out.body));
+        expect(body.stream_options).toEqual(expected);
+        expect(body.messages).toEqual(JSON.parse(raw).messages);
+      }
+    }
+  });
+
+  it("in the region worker, injects without re-writing when the body has no stream_options, and leaves one that asked", () => {
+    const raw = `{"model":"m", "stream":true}`;
+    expect(dec.decode(requestStreamUsage(enc.encode(raw)).body)).toBe(
+      `{"stream_options":{"include_usage":true},"model":"m", "stream":true}`,
+    );
+    const asked = enc.encode(`{"model":"m","stream":true,"stream_options":{"include_usage":true}}`);
+    expect(requestStreamUsage(asked)).toEqual({ body: asked, injected: false });
   });
 });
 

@@ -56,4 +56,15 @@ describe("continuationBody", () => {
     const parts = { ...chat, continue_final_message: true, messages: [{ role: "assistant", content: [{ type: "text", text: "{" }] }] };
     expect(refusalOf(parts, "chat")).toBe("prefill-parts");
   });
+
+  it("never asks for more than the client has left, whatever count it is given", () => {
+    // A node's `completion_tokens: -100000` once made this 100,012 for a client that asked for 12.
+    for (const tokens of [-100_000, -1, 2.5, Number.NaN]) {
+      const built = continuationBody({ ...chat, max_tokens: 12 }, "chat", "a b", tokens, "vllm");
+      expect(built.ok && built.body.max_tokens).toBe(12);
+    }
+    const built = continuationBody({ ...chat, max_tokens: 12, max_completion_tokens: 12 }, "chat", "a b", 2, "vllm");
+    expect(built.ok && [built.body.max_tokens, built.body.max_completion_tokens]).toEqual([10, 10]);
+    expect(continuationBody({ ...chat, max_tokens: 12 }, "chat", "a", 9e15, "vllm")).toEqual({ ok: false, finish: "length" });
+  });
 });

@@ -7,6 +7,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { STORY_PROMPT_TOKENS, STORY_TOKENS, storyText } from "../fixtures/story-node.ts";
+import { HUGE_TEXT_CHUNKS, HUGE_TEXT_CHUNK_CHARS } from "../fixtures/fake-node.ts";
 import { call, nodeUrl, registerAll } from "../helpers.ts";
 
 let models = 0;
@@ -93,6 +94,26 @@ async function streamVia(
   throw new Error(`no request was placed on ${String(first)}`);
 }
 
+/** The decision line of the request answered by `res`, from the log. */
+async function decisionLine(spy: { mock: { calls: unknown[][] } }, res: Response): Promise<Record<string, unknown>> {
+  return vi.waitFor(
+    () => {
+      const line = spy.mock.calls
+        .map((c) => {
+          try {
+            return JSON.parse(String(c[0])) as Record<string, unknown>;
+          } catch {
+            return {};
+          }
+        })
+        .find((l) => l.event === "request" && l.request_id === res.headers.get("x-request-id"));
+      if (!line) throw new Error("no decision line yet");
+      return line;
+    },
+    { timeout: 5_000, interval: 20 },
+  );
+}
+
 const bodiesOf = async (id: string, mode: string) =>
   (await (await fetch(`${nodeUrl({ id, mode })}/_bodies`)).json()) as Array<Record<string, unknown>>;
 
@@ -177,14 +198,61 @@ describe("a stream whose node fails after its first byte is finished by another 
     expect(parsed.done).toBe(false);
   });
 
-  it("only continues on engines that can (a node that reports none is `other`)", async () => {
+  it("only continues on engines that can (a node that reports none is `other`), and says so: not `saturated`", async () => {
+    // Seven idle nodes that report no engine: the decision line said no-node / saturated.
     const model = await fleet([
       { id: "eng-a", mode: "storydie3" },
-      { id: "eng-b", mode: "story", engine: null },
+      ...Array.from({ length: 7 }, (_, i) => ({ id: `eng-b${i}`, mode: "story", engine: null })),
     ]);
-    const { parsed } = await streamVia("eng-a", "/v1/chat/completions", { model });
-    expect(parsed.text).toBe(storyText(3));
-    expect(parsed.error?.code).toBe("upstream_stream_error");
+    const spy = vi.spyOn(console, "log");
+    try {
+      const { res, parsed } = await streamVia("eng-a", "/v1/chat/completions", { model });
+      expect(parsed.text).toBe(storyText(3));
+      // The failure's own code (clients keep their handling), its message saying why it was not continued.
+      expect(parsed.error?.code).toBe("upstream_stream_error");
+      expect((parsed.error as unknown as { message: string }).message).toBe(
+        "The model node failed while streaming the answer; no other node in the region runs an engine that can continue the stream, so the answer ends here",
+      );
+      expect(parsed.done).toBe(false);
+      const line = await decisionLine(spy, res);
+      expect(line.continuations).toEqual([expect.objectContaining({ node: "eng-a", outcome: "no-node", detail: "no-continuable-engine" })]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it("never asks the next node for more than the client has left, whatever a dying node's usage said", async () => {
+    // The dying node's third chunk says `completion_tokens: -100000`: the next node was asked for 100,012.
+    const model = await fleet([
+      { id: "neg-a", mode: "negdie" },
+      { id: "neg-b", mode: "story" },
+    ]);
+    const { parsed } = await streamVia("neg-a", "/v1/chat/completions", { model, max_tokens: 12 });
+    expect(parsed.error).toBeUndefined();
+    const sent = (await bodiesOf("neg-b", "story")).filter((b) => b.model === model && b.continue_final_message === true);
+    expect(sent).toHaveLength(1);
+    // Three chunks of text reached the client: 12 - 3 left.
+    expect(sent[0]!.max_tokens).toBe(9);
+  });
+
+  it("ends with `continuation_too_large` when the text so far is more than a continuation may carry", async () => {
+    const model = await fleet([
+      { id: "huge-a", mode: "hugedie" },
+      { id: "huge-b", mode: "story" },
+    ]);
+    const spy = vi.spyOn(console, "log");
+    try {
+      const { res, parsed } = await streamVia("huge-a", "/v1/chat/completions", { model });
+      // All of the text the node sent (300 KB, past the tests' 256 KiB body limit) reached the client, then the error.
+      expect(parsed.text).toBe("y".repeat(HUGE_TEXT_CHUNKS * HUGE_TEXT_CHUNK_CHARS));
+      expect(parsed.error?.code).toBe("continuation_too_large");
+      expect(parsed.done).toBe(false);
+      expect((await bodiesOf("huge-b", "story")).filter((b) => b.model === model && b.continue_final_message === true)).toHaveLength(0);
+      const line = await decisionLine(spy, res);
+      expect(line.continuations).toEqual([expect.objectContaining({ node: "huge-a", outcome: "not-continuable", detail: "body-limit" })]);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it("does not continue what it cannot continue exactly (logprobs)", async () => {

@@ -76,4 +76,30 @@ describe("SeamFilter", () => {
       expect(seam.snapshot().blocker).toBe(blocker);
     }
   });
+
+  it("counts tokens by the chunks when a node's usage is not counts, and caps an absurd one by the text relayed", () => {
+    const lying = (completion: number) => {
+      const seam = new SeamFilter("chat", false);
+      seam.push(enc.encode(ev(chunk("first", { content: "ab" })) + ev(chunk("first", { content: "cd" }))));
+      const usage = { prompt_tokens: 5, completion_tokens: completion, total_tokens: 5 + completion };
+      seam.push(enc.encode(ev({ ...chunk("first", { content: "e" }), usage })));
+      return seam;
+    };
+    // Negative or fractional: not usage; three chunks with text were relayed.
+    expect(lying(-100_000).snapshot().tokens).toBe(3);
+    expect(lying(2.5).snapshot().tokens).toBe(3);
+    expect(lying(-100_000).answerUsage()).toBeUndefined();
+    // Absurd: at most 3 bytes a character of the 5 relayed, plus the slack.
+    expect(lying(9e15).snapshot().tokens).toBe(5 * 3 + 16);
+    // Honest and within the bounds: the node's own count.
+    expect(lying(4).snapshot().tokens).toBe(4);
+  });
+
+  it("stops keeping text past its bound (the stream can then not be continued) but still counts it", () => {
+    const seam = new SeamFilter("chat", false, 10);
+    seam.push(enc.encode(ev(chunk("first", { content: "12345" })) + ev(chunk("first", { content: "6789" }))));
+    expect(seam.snapshot()).toMatchObject({ text: "123456789", textChars: 9, overflow: false });
+    seam.push(enc.encode(ev(chunk("first", { content: "abc" }))));
+    expect(seam.snapshot()).toMatchObject({ text: "", textChars: 12, overflow: true, tokens: 3 });
+  });
 });

@@ -15,6 +15,8 @@ export interface Eligible {
   nodes: NodeEntry[];
   /** How many nodes serve the model at all (0: the region cannot serve it; otherwise it is busy). */
   servesModel: number;
+  /** Of those not excluded, how many run an engine the request may go to (a continuation's `engines`; any otherwise). */
+  servesEngine: number;
 }
 
 /**
@@ -30,19 +32,21 @@ export function eligibleNodes(
 ): Eligible {
   const nodes: NodeEntry[] = [];
   let servesModel = 0;
+  let servesEngine = 0;
   for (const n of table.values()) {
     if (!n.spec.models.includes(req.model)) continue;
     if (!tenantMayUse(nodeTenants, n.spec.id, req.tenant)) continue;
     servesModel++;
     if (req.exclude?.includes(n.spec.id)) continue;
-    // A continuation goes only to engines that can continue a stream (src/region/continuation.ts).
+    // A continuation goes only to engines that can continue a stream (src/region/continue.ts).
     if (req.engines && !req.engines.includes(n.spec.engine ?? "other")) continue;
+    servesEngine++;
     if (!table.isAvailable(n, now)) continue;
     if (n.load.inflight >= maxInflightPerNode) continue;
     nodes.push(n);
   }
   nodes.sort((a, b) => (a.spec.id < b.spec.id ? -1 : a.spec.id > b.spec.id ? 1 : 0));
-  return { nodes, servesModel };
+  return { nodes, servesModel, servesEngine };
 }
 
 /** Whether a tenant may be sent to a node: any tenant, unless the node is dedicated to others (`node_tenants`). */

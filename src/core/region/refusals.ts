@@ -17,6 +17,19 @@ export function noNodeRefusal(region: string, model: string): RouteRefusal {
 }
 
 /**
+ * A stream's continuation, and no other node serving the model runs an engine that can continue one
+ * (`continuation_engines`; a node that reports no engine is `other`): no wait makes one appear.
+ */
+export function noContinuerRefusal(region: string, model: string, engines: readonly string[]): RouteRefusal {
+  return {
+    ok: false,
+    reason: "no-node",
+    message: `no other node in region ${region} serving ${model} runs an engine that can continue a stream (continuation_engines: ${engines.join(", ")}; a node that reports no engine is "other")`,
+    retryAfterSeconds: 5,
+  };
+}
+
+/**
  * Nodes serve the model, but none may take a request now (excluded, breaker open or at the
  * in-flight limit): saturated, to retry once the soonest cool-down ends (`retryAfterSeconds`).
  */

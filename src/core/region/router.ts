@@ -40,6 +40,7 @@ import {
   overShareRefusal,
   rateLimitedRefusal,
   saturatedRefusal,
+  noContinuerRefusal,
   unavailableRefusal,
   type RouteRefusal,
 } from "./refusals.ts";
@@ -371,7 +372,7 @@ export class RegionRouter {
    */
   route(req: RouteRequest, now: number): RouteResult {
     const found = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode, this.settings.nodeTenants);
-    if (found.nodes.length === 0) return this.refuseUnservable(req, found.servesModel, now);
+    if (found.nodes.length === 0) return this.refuseUnservable(req, found.servesModel, now, found.servesEngine);
     const all: CandidateField = {
       candidates: buildCandidates(found.nodes, this.index, req, this.settings.blockTokens, now, this.active),
       eligible: found.nodes,
@@ -405,7 +406,7 @@ export class RegionRouter {
     // of the answer) was admitted already: it goes at once, ahead of the queue.
     if (!this.settings.admission.enabled || req.exclude?.length || req.continuation) return this.route(req, now);
     const found = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode, this.settings.nodeTenants);
-    if (found.nodes.length === 0) return this.refuseUnservable(req, found.servesModel, now);
+    if (found.nodes.length === 0) return this.refuseUnservable(req, found.servesModel, now, found.servesEngine);
     const asked = classRank(req.priority);
     const candidates = buildCandidates(found.nodes, this.index, req, this.settings.blockTokens, now, this.active);
     // What a region refuses whatever the objective, as without admission: a queue past
@@ -629,10 +630,15 @@ export class RegionRouter {
    * tenant) means the region cannot serve it at all; nodes that serve it but are all excluded,
    * broken or at their in-flight limit mean it is saturated until the soonest cool-down ends.
    */
-  private refuseUnservable(req: RouteRequest, servesModel: number, now: number): RouteRefusal {
+  private refuseUnservable(req: RouteRequest, servesModel: number, now: number, servesEngine = servesModel): RouteRefusal {
     if (servesModel === 0) {
       this.ledger.rejected(req, "no-node", [], now);
       return noNodeRefusal(this.settings.name, req.model);
+    }
+    // A continuation no other node's engine can take: not busy, impossible here (src/region/continue.ts says so).
+    if (servesEngine === 0 && req.engines) {
+      this.ledger.rejected(req, "no-node", [], now);
+      return noContinuerRefusal(this.settings.name, req.model, req.engines);
     }
     this.ledger.rejected(req, "saturated", [], now);
     return unavailableRefusal(this.settings.name, req.model, this.nodes.retryAfterSeconds(now));

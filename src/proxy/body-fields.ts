@@ -1,0 +1,105 @@
+/**
+ * A few top-level fields of a JSON object body, read in one pass over its bytes without parsing
+ * the rest: the region worker needs a request's `max_tokens` (to bound the usage a node may
+ * claim, src/proxy/usage-check.ts) and whether it has `stream_options` (to ask for usage,
+ * stream-usage.ts), and a body may be `max_body_bytes` (4 MiB) of prompt. The scan keeps only its
+ * depth and whether it is inside a string, so it costs one look at each byte; nested keys of the
+ * same name (a tool's schema with a `max_tokens` property) are not top-level and are skipped. A
+ * key given twice is read as JSON.parse reads it: the last one.
+ */
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+const COMMA = 0x2c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+/** A value longer than this is reported present but not parsed (the fields read here are numbers and small objects). */
+export const MAX_FIELD_VALUE_BYTES = 4096;
+
+/** What a body says of one key: absent, or present with its value (`undefined` when too long to parse here). */
+export type Field = { present: false } | { present: true; value: unknown };
+
+const decoder = new TextDecoder();
+
+/** The top-level `keys` of `body` (a JSON object), each absent or with its value; not an object: every key absent. */
+export function topLevelFields(body: Uint8Array, keys: readonly string[]): Map<string, Field> {
+  const wanted = new Set(keys);
+  const found = new Map<string, Field>(keys.map((k) => [k, { present: false }]));
+  let depth = 0;
+  let inString = false;
+  let expectKey = false;
+  let keyStart = -1;
+  let currentKey: string | undefined;
+  let valueStart = -1;
+  const settle = (end: number) => {
+    if (currentKey === undefined || valueStart < 0) return;
+    if (wanted.has(currentKey)) {
+      let value: unknown;
+      if (end - valueStart <= MAX_FIELD_VALUE_BYTES) {
+        try {
+          value = JSON.parse(decoder.decode(body.subarray(valueStart, end)));
+        } catch {
+          value = undefined;
+        }
+      }
+      found.set(currentKey, { present: true, value });
+    }
+    currentKey = undefined;
+    valueStart = -1;
+  };
+  for (let i = 0; i < body.length; i++) {
+    const b = body[i];
+    if (inString) {
+      if (b === BACKSLASH) i++;
+      else if (b === QUOTE) {
+        inString = false;
+        if (keyStart >= 0) {
+          try {
+            currentKey = JSON.parse(decoder.decode(body.subarray(keyStart, i + 1))) as string;
+          } catch {
+            currentKey = undefined;
+          }
+          keyStart = -1;
+        }
+      }
+      continue;
+    }
+    if (b === QUOTE) {
+      inString = true;
+      if (depth === 1 && expectKey) {
+        keyStart = i;
+        expectKey = false;
+      } else if (depth === 1 && currentKey !== undefined && valueStart < 0) valueStart = i;
+      continue;
+    }
+    if (depth === 1) {
+      if (b === COLON) continue;
+      if (b === COMMA) {
+        settle(i);
+        expectKey = true;
+        continue;
+      }
+      if (b === CLOSE_BRACE) {
+        settle(i);
+        depth = 0;
+        break;
+      }
+      if (currentKey !== undefined && valueStart < 0 && b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) valueStart = i;
+    }
+    if (b === OPEN_BRACE || b === OPEN_BRACKET) {
+      if (depth === 0 && b === OPEN_BRACE) expectKey = true;
+      depth++;
+    } else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) depth--;
+  }
+  return found;
+}
+
+/** A top-level field's value when it is a finite number; else undefined. */
+export function numberField(fields: Map<string, Field>, key: string): number | undefined {
+  const f = fields.get(key);
+  return f?.present && typeof f.value === "number" && Number.isFinite(f.value) ? f.value : undefined;
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from "vitest";
+import { MAX_FIELD_VALUE_BYTES, numberField, topLevelFields } from "../../src/proxy/body-fields.ts";
+
+const enc = new TextEncoder();
+const read = (json: string, keys: string[]) => topLevelFields(enc.encode(json), keys);
+
+describe("topLevelFields", () => {
+  it("reads top-level keys only: not nested ones, not text inside strings", () => {
+    const body = JSON.stringify({
+      model: "m",
+      messages: [{ role: "user", content: '"max_tokens": 99, {"stream_options": 1}' }],
+      tools: [{ type: "function", function: { parameters: { max_tokens: 7 } } }],
+      max_tokens: 12,
+    });
+    const f = read(body, ["max_tokens", "stream_options"]);
+    expect(numberField(f, "max_tokens")).toBe(12);
+    expect(f.get("stream_options")).toEqual({ present: false });
+  });
+
+  it("reads values of any kind, with spacing, and the last of a repeated key (as JSON.parse)", () => {
+    const f = read('{ "stream_options" : {"include_usage": false} , "max_tokens" : 5, "max_tokens": 9, "n": null }', [
+      "stream_options",
+      "max_tokens",
+      "n",
+    ]);
+    expect(f.get("stream_options")).toEqual({ present: true, value: { include_usage: false } });
+    expect(numberField(f, "max_tokens")).toBe(9);
+    expect(f.get("n")).toEqual({ present: true, value: null });
+  });
+
+  it("says present but does not parse a value past its bound, and reads nothing of a non-object", () => {
+    const f = read(`{"stream_options":"${"x".repeat(MAX_FIELD_VALUE_BYTES)}"}`, ["stream_options"]);
+    expect(f.get("stream_options")).toEqual({ present: true, value: undefined });
+    expect(read("[1,2]", ["max_tokens"]).get("max_tokens")).toEqual({ present: false });
+    expect(numberField(read('{"max_tokens":"5"}', ["max_tokens"]), "max_tokens")).toBeUndefined();
+  });
+});
