@@ -44,6 +44,7 @@ import { ROOT, startSystem, type System } from "../scripts/system.ts";
 import { percentile } from "../src/core/stats.ts";
 import { canonicalText } from "../src/core/canonical.ts";
 import { DEFAULT_PREFIX_SETTINGS } from "../src/core/prefix.ts";
+import { CORRECTION_WINDOW, MAX_PROMPT_FACTOR } from "../src/core/usage/reservations.ts";
 
 const { values: flags } = parseArgs({
   options: {
@@ -113,8 +114,10 @@ interface Answer {
   code?: string | undefined;
   /** A 429 `insufficient_quota` for what requests in flight hold (not a spent budget): its Retry-After (s). */
   heldRetryAfter?: number | undefined;
-  /** What the request held (its estimated prompt plus MAX_TOKENS). */
-  hold: number;
+  /** The router's estimate of its prompt; with MAX_TOKENS, what it held before the object's prompt correction. */
+  estimate: number;
+  /** Prompt tokens its answer carried (200 only). */
+  promptTokens: number;
   /** Prompt plus completion tokens the answer carried (200 only). */
   tokens: number;
   /** A 200 answer that carried no usage (it would be billed estimated: the comparison would not hold). */
@@ -145,28 +148,31 @@ function benchConfig(flushMs: number, tenants: RunTenant[]): Record<string, unkn
   return config;
 }
 
-/** Prompt plus completion tokens of a usage object, if it has them. */
-function usageTokens(u: unknown): number | undefined {
+/** Prompt plus completion tokens of a usage object, and its prompt tokens, if it has them. */
+function usageTokens(u: unknown): { tokens: number; prompt: number } | undefined {
   const usage = u as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
   if (typeof usage?.prompt_tokens !== "number" || typeof usage.completion_tokens !== "number") return undefined;
-  return usage.prompt_tokens + usage.completion_tokens;
+  return { tokens: usage.prompt_tokens + usage.completion_tokens, prompt: usage.prompt_tokens };
 }
 
 /** One chat completion from the tenant, pinned to `region`: its status and the usage it carried. */
 async function ask(system: System, tenant: RunTenant, region: string, stream: boolean, n: number, t0: number): Promise<Answer> {
   const sentAt = performance.now() - t0;
   const content = `[${tenant.id} ${region} ${n}] ${PROMPT}`;
-  const hold = estimateOf(content) + MAX_TOKENS;
+  const estimate = estimateOf(content);
   const body = {
     model: MODEL,
     max_tokens: MAX_TOKENS,
     messages: [{ role: "user", content }],
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
   };
-  const done = (a: Omit<Answer, "region" | "stream" | "sentAt" | "endedAt" | "hold">): Answer => ({
+  const done = (
+    a: Omit<Answer, "region" | "stream" | "sentAt" | "endedAt" | "estimate" | "promptTokens"> & { promptTokens?: number },
+  ): Answer => ({
     region,
     stream,
-    hold,
+    estimate,
+    promptTokens: 0,
     sentAt,
     endedAt: performance.now() - t0,
     ...a,
@@ -184,7 +190,7 @@ async function ask(system: System, tenant: RunTenant, region: string, stream: bo
       const held = code === "insufficient_quota" && text.includes("held by its requests in flight");
       return done({ status: res.status, code, tokens: 0, heldRetryAfter: held ? Number(res.headers.get("retry-after") ?? 1) : undefined });
     }
-    let tokens: number | undefined;
+    let tokens: { tokens: number; prompt: number } | undefined;
     if (!stream) tokens = usageTokens((JSON.parse(text) as { usage?: unknown }).usage);
     else {
       // The usage event: the last data line with a usage object (docs/API.md).
@@ -195,7 +201,9 @@ async function ask(system: System, tenant: RunTenant, region: string, stream: bo
         tokens = usageTokens(event.usage) ?? tokens;
       }
     }
-    return tokens === undefined ? done({ status: 200, tokens: 0, noUsage: true }) : done({ status: 200, tokens });
+    return tokens === undefined
+      ? done({ status: 200, tokens: 0, noUsage: true })
+      : done({ status: 200, tokens: tokens.tokens, promptTokens: tokens.prompt });
   } catch (e) {
     return done({ status: 0, code: `client: ${(e as Error).message}`, tokens: 0 });
   }
@@ -245,7 +253,7 @@ export interface RunResult {
   rttMs: number;
   largestAnswer: number;
   largestHold: number;
-  /** The most one answer used beyond its hold (the prompt's misestimate less the unused max_tokens; 0 if none did). */
+  /** The most one answer in flight at the end used beyond its hold (the prompt's misestimate left after the object's correction, less the unused max_tokens; 0 if none did). */
   largestExcess: number;
   /** The bound's terms: one request's hold per object, each client's excess, the other region's spend in the exchange's lag. */
   holdTerm: number;
@@ -257,6 +265,9 @@ export interface RunResult {
   durationS: number;
   requests: number;
 }
+
+/** Each region object's prompt ratios as the bench replicates them, carried from run to run (the objects live through the system's runs). */
+const ratioWindows = new Map<string, number[]>();
 
 /** One run: the tenant's clients until every loaded region refuses, then the ledger against the answers. */
 async function run(system: System, tenant: RunTenant, flushMs: number, allRegions: [string, string]): Promise<RunResult> {
@@ -340,8 +351,37 @@ async function run(system: System, tenant: RunTenant, flushMs: number, allRegion
     0.5,
   );
   const largestAnswer = Math.max(...ok.map((a) => a.tokens));
-  const largestHold = Math.max(...answers.map((a) => a.hold));
-  const largestExcess = Math.max(0, ...ok.map((a) => a.tokens - a.hold));
+  // Each answer's hold as its object computed it: the estimate widened by the largest prompt ratio
+  // of the model's last CORRECTION_WINDOW bills settled there before it was sent
+  // (src/core/usage/reservations.ts PromptCorrection), plus MAX_TOKENS.
+  const holds = new Map<Answer, number>();
+  for (const region of regions) {
+    const settled = ok.filter((a) => a.region === region).sort((x, y) => x.endedAt - y.endedAt);
+    const window = ratioWindows.get(region) ?? [];
+    let next = 0;
+    const timeline = [...answers.filter((a) => a.region === region)].sort((x, y) => x.sentAt - y.sentAt);
+    for (const a of timeline) {
+      while (next < settled.length && settled[next]!.endedAt < a.sentAt) {
+        const b = settled[next++]!;
+        window.push(Math.min(MAX_PROMPT_FACTOR, b.promptTokens / b.estimate));
+        if (window.length > CORRECTION_WINDOW) window.shift();
+      }
+      const factor = Math.max(1, ...window);
+      holds.set(a, a.estimate + Math.ceil(a.estimate * (factor - 1)) + MAX_TOKENS);
+    }
+    while (next < settled.length) {
+      const b = settled[next++]!;
+      window.push(Math.min(MAX_PROMPT_FACTOR, b.promptTokens / b.estimate));
+      if (window.length > CORRECTION_WINDOW) window.shift();
+    }
+    ratioWindows.set(region, window);
+  }
+  const largestHold = Math.max(...answers.map((a) => holds.get(a)!));
+  // The requests in flight when a region's budget ran out (its first spent-budget refusal was
+  // sent), or admitted after: they are what the excess can come from.
+  const ranOut = Object.fromEntries(regions.map((r) => [r, Math.min(...refusals.filter((a) => a.region === r).map((a) => a.sentAt))]));
+  const atTheEnd = ok.filter((a) => a.endedAt >= ranOut[a.region]!);
+  const largestExcess = Math.max(0, ...atTheEnd.map((a) => a.tokens - holds.get(a)!));
   const clients = tenant.clients * regions.length;
   // docs/USAGE.md's bound: per object one request's hold (the last one admitted with nothing else
   // of the tenant's in flight, on what was left), plus what every request in flight used beyond its
@@ -401,6 +441,7 @@ async function main(): Promise<void> {
     const tenants = REGION_COUNTS.flatMap((g) =>
       CLIENTS.flatMap((c) => Array.from({ length: REPEATS }, (_, i) => tenantFor(flushMs, g, c, i + 1))),
     );
+    ratioWindows.clear();
     const system = await startSystem({
       port: 0,
       runtime: "workerd",
@@ -498,7 +539,7 @@ function render(
     "## How to read it",
     "",
     "- **overshoot** = the ledger's tokens less B. An object refuses once what it knows was spent reaches B, or what is spent and held by the tenant's requests in flight there leaves no room for the request's own hold.",
-    "- **bound**, docs/USAGE.md's, from the run's own figures: per region object loaded, _one request's hold_ (the largest hold or answer: the last request, admitted with nothing else of the tenant's in flight there on what was left); plus _excess_, each client's request in flight at the most one answer used beyond its hold (the node's prompt count over the router's estimate, less the `max_tokens` it did not use; 0 when no answer did); with two regions, plus _lag_: (spend rate outside the refusing object) x 2 x (F + one round trip), the other region's report up to F + a round trip late at the budget ledger, the ledger's totals up to as late again at this object. The _spend rate_ of a region is the tokens its answers carried a second over the second half of the time before the first refusal (past the start-up); _one round trip_ is the run's median 429 latency (client, edge, region worker, object and back: more hops than an object's call to the budget ledger).",
+    "- **bound**, docs/USAGE.md's, from the run's own figures: per region object loaded, _one request's hold_ (the largest hold or answer: the last request, admitted with nothing else of the tenant's in flight there on what was left); plus _excess_, each client's request in flight at the most one answer in flight when its region's budget ran out (or admitted after) used beyond its hold (a hold is the router's prompt estimate widened by the largest prompt ratio of the model's last 32 bills in that object, plus `max_tokens`: replicated here from the answers; 0 when no such answer overran); with two regions, plus _lag_: (spend rate outside the refusing object) x 2 x (F + one round trip), the other region's report up to F + a round trip late at the budget ledger, the ledger's totals up to as late again at this object. The _spend rate_ of a region is the tokens its answers carried a second over the second half of the time before the first refusal (past the start-up); _one round trip_ is the run's median 429 latency (client, edge, region worker, object and back: more hops than an object's call to the budget ledger).",
     "- **bound before holds**: the bound this benchmark stated when nothing was held for requests in flight: the lag term plus every client's request in flight at the largest answer; it grew with the clients, the bound with holds does not (but for the excess term).",
     "- **refused: spent / held**: 429 `insufficient_quota` for a spent budget, and for what the tenant's requests in flight held (Retry-After 1 s).",
     "- **admitted after first refusal**: requests sent after the first spent-budget 429 anywhere reached its client, and answered 200 (in either region); _their tokens_, what those answers carried.",

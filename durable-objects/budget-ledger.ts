@@ -12,6 +12,7 @@ import { spendReportSchema, spendTotalsSchema, type Bill, type SpendReport, type
 import type { RegionRouter } from "../src/core/region/index.ts";
 import { utcDay, utcMonth } from "../src/core/usage/periods.ts";
 import { overBudgetMessage, overBudgetRetryAfter, SpendView } from "../src/core/usage/spend.ts";
+import { PromptCorrection } from "../src/core/usage/reservations.ts";
 import { budgetLedgerHome, spendLedgerStub } from "./addressing.ts";
 import { DEFAULT_RETENTION_DAYS, type UsageStore } from "./usage-store.ts";
 
@@ -40,6 +41,8 @@ export class BudgetLedgerLink {
   private readonly usageStore: UsageStore;
   private readonly where: () => LedgerLinkContext;
   private readonly spendView = new SpendView();
+  /** How far nodes count prompts past the router's estimate, by model: holds are widened by it. */
+  private readonly prompts = new PromptCorrection();
   /** This instance, as the budget ledger tells its batches apart (a restarted object is a new source). */
   private readonly instance = crypto.randomUUID().slice(0, 8);
   private spendExchanging = false;
@@ -86,10 +89,12 @@ export class BudgetLedgerLink {
       this.expiredAt = now;
       holds.expire(now);
     }
-    const own = req.reservation ?? { tokens: 0, usd: 0 };
+    // Widened by how far this model's nodes have counted prompts past the estimate (reservations.ts).
+    const own = this.prompts.widen(req.model, req.promptTokens, req.reservation ?? { tokens: 0, usd: 0 });
     const over = this.spendView.check(req.tenant, req.budget, now, own);
     if (!over) {
-      if (holds.reserve(req.requestId, req.tenant, own, now, now + router.settings.requestTimeoutMs)) return undefined;
+      const prompt = { model: req.model, promptTokens: req.promptTokens };
+      if (holds.reserve(req.requestId, req.tenant, own, now, now + router.settings.requestTimeoutMs, prompt)) return undefined;
       return {
         ok: false,
         reason: "saturated",
@@ -132,6 +137,10 @@ export class BudgetLedgerLink {
     const requestId = holds.requestOf(ticket);
     if (requestId === undefined) return undefined;
     if (outcome.bill || outcome.status === "refused" || outcome.status === "cancelled" || outcome.status === "ok") {
+      const prompt = holds.promptOf(requestId);
+      // What the node counted teaches the next holds of its model; an estimated bill teaches nothing.
+      if (outcome.bill && !outcome.bill.estimated && prompt)
+        this.prompts.observe(prompt.model, prompt.promptTokens, outcome.bill.promptTokens);
       holds.release(requestId);
       return "released";
     }

@@ -73,11 +73,61 @@ export function reservationOf(promptTokens: number, maxTokens: number | undefine
   };
 }
 
+/** Settled bills per model a {@link PromptCorrection} learns from: the most recent, so a changed template or tokenizer is learned within as many requests. */
+export const CORRECTION_WINDOW = 32;
+/** The largest correction: a node claiming more than 4x the estimate is the usage validation's to refuse (src/region/bill.ts), and no longer widens holds. */
+export const MAX_PROMPT_FACTOR = 4;
+/** Models a correction is kept for (the oldest forgotten past it). */
+export const MAX_CORRECTED_MODELS = 1_024;
+
+/**
+ * How far the nodes' prompt counts run past the router's estimate (characters / 4), by model,
+ * learned from settled bills: the largest ratio of the last {@link CORRECTION_WINDOW}. A hold's
+ * prompt is the estimate times it, so requests in flight no longer each overrun their hold by the
+ * chat template's tokens (bench/BUDGET.md: 27 tokens a 340-token hold on the simulated fleet,
+ * x64 requests in flight), and the overshoot within one object stays one request's worth whatever
+ * the concurrency. 1 until a model's first bill; at most {@link MAX_PROMPT_FACTOR}.
+ */
+export class PromptCorrection {
+  private readonly ratios = new Map<string, number[]>();
+
+  /** A settled bill of `model`: the node counted `billed` prompt tokens where the router estimated `estimated`. */
+  observe(model: string, estimated: number, billed: number): void {
+    if (!(estimated > 0) || !(billed >= 0)) return;
+    let window = this.ratios.get(model);
+    if (!window) {
+      if (this.ratios.size >= MAX_CORRECTED_MODELS) this.ratios.delete(this.ratios.keys().next().value!);
+      this.ratios.set(model, (window = []));
+    }
+    window.push(Math.min(MAX_PROMPT_FACTOR, billed / estimated));
+    if (window.length > CORRECTION_WINDOW) window.shift();
+  }
+
+  /** The factor a hold's estimated prompt is multiplied by (at least 1). */
+  factor(model: string): number {
+    const window = this.ratios.get(model);
+    return window?.length ? Math.max(1, ...window) : 1;
+  }
+
+  /**
+   * `own` (a hold as the region worker computed it, for an estimated prompt of `promptTokens`)
+   * widened by the model's factor; its USD grown in proportion.
+   */
+  widen(model: string, promptTokens: number, own: Amount): Amount {
+    const extra = Math.ceil(promptTokens * (this.factor(model) - 1));
+    if (extra <= 0 || own.tokens <= 0) return own;
+    return { tokens: tokenCount(own.tokens + extra), usd: usdAmount(own.usd * ((own.tokens + extra) / own.tokens)) };
+  }
+}
+
 /** The key of a tenant's period (`2026-12-05`, `2026-12`), as spend.ts keys its sums. */
 export const periodKey = (tenant: string, period: string) => `${tenant}\u0000${period}`;
 
 interface Hold {
   tenant: string;
+  /** The model, and the router's estimate of the prompt: a settled bill's prompt teaches the {@link PromptCorrection}. */
+  model: string;
+  promptTokens: number;
   day: string;
   month: string;
   amount: Amount;
@@ -113,10 +163,27 @@ export class Reservations {
   }
 
   /** Holds `amount` for a request admitted at `at` (counted in that day and month); false when {@link MAX_HOLDS} are held. */
-  reserve(requestId: string, tenant: string, amount: Amount, at: number, expiresAt: number): boolean {
+  reserve(
+    requestId: string,
+    tenant: string,
+    amount: Amount,
+    at: number,
+    expiresAt: number,
+    prompt: { model: string; promptTokens: number } = { model: "", promptTokens: 0 },
+  ): boolean {
     if (this.holds.has(requestId)) return this.attach(requestId);
     if (this.holds.size >= MAX_HOLDS) return false;
-    const hold: Hold = { tenant, day: utcDay(at), month: utcMonth(at), amount, expiresAt, live: 1, idleSince: undefined, tickets: [] };
+    const hold: Hold = {
+      tenant,
+      ...prompt,
+      day: utcDay(at),
+      month: utcMonth(at),
+      amount,
+      expiresAt,
+      live: 1,
+      idleSince: undefined,
+      tickets: [],
+    };
     this.holds.set(requestId, hold);
     this.add(hold, 1);
     return true;
@@ -137,6 +204,12 @@ export class Reservations {
     if (!hold) return;
     hold.tickets.push(ticket);
     this.byTicket.set(ticket, requestId);
+  }
+
+  /** The model and estimated prompt of a held request. */
+  promptOf(requestId: string): { model: string; promptTokens: number } | undefined {
+    const hold = this.holds.get(requestId);
+    return hold && { model: hold.model, promptTokens: hold.promptTokens };
   }
 
   /** The request a ticket was placed for, if it holds anything. */

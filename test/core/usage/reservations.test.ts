@@ -1,7 +1,10 @@
 /** Reserve, then settle (src/core/usage/reservations.ts): what a budgeted request holds, and when it stops holding it. */
 import { describe, expect, it } from "vitest";
 import {
+  CORRECTION_WINDOW,
   DEFAULT_RESERVE_MAX_TOKENS,
+  MAX_PROMPT_FACTOR,
+  PromptCorrection,
   IDLE_GRACE_MS,
   MAX_HOLDS,
   requestedMaxTokens,
@@ -102,5 +105,40 @@ describe("Reservations", () => {
     expect(r.held("t", DAY).tokens).toBe(MAX_HOLDS);
     r.release("r0");
     expect(r.reserve("one-more", "t", { tokens: 1, usd: 0 }, AT, AT + TIMEOUT)).toBe(true);
+  });
+});
+
+describe("PromptCorrection", () => {
+  it("widens a model's holds by the largest ratio of its recent bills' prompts to the estimate, within bounds", () => {
+    const c = new PromptCorrection();
+    const own = { tokens: 340, usd: 0.34 };
+    // Before any bill: as the worker computed it.
+    expect(c.widen("m", 308, own)).toBe(own);
+    // The simulated fleet's chat template: 27 tokens past a 308-token estimate.
+    c.observe("m", 308, 335);
+    c.observe("m", 308, 320);
+    expect(c.factor("m")).toBeCloseTo(335 / 308);
+    const wide = c.widen("m", 308, own);
+    expect(wide.tokens).toBe(340 + 27);
+    expect(wide.usd).toBeCloseTo(0.34 * (367 / 340));
+    // A prompt counted under the estimate never narrows a hold; other models are untouched.
+    c.observe("n", 100, 50);
+    expect(c.factor("n")).toBe(1);
+    expect(c.factor("other")).toBe(1);
+    // An absurd count widens by at most MAX_PROMPT_FACTOR, and leaves the window after CORRECTION_WINDOW bills.
+    c.observe("m", 308, 9e15);
+    expect(c.factor("m")).toBe(MAX_PROMPT_FACTOR);
+    for (let i = 0; i < CORRECTION_WINDOW; i++) c.observe("m", 308, 308);
+    expect(c.factor("m")).toBe(1);
+    c.observe("m", 0, 10);
+    expect(c.factor("m")).toBe(1);
+  });
+
+  it("the hold keeps its request's model and estimate for the bill that settles it", () => {
+    const r = new Reservations();
+    r.reserve("req", "t", { tokens: 340, usd: 0 }, AT, AT + TIMEOUT, { model: "m", promptTokens: 308 });
+    expect(r.promptOf("req")).toEqual({ model: "m", promptTokens: 308 });
+    r.release("req");
+    expect(r.promptOf("req")).toBeUndefined();
   });
 });
