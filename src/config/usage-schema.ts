@@ -85,9 +85,9 @@ export const budgetSchema = z
       .int()
       .min(1)
       .max(MAX_RESERVE_MAX_TOKENS)
-      .optional()
+      .default(DEFAULT_RESERVE_MAX_TOKENS)
       .describe(
-        `Completion tokens a request holds against the budget from its admission until its bill settles it when it sets no \`max_tokens\` (or more than this); a request holds its estimated prompt plus its \`max_tokens\` otherwise (docs/USAGE.md). Default ${DEFAULT_RESERVE_MAX_TOKENS.toLocaleString("en-US")}.`,
+        `Completion tokens a request holds against the budget from its admission until its bill settles it when it sets no \`max_tokens\` (or more than this); a request holds its estimated prompt plus its \`max_tokens\` otherwise (docs/USAGE.md).`,
       ),
   })
   .refine((b) => [b.tokens_per_day, b.tokens_per_month, b.usd_per_day, b.usd_per_month].some((v) => v !== undefined), {
