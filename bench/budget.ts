@@ -28,9 +28,10 @@
  * (ledger - budget) is set against the bound docs/USAGE.md states, computed from the run's own
  * measurements: per region object, one request's hold (the last admitted with nothing else in
  * flight) plus what each request in flight used beyond its hold (the prompt's misestimate); with
- * two regions, plus (spend rate outside the refusing object) x 2 x (F + one round trip): another
- * region's spend reaches the budget ledger up to F + a round trip late, and the ledger's totals
- * reach this object up to F + a round trip after that.
+ * two regions, plus (spend rate outside the refusing object) x 2 x (F + one round trip) and the
+ * other region's requests in flight (one hold each): another region's spend reaches the budget
+ * ledger up to F + a round trip late, the ledger's totals reach this object up to F + a round trip
+ * after that, and holds are local to the object that admits them.
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -62,7 +63,7 @@ const QUICK = flags.quick;
 const OUT = flags.out ?? (QUICK ? join(ROOT, ".tmp", "bench-budget-quick", "BUDGET.md") : join(ROOT, "bench", "BUDGET.md"));
 
 /** `usage.flush_interval_ms` of each system. */
-const FLUSH_INTERVALS_MS = list(flags.flush) ?? (QUICK ? [250] : [1_000]);
+const FLUSH_INTERVALS_MS = list(flags.flush) ?? (QUICK ? [250] : [250, 1_000, 4_000]);
 /** Concurrent clients per region of each run. */
 const CLIENTS = list(flags.clients) ?? (QUICK ? [4] : [1, 2, 4, 8, 16, 32, 64]);
 /** Regions loaded at once: 1 (the whole load on one object) and 2 (C clients in each). */
@@ -388,7 +389,8 @@ async function run(system: System, tenant: RunTenant, flushMs: number, allRegion
   // hold; with two regions, the other's spend over twice the exchange's lag.
   const holdTerm = regions.length * Math.max(largestHold, largestAnswer);
   const excessTerm = clients * largestExcess;
-  const lagTerm = rateOutside * ((2 * (flushMs + rttMs)) / 1000);
+  // Holds are local to their object: the other region's requests in flight are unseen here until billed.
+  const lagTerm = rateOutside * ((2 * (flushMs + rttMs)) / 1000) + (regions.length > 1 ? tenant.clients * largestHold : 0);
   const bound = holdTerm + excessTerm + lagTerm;
   const oldBound = lagTerm + clients * largestAnswer;
   const otherAnswers: Record<string, number> = {};
@@ -539,7 +541,7 @@ function render(
     "## How to read it",
     "",
     "- **overshoot** = the ledger's tokens less B. An object refuses once what it knows was spent reaches B, or what is spent and held by the tenant's requests in flight there leaves no room for the request's own hold.",
-    "- **bound**, docs/USAGE.md's, from the run's own figures: per region object loaded, _one request's hold_ (the largest hold or answer: the last request, admitted with nothing else of the tenant's in flight there on what was left); plus _excess_, each client's request in flight at the most one answer in flight when its region's budget ran out (or admitted after) used beyond its hold (a hold is the router's prompt estimate widened by the largest prompt ratio of the model's last 32 bills in that object, plus `max_tokens`: replicated here from the answers; 0 when no such answer overran); with two regions, plus _lag_: (spend rate outside the refusing object) x 2 x (F + one round trip), the other region's report up to F + a round trip late at the budget ledger, the ledger's totals up to as late again at this object. The _spend rate_ of a region is the tokens its answers carried a second over the second half of the time before the first refusal (past the start-up); _one round trip_ is the run's median 429 latency (client, edge, region worker, object and back: more hops than an object's call to the budget ledger).",
+    "- **bound**, docs/USAGE.md's, from the run's own figures: per region object loaded, _one request's hold_ (the largest hold or answer: the last request, admitted with nothing else of the tenant's in flight there on what was left); plus _excess_, each client's request in flight at the most one answer in flight when its region's budget ran out (or admitted after) used beyond its hold (a hold is the router's prompt estimate widened by the largest prompt ratio of the model's last 32 bills in that object, plus `max_tokens`: replicated here from the answers; 0 when no such answer overran); with two regions, plus _lag_: (spend rate outside the refusing object) x 2 x (F + one round trip), the other region's report up to F + a round trip late at the budget ledger, the ledger's totals up to as late again at this object, and the other region's requests in flight (its clients, each at one hold: holds are local to the object that admits them, so this object does not see them until they are billed). The _spend rate_ of a region is the tokens its answers carried a second over the second half of the time before the first refusal (past the start-up); _one round trip_ is the run's median 429 latency (client, edge, region worker, object and back: more hops than an object's call to the budget ledger).",
     "- **bound before holds**: the bound this benchmark stated when nothing was held for requests in flight: the lag term plus every client's request in flight at the largest answer; it grew with the clients, the bound with holds does not (but for the excess term).",
     "- **refused: spent / held**: 429 `insufficient_quota` for a spent budget, and for what the tenant's requests in flight held (Retry-After 1 s).",
     "- **admitted after first refusal**: requests sent after the first spent-budget 429 anywhere reached its client, and answered 200 (in either region); _their tokens_, what those answers carried.",
