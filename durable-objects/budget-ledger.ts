@@ -5,15 +5,22 @@
  * here and takes back their totals over every region), and the ledger itself, the object named
  * SPEND_LEDGER_NAME ({@link ledgerSpend}: applies a region object's batch once, answers the totals).
  */
-import type { RouteAnswer } from "../src/contracts/region-object.ts";
+import type { CompletionOutcome, RouteAnswer } from "../src/contracts/region-object.ts";
 import { CONTRACT_HEADER, REGION_CONTRACT_VERSION, regionPath } from "../src/contracts/region-service.ts";
 import type { RouteRequest } from "../src/contracts/routing.ts";
 import { spendReportSchema, spendTotalsSchema, type Bill, type SpendReport, type SpendTotals } from "../src/contracts/usage.ts";
 import type { RegionRouter } from "../src/core/region/index.ts";
 import { utcDay, utcMonth } from "../src/core/usage/periods.ts";
-import { overBudgetMessage, SpendView } from "../src/core/usage/spend.ts";
+import { overBudgetMessage, overBudgetRetryAfter, SpendView } from "../src/core/usage/spend.ts";
+import { PromptCorrection } from "../src/core/usage/reservations.ts";
 import { budgetLedgerHome, spendLedgerStub } from "./addressing.ts";
 import { DEFAULT_RETENTION_DAYS, type UsageStore } from "./usage-store.ts";
+
+/**
+ * Holds are scanned for expiry on a budgeted request's way at most this often (a scan is O(holds));
+ * the alarm scans too. A second is nothing next to their idle grace (10 s) and request timeout.
+ */
+const EXPIRE_INTERVAL_MS = 1_000;
 
 /** Where a region object stands when it talks to the ledger. */
 export interface LedgerLinkContext {
@@ -34,9 +41,13 @@ export class BudgetLedgerLink {
   private readonly usageStore: UsageStore;
   private readonly where: () => LedgerLinkContext;
   private readonly spendView = new SpendView();
+  /** How far nodes count prompts past the router's estimate, by model: holds are widened by it. */
+  private readonly prompts = new PromptCorrection();
   /** This instance, as the budget ledger tells its batches apart (a restarted object is a new source). */
   private readonly instance = crypto.randomUUID().slice(0, 8);
   private spendExchanging = false;
+  /** When the holds were last scanned for expiry on a request's way (at most every EXPIRE_INTERVAL_MS). */
+  private expiredAt = -Infinity;
   /** When the last exchange with the budget ledger began: a failing ledger is asked at most once a flush interval, not once a request. */
   private spendAttemptAt = -Infinity;
 
@@ -59,16 +70,38 @@ export class BudgetLedgerLink {
   }
 
   /**
-   * The budget check of a request with a budget: its refusal (recorded with the router) if its
-   * tenant has spent a budget, else undefined. The ledger's totals are refreshed off the request's
-   * path, at most once a flush interval.
+   * The budget check of a request, in the `route` call that admits it: its refusal (recorded with
+   * the router) if its tenant has spent a budget or its requests in flight here hold the rest,
+   * else undefined and the request holds its reservation until its bill settles it
+   * (src/core/usage/reservations.ts). A retry or a continuation (no budget, a known request id)
+   * takes up the hold its first placement took. The ledger's totals are refreshed off the
+   * request's path, at most once a flush interval.
    */
-  refusal(router: RegionRouter, req: RouteRequest, now: number): Extract<RouteAnswer, { ok: false }> | undefined {
-    if (req.budget === undefined || req.tenant === undefined) return undefined;
+  admit(router: RegionRouter, req: RouteRequest, now: number): Extract<RouteAnswer, { ok: false }> | undefined {
+    const holds = this.spendView.reservations;
+    if (req.budget === undefined || req.tenant === undefined) {
+      holds.attach(req.requestId);
+      return undefined;
+    }
     const interval = this.where().flushIntervalMs;
     if (now - this.spendView.lastAnsweredAt > interval && now - this.spendAttemptAt > interval) this.ctx.waitUntil(this.exchange());
-    const over = this.spendView.check(req.tenant, req.budget, now);
-    if (!over) return undefined;
+    if (now - this.expiredAt >= EXPIRE_INTERVAL_MS) {
+      this.expiredAt = now;
+      holds.expire(now);
+    }
+    // Widened by how far this model's nodes have counted prompts past the estimate (reservations.ts).
+    const own = this.prompts.widen(req.model, req.promptTokens, req.reservation ?? { tokens: 0, usd: 0 });
+    const over = this.spendView.check(req.tenant, req.budget, now, own);
+    if (!over) {
+      const prompt = { model: req.model, promptTokens: req.promptTokens };
+      if (holds.reserve(req.requestId, req.tenant, own, now, now + router.settings.requestTimeoutMs, prompt)) return undefined;
+      return {
+        ok: false,
+        reason: "saturated",
+        message: `region ${router.settings.name} holds too many budgeted requests`,
+        retryAfterSeconds: 1,
+      };
+    }
     router.rejectOverBudget(req, now);
     if (this.spendView.isNew(req.tenant, over)) {
       this.spendView.remember(req.tenant, over);
@@ -78,8 +111,47 @@ export class BudgetLedgerLink {
       ok: false,
       reason: "over-budget",
       message: overBudgetMessage(req.tenant, over),
-      retryAfterSeconds: Math.max(1, Math.ceil((over.resetsAt - now) / 1000)),
+      retryAfterSeconds: overBudgetRetryAfter(over, now),
     };
+  }
+
+  /**
+   * The request's placement in this call: a ticket its completion will settle the hold with, or
+   * none. A first placement refused here holds nothing; a retry or a continuation refused here
+   * leaves the hold to another placement, or to its idle grace.
+   */
+  placed(req: RouteRequest, result: { ok: true; ticket: string } | { ok: false }, now: number): void {
+    const holds = this.spendView.reservations;
+    if (result.ok) holds.ticketed(req.requestId, result.ticket);
+    else if (req.budget !== undefined) holds.release(req.requestId);
+    else holds.detach(req.requestId, now);
+  }
+
+  /**
+   * A placement's completion: with the request's bill (counted by the caller first) or an end
+   * that bills nothing (its node refused it, the client left), the hold is released; a node that
+   * failed leaves it to the retry or continuation that may follow.
+   */
+  completed(ticket: string, outcome: CompletionOutcome, now: number): "released" | "detached" | undefined {
+    const holds = this.spendView.reservations;
+    const requestId = holds.requestOf(ticket);
+    if (requestId === undefined) return undefined;
+    if (outcome.bill || outcome.status === "refused" || outcome.status === "cancelled" || outcome.status === "ok") {
+      const prompt = holds.promptOf(requestId);
+      // What the node counted teaches the next holds of its model; an estimated bill teaches nothing.
+      if (outcome.bill && !outcome.bill.estimated && prompt)
+        this.prompts.observe(prompt.model, prompt.promptTokens, outcome.bill.promptTokens);
+      holds.release(requestId);
+      return "released";
+    }
+    holds.detach(requestId, now);
+    return "detached";
+  }
+
+  /** Releases holds past their request timeout or idle grace; when the next one is due (for the alarm). */
+  expire(now: number): number | undefined {
+    this.spendView.reservations.expire(now);
+    return this.spendView.reservations.nextExpiry();
   }
 
   /**

@@ -54,6 +54,8 @@ import {
 import { regionInitSchema, type RegionInit, type UsageInit } from "../src/contracts/region-init.ts";
 import { billSchema, usageQuerySchema, type Bill, type SpendTotals, type UsageAnswer } from "../src/contracts/usage.ts";
 import { PendingUsage } from "../src/core/usage/pending.ts";
+import { clampBill } from "../src/core/usage/bounds.ts";
+import { IDLE_GRACE_MS } from "../src/core/usage/reservations.ts";
 import { DEFAULT_FLUSH_INTERVAL_MS, DEFAULT_RETENTION_DAYS, UsageStore } from "./usage-store.ts";
 import {
   RESTART_REASON,
@@ -273,7 +275,8 @@ export class RegionDurableObject extends DurableObject<Env> {
     const router = this.ensure(init);
     const req = routeRequestSchema.parse(request);
     const now = Date.now();
-    const overBudget = this.budgets.refusal(router, req, now);
+    // The budget: refused, or the request holds what it may spend until its bill (budget-ledger.ts).
+    const overBudget = this.budgets.admit(router, req, now);
     if (overBudget) return overBudget;
     // Admission (docs/ADMISSION.md): placed or refused now, or queued; a queued request's call
     // waits here for its answer (still one billed request: this call).
@@ -282,6 +285,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     const answer = step.ok === "queued" ? this.waiters.wait(step.queueId) : undefined;
     this.serveQueue(router, now);
     const result = answer ? await answer : (step as RouteResult);
+    this.budgets.placed(req, result, Date.now());
     if (!result.ok) return result;
     await this.scheduleAlarm(Date.now() + router.settings.requestTimeoutMs);
     return { ...result, session: new RouteSession(this, result.ticket) };
@@ -328,7 +332,10 @@ export class RegionDurableObject extends DurableObject<Env> {
   ticketComplete(ticket: string, outcome: unknown): boolean {
     const t = ticketSchema.parse(ticket);
     const o = completionOutcomeSchema.parse(outcome);
+    // The bill counted and the hold released in one step: the budget never sees neither, nor both.
     if (o.bill) this.bill(o.bill);
+    // A hold left to a retry or continuation that may not come is released by the alarm after its grace.
+    if (this.budgets.completed(t, o, Date.now()) === "detached") this.ctx.waitUntil(this.scheduleAlarm(Date.now() + IDLE_GRACE_MS));
     const router = this.router;
     if (!router) return false;
     const known = router.complete(t, o, Date.now());
@@ -345,9 +352,30 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.bill(billSchema.parse(bill));
   }
 
-  /** Counts a bill: written at the next flush (the alarm), at once if the rows in memory reach their bound. */
-  private bill(bill: Bill): void {
+  /**
+   * Counts a bill: written at the next flush (the alarm), at once if the rows in memory reach their
+   * bound. A bill past what one request can cost is counted at the ceiling and logged
+   * (src/core/usage/bounds.ts): no row or spend line can overflow.
+   */
+  private bill(raw: Bill): void {
     const now = Date.now();
+    const { bill, clamped } = clampBill(raw);
+    if (clamped.length)
+      console.error(
+        JSON.stringify({
+          event: "bill_clamped",
+          region: this.router?.settings.name,
+          tenant: bill.tenant,
+          model: bill.model,
+          fields: clamped,
+          billed: {
+            promptTokens: raw.promptTokens,
+            cachedTokens: raw.cachedTokens,
+            completionTokens: raw.completionTokens,
+            costUsd: raw.costUsd,
+          },
+        }),
+      );
     this.pendingUsage.add(bill, now);
     this.budgets.record(bill, now);
     if (this.pendingUsage.full) this.flushUsage(now);
@@ -507,6 +535,8 @@ export class RegionDurableObject extends DurableObject<Env> {
     if (this.budgets.pending) await this.budgets.exchange();
     // Spend the budget ledger has not acknowledged is sent again at the next interval.
     if (this.budgets.pending) await this.scheduleAlarm(Date.now() + this.flushIntervalMs);
+    // Holds past their request timeout or idle grace are released (reservations.ts).
+    await this.scheduleAlarm(this.budgets.expire(Date.now()));
     const router = this.router;
     if (!router) return;
     // A shard that has routed nothing lately hears the feed before expiring anyone (load-exchange.ts).

@@ -21,6 +21,16 @@ import type { SpendReport, Spend, UsageQuery, UsageRow } from "../src/contracts/
 import type { OverBudget } from "../src/core/usage/spend.ts";
 import type { PendingRow } from "../src/core/usage/pending.ts";
 import { daysBefore, utcMonth } from "../src/core/usage/periods.ts";
+import { MAX_TOKENS_SUM, MAX_USD_SUM, tokenCount, usdAmount } from "../src/core/usage/bounds.ts";
+import { boundedRow } from "../src/core/usage/rows.ts";
+
+/**
+ * Every sum in SQL saturates at the contracts' bounds (bounds.ts): SQLite's INTEGER would go on to
+ * 2^63 and a row past 2^53 could not be exported (issue 31: `/admin/usage` answered 503 for every
+ * tenant). Written as literals: they are constants, never input.
+ */
+const T = String(MAX_TOKENS_SUM);
+const U = MAX_USD_SUM.toExponential();
 
 /** The configuration's defaults (src/config/usage-schema.ts), for an object that has had no init (the budget ledger). */
 export const DEFAULT_FLUSH_INTERVAL_MS = 1_000;
@@ -102,15 +112,15 @@ export class UsageStore {
            estimated_requests, estimated_prompt_tokens, estimated_completion_tokens, estimated_cost_usd)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT(tenant, day, model) DO UPDATE SET
-           requests = requests + excluded.requests,
-           prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-           cached_tokens = cached_tokens + excluded.cached_tokens,
-           completion_tokens = completion_tokens + excluded.completion_tokens,
-           cost_usd = cost_usd + excluded.cost_usd,
-           estimated_requests = estimated_requests + excluded.estimated_requests,
-           estimated_prompt_tokens = estimated_prompt_tokens + excluded.estimated_prompt_tokens,
-           estimated_completion_tokens = estimated_completion_tokens + excluded.estimated_completion_tokens,
-           estimated_cost_usd = estimated_cost_usd + excluded.estimated_cost_usd`,
+           requests = MIN(requests + excluded.requests, ${T}),
+           prompt_tokens = MIN(prompt_tokens + excluded.prompt_tokens, ${T}),
+           cached_tokens = MIN(cached_tokens + excluded.cached_tokens, ${T}),
+           completion_tokens = MIN(completion_tokens + excluded.completion_tokens, ${T}),
+           cost_usd = MIN(cost_usd + excluded.cost_usd, ${U}),
+           estimated_requests = MIN(estimated_requests + excluded.estimated_requests, ${T}),
+           estimated_prompt_tokens = MIN(estimated_prompt_tokens + excluded.estimated_prompt_tokens, ${T}),
+           estimated_completion_tokens = MIN(estimated_completion_tokens + excluded.estimated_completion_tokens, ${T}),
+           estimated_cost_usd = MIN(estimated_cost_usd + excluded.estimated_cost_usd, ${U})`,
         r.tenant,
         r.day,
         r.model,
@@ -145,21 +155,24 @@ export class UsageStore {
       q.tenant === undefined
         ? this.sql.exec<UsageDbRow>(`SELECT * FROM usage WHERE day >= ? AND day <= ?`, q.from, q.to)
         : this.sql.exec<UsageDbRow>(`SELECT * FROM usage WHERE tenant = ? AND day >= ? AND day <= ?`, q.tenant, q.from, q.to);
-    return [...rows].map((r) => ({
-      tenant: r.tenant,
-      day: r.day,
-      model: r.model,
-      region,
-      requests: r.requests,
-      prompt_tokens: r.prompt_tokens,
-      cached_tokens: r.cached_tokens,
-      completion_tokens: r.completion_tokens,
-      cost_usd: r.cost_usd,
-      estimated_requests: r.estimated_requests,
-      estimated_prompt_tokens: r.estimated_prompt_tokens,
-      estimated_completion_tokens: r.estimated_completion_tokens,
-      estimated_cost_usd: r.estimated_cost_usd,
-    }));
+    // Bounded on the way out too: a row stored before sums saturated (one past 2^53) is exported at the bound, never refused.
+    return [...rows].map((r) =>
+      boundedRow({
+        tenant: r.tenant,
+        day: r.day,
+        model: r.model,
+        region,
+        requests: r.requests,
+        prompt_tokens: r.prompt_tokens,
+        cached_tokens: r.cached_tokens,
+        completion_tokens: r.completion_tokens,
+        cost_usd: r.cost_usd,
+        estimated_requests: r.estimated_requests,
+        estimated_prompt_tokens: r.estimated_prompt_tokens,
+        estimated_completion_tokens: r.estimated_completion_tokens,
+        estimated_cost_usd: r.estimated_cost_usd,
+      }),
+    );
   }
 
   /**
@@ -172,7 +185,7 @@ export class UsageStore {
       for (const s of report.spends) {
         this.sql.exec(
           `INSERT INTO spend (tenant, period, tokens, usd) VALUES (?, ?, ?, ?)
-           ON CONFLICT(tenant, period) DO UPDATE SET tokens = tokens + excluded.tokens, usd = usd + excluded.usd`,
+           ON CONFLICT(tenant, period) DO UPDATE SET tokens = MIN(tokens + excluded.tokens, ${T}), usd = MIN(usd + excluded.usd, ${U})`,
           s.tenant,
           s.period,
           s.tokens,
@@ -193,7 +206,7 @@ export class UsageStore {
         `SELECT tenant, tokens, usd FROM spend WHERE period = ?`,
         period,
       ))
-        totals.push({ tenant: r.tenant, period, tokens: r.tokens, usd: r.usd });
+        totals.push({ tenant: r.tenant, period, tokens: tokenCount(r.tokens), usd: usdAmount(r.usd) });
     }
     return totals;
   }

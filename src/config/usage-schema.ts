@@ -4,6 +4,7 @@
  * configuration document (schema.ts); strict like every object there.
  */
 import { z } from "zod";
+import { DEFAULT_RESERVE_MAX_TOKENS } from "../core/usage/reservations.ts";
 
 /** The most a price may be: USD 100,000 per million tokens is far past any model's list price, and keeps a day's cost a safe double. */
 const MAX_PRICE = 100_000;
@@ -61,7 +62,13 @@ export const usageSchema = z.strictObject({
 });
 export type UsageConfig = z.output<typeof usageSchema>;
 
-/** A tenant's budget: at least one limit; each one resets at 00:00 UTC (day) or on the 1st at 00:00 UTC (month). */
+/** The largest `reserve_max_tokens`: 10M tokens, the largest context window served today. */
+const MAX_RESERVE_MAX_TOKENS = 10_000_000;
+
+/**
+ * A tenant's budget: at least one limit; each one resets at 00:00 UTC (day) or on the 1st at 00:00
+ * UTC (month). `reserve_max_tokens` defaults to {@link DEFAULT_RESERVE_MAX_TOKENS} (4,096).
+ */
 export const budgetSchema = z
   .strictObject({
     tokens_per_day: z.number().int().positive().optional().describe("Prompt plus completion tokens a UTC day, over every region."),
@@ -73,8 +80,17 @@ export const budgetSchema = z
       .describe("Prompt plus completion tokens a UTC calendar month, over every region."),
     usd_per_day: z.number().positive().max(1e9).optional().describe("Cost (at `prices`) a UTC day, over every region."),
     usd_per_month: z.number().positive().max(1e9).optional().describe("Cost (at `prices`) a UTC calendar month, over every region."),
+    reserve_max_tokens: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_RESERVE_MAX_TOKENS)
+      .default(DEFAULT_RESERVE_MAX_TOKENS)
+      .describe(
+        `Completion tokens a request holds against the budget from its admission until its bill settles it when it sets no \`max_tokens\` (or more than this); a request holds its estimated prompt plus its \`max_tokens\` otherwise (docs/USAGE.md).`,
+      ),
   })
-  .refine((b) => Object.values(b).some((v) => v !== undefined), {
+  .refine((b) => [b.tokens_per_day, b.tokens_per_month, b.usd_per_day, b.usd_per_month].some((v) => v !== undefined), {
     message: "name at least one of tokens_per_day, tokens_per_month, usd_per_day, usd_per_month",
   });
 export type BudgetConfig = z.output<typeof budgetSchema>;

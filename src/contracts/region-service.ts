@@ -126,6 +126,12 @@ export const dispatchRequestSchema = z.object({
   /** Prefix block hashes (16 hex characters each), first block first. */
   hashes: z.array(z.string().length(16)).max(4096),
   promptTokens: z.number().int().min(0),
+  /**
+   * The completion tokens the client's body allows (`max_completion_tokens`, `max_tokens`,
+   * `max_output_tokens`: src/core/usage/reservations.ts requestedMaxTokens), if it sets any: what a
+   * budgeted request holds against its budget (docs/USAGE.md). Optional: an older edge sends none.
+   */
+  maxTokens: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   sessionKey: z.string().max(1024).optional(),
   previousResponseId: responseIdSchema.optional(),
   /** The nearest region, when this one is its failover. */

@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { NODE_ENGINES, nodeEngineSchema, nodeIdSchema, nodeReportSchema } from "./node.ts";
 import { MAX_SHARDS } from "../core/shard.ts";
-import { billSchema, routeBudgetSchema } from "./usage.ts";
+import { billSchema, reservationSchema, routeBudgetSchema } from "./usage.ts";
 
 /**
  * Why a node was chosen, as sent in `x-warmpath-decision`:
@@ -161,6 +161,13 @@ export const routeRequestSchema = z.object({
     .optional(),
   /** The tenant's budget (configuration): refused here, before anything else, once it is spent over every region (docs/USAGE.md). */
   budget: routeBudgetSchema.optional(),
+  /**
+   * With `budget`: what the request holds against it until its bill settles it (docs/USAGE.md,
+   * src/core/usage/reservations.ts). A retry or a continuation carries neither: it is the same
+   * request, and keeps the hold its first placement took in this object. Absent with a budget (an
+   * older worker): it holds nothing.
+   */
+  reservation: reservationSchema.optional(),
   /** Its priority class (the tenant's, lowered by the request's header). Default `standard`. */
   priority: priorityClassSchema.optional(),
   /** The tenant's configured time-to-first-token objective (ms); absent: the region's default (settings.admission). */

@@ -4,6 +4,7 @@
  * contract per message, types derived; the objects validate what reaches them.
  */
 import { z } from "zod";
+import { MAX_TOKENS_SUM, MAX_USD_SUM } from "../core/usage/bounds.ts";
 import { DAY_PATTERN } from "../core/usage/periods.ts";
 
 /**
@@ -12,9 +13,16 @@ import { DAY_PATTERN } from "../core/usage/periods.ts";
  */
 export const SPEND_LEDGER_NAME = "warmpath#spend";
 
-const count = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
-/** The most a request or a row may cost: far past any real figure, bounded so a sum stays exact to the micro-dollar. */
-const usd = () => z.number().min(0).max(1e12);
+const count = () => z.number().int().min(0).max(MAX_TOKENS_SUM);
+/** The most a row or a spend line may cost: far past any real figure (bounds.ts MAX_USD_SUM; sums saturate there). */
+const usd = () => z.number().min(0).max(MAX_USD_SUM);
+/**
+ * A bill's figure: any finite number. The region object clamps what one request cannot cost
+ * (src/core/usage/bounds.ts clampBill: negative, fractional or past MAX_REQUEST_TOKENS / _USD) and
+ * logs it, rather than refuse the completion carrying it (which would leave its ticket and its
+ * budget's hold in place, and the usage unbilled).
+ */
+const billFigure = () => z.number();
 
 /**
  * One answered request's usage, as its answer carried it (the whole answer's, for a continued
@@ -26,11 +34,11 @@ export const billSchema = z.strictObject({
   tenant: z.string().min(1).max(64),
   model: z.string().min(1).max(256),
   estimated: z.boolean(),
-  promptTokens: count(),
-  cachedTokens: count(),
-  completionTokens: count(),
+  promptTokens: billFigure(),
+  cachedTokens: billFigure(),
+  completionTokens: billFigure(),
   /** At the tenant's price for the model when the request ended (0 unpriced). */
-  costUsd: usd(),
+  costUsd: billFigure(),
   /** The tenant has a budget: its spend goes to the budget ledger too. */
   budgeted: z.boolean(),
 });
@@ -44,6 +52,14 @@ export const routeBudgetSchema = z.strictObject({
   usdPerMonth: z.number().positive().optional(),
 });
 export type RouteBudget = z.infer<typeof routeBudgetSchema>;
+
+/**
+ * What a budgeted request holds from its admission until its bill settles it
+ * (src/core/usage/reservations.ts): its estimated prompt plus its `max_tokens` (capped by
+ * `budget.reserve_max_tokens`), and that in USD at the tenant's price.
+ */
+export const reservationSchema = z.strictObject({ tokens: count(), usd: usd() });
+export type Reservation = z.infer<typeof reservationSchema>;
 
 /** One ledger row: a tenant's usage of a model in a region on a UTC day (GET /admin/usage). */
 export const usageRowSchema = z.strictObject({

@@ -48,6 +48,8 @@ export interface ForwardInput {
   bodyHasCacheSalt: boolean;
   hashes: string[];
   promptTokens: number;
+  /** The completion tokens the body allows, if it sets any (a budgeted request holds them: docs/USAGE.md). */
+  maxTokens?: number | undefined;
   sessionKey: string | undefined;
   previousResponseId?: string | undefined;
   storesResponses: boolean;
@@ -118,6 +120,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
       storesResponses: input.storesResponses,
       hashes: input.hashes,
       promptTokens: input.promptTokens,
+      maxTokens: input.maxTokens,
       sessionKey: input.sessionKey,
       previousResponseId: input.previousResponseId,
       failoverFrom: index > 0 ? nearest : undefined,

@@ -7,6 +7,8 @@
  */
 import { regionStub } from "../config/load.ts";
 import { budgetOf } from "./bill.ts";
+import { priceOf } from "../core/usage/cost.ts";
+import { DEFAULT_RESERVE_MAX_TOKENS, reservationOf } from "../core/usage/reservations.ts";
 import type { RouteAnswer } from "../contracts/region-object.ts";
 import type { Attempt, RegionRefusal } from "../contracts/region-service.ts";
 import { MAX_OBJECTIVE_MS, type RouteRequest } from "../contracts/routing.ts";
@@ -159,9 +161,21 @@ function routeRequest(rc: RegionContext, { shard, exclude, continuation }: NodeP
     requestObjectiveMs: r.requestObjectiveMs,
     // The objective counts from the edge's arrival: the long haul and a nearer region's answer are spent already.
     spentMs: Math.min(MAX_OBJECTIVE_MS, Math.max(0, Date.now() - r.startedAt)),
-    // A retry or a continuation is the same request: it passed the budget when it was first placed.
-    budget: exclude.length === 0 && !continuation ? budgetOf(rc.config.tenantById.get(r.tenant.id)) : undefined,
+    // A retry or a continuation is the same request: it passed the budget when it was first placed,
+    // and keeps the hold it took then (the object finds it by the request id).
+    ...(exclude.length === 0 && !continuation ? budgetAsk(rc) : {}),
   };
+}
+
+/** A budgeted request's budget, and what it holds against it until its bill settles it (docs/USAGE.md). */
+function budgetAsk(rc: RegionContext): Pick<RouteRequest, "budget" | "reservation"> {
+  const { request, config } = rc;
+  const tenant = config.tenantById.get(request.tenant.id);
+  const budget = budgetOf(tenant);
+  if (!budget) return {};
+  const cap = tenant?.budget?.reserve_max_tokens ?? DEFAULT_RESERVE_MAX_TOKENS;
+  const price = priceOf(request.model, config.raw.prices, tenant?.prices);
+  return { budget, reservation: reservationOf(request.promptTokens, request.maxTokens, cap, price) };
 }
 
 /**

@@ -5,7 +5,7 @@
  * and bounded; a budget found spent survives a restart of the region objects.
  */
 import { describe, expect, it, vi } from "vitest";
-import { ACME_KEY, TEST_ADMIN_TOKEN, WONKA_KEY, WONKA_TOKENS_PER_DAY } from "../fixtures/config.ts";
+import { ACME_KEY, TEST_ADMIN_TOKEN, WILLY_KEY, WILLY_TOKENS_PER_DAY, WONKA_KEY, WONKA_TOKENS_PER_DAY } from "../fixtures/config.ts";
 import { call, CF_FRANKFURT, registerAll } from "../helpers.ts";
 import type { UsageRow } from "../../src/contracts/usage.ts";
 import { dayEndsAt } from "../../src/core/usage/periods.ts";
@@ -99,4 +99,111 @@ describe("a tenant's budget", () => {
     expect((await ask("us")).status).toBe(429);
     await vi.waitFor(async () => expect(await ledgerTokens()).toBe(carried), { timeout: 10_000, interval: 100 });
   }, 30_000);
+});
+
+/**
+ * Reserve, then settle (src/core/usage/reservations.ts): tenant `willy` (3,000 tokens a day) and
+ * eu's own models, so its holds are its own. A `slowfirst` node keeps every request of a burst in
+ * flight at once (600 ms before its first byte).
+ */
+describe("a budget held by requests in flight", () => {
+  const MAX_TOKENS = 50;
+  let n = 0;
+  /** `maxTokens` null: the request sets none. */
+  async function askWilly(model: string, maxTokens: number | null = MAX_TOKENS) {
+    const res = await call("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${WILLY_KEY}`, "x-warmpath-region": "eu" },
+      body: JSON.stringify({
+        model,
+        messages: [{ role: "user", content: `${n++} ${PROMPT}` }],
+        ...(maxTokens === null ? {} : { max_tokens: maxTokens }),
+      }),
+      cf: CF_FRANKFURT,
+    });
+    const body = await res.text();
+    const retryAfter = res.headers.get("retry-after");
+    if (res.status !== 200) return { status: res.status, tokens: 0, body, retryAfter };
+    const usage = (JSON.parse(body) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
+    return { status: 200, tokens: usage.prompt_tokens + usage.completion_tokens, body, retryAfter };
+  }
+  const code = (body: string) => (JSON.parse(body) as { error: { code: string; message: string } }).error;
+
+  async function willyLedger(): Promise<number> {
+    const res = await call("/admin/usage?tenant=willy", { headers: admin });
+    const rows = ((await res.json()) as { data: UsageRow[] }).data;
+    return rows.reduce((s, r) => s + r.prompt_tokens + r.completion_tokens + r.estimated_prompt_tokens + r.estimated_completion_tokens, 0);
+  }
+
+  it("a request whose nodes all failed, or that its node refused, does not keep its hold", async () => {
+    await registerAll([
+      { id: "hold-slow", region: "eu", mode: "slowfirst", models: ["m-hold"] },
+      { id: "hold-fail", region: "eu", mode: "fail", models: ["m-hold-fail"] },
+      { id: "hold-bad", region: "eu", mode: "bad", models: ["m-hold-bad"] },
+    ]);
+    // No max_tokens: it holds its prompt plus 4,096 tokens, more than the whole budget, so while
+    // it holds, nothing else of willy's is admitted in eu.
+    const failed = await askWilly("m-hold-fail", null);
+    expect(failed.status).toBeGreaterThanOrEqual(500);
+    const held = await askWilly("m-hold");
+    expect(held.status).toBe(429);
+    expect(code(held.body)).toMatchObject({ code: "insufficient_quota" });
+    expect(code(held.body).message).toContain("held by its requests in flight");
+    expect(held.retryAfter).toBe("1");
+    // Released within its idle grace (10 s: a retry or a continuation would have taken it up by then).
+    const admitted = await vi.waitFor(
+      async () => {
+        const r = await askWilly("m-hold");
+        expect(r.status).toBe(200);
+        return r;
+      },
+      { timeout: 20_000, interval: 500 },
+    );
+    // A node's own refusal (400) bills nothing and releases the hold at once.
+    expect((await askWilly("m-hold-bad", null)).status).toBe(400);
+    const after = await askWilly("m-hold");
+    expect(after.status).toBe(200);
+    spentFirst = admitted.tokens + after.tokens;
+  }, 40_000);
+
+  /** What the test above spent (the two answered requests). */
+  let spentFirst = 0;
+
+  it("twenty requests at once are answered only while their holds fit; the spend stays within one request of the budget", async () => {
+    await vi.waitFor(async () => expect(await willyLedger()).toBe(spentFirst), { timeout: 10_000, interval: 100 });
+    let carried = spentFirst;
+    const BURST = 20;
+    let largest = 0;
+    let bursts = 0;
+    let heldRefusals = 0;
+    // Bursts until every request of one is refused because the budget is spent.
+    for (;;) {
+      bursts++;
+      const answers = await Promise.all(Array.from({ length: BURST }, () => askWilly("m-hold")));
+      const ok = answers.filter((a) => a.status === 200);
+      for (const a of answers) {
+        if (a.status === 200) continue;
+        expect(a.status).toBe(429);
+        expect(code(a.body).code).toBe("insufficient_quota");
+        if (code(a.body).message.includes("held by its requests in flight")) heldRefusals++;
+      }
+      // Never more admitted at once than the budget left holds (each holds ~250 tokens: prompt and max_tokens).
+      expect(ok.length).toBeLessThan(BURST / 2);
+      for (const a of ok) {
+        carried += a.tokens;
+        largest = Math.max(largest, a.tokens);
+      }
+      if (ok.length === 0 && answers.every((a) => code(a.body).message.includes("has spent its budget"))) break;
+      expect(bursts).toBeLessThan(12);
+    }
+    expect(heldRefusals).toBeGreaterThan(0);
+    await vi.waitFor(async () => expect(await willyLedger()).toBe(carried), { timeout: 10_000, interval: 100 });
+    const overshoot = carried - WILLY_TOKENS_PER_DAY;
+    console.log(
+      JSON.stringify({ event: "budget_held_overshoot", budget: WILLY_TOKENS_PER_DAY, spent: carried, overshoot, bursts, heldRefusals }),
+    );
+    // One region, one object: at most the last request admitted when nothing else was in flight,
+    // whatever the concurrency (before holds, all twenty of the first burst were answered).
+    expect(overshoot).toBeLessThanOrEqual(largest + MAX_TOKENS);
+  }, 60_000);
 });

@@ -5,10 +5,14 @@
  * a sharded region), they survive a restart of every region object, and an answer without usage
  * is counted apart as estimated.
  */
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { BILL_PRICE, TEST_ADMIN_TOKEN, UMBRELLA_BILL_PRICE, UMBRELLA_KEY } from "../fixtures/config.ts";
 import { call, CF_FRANKFURT, registerAll } from "../helpers.ts";
-import type { UsageRow } from "../../src/contracts/usage.ts";
+import { loadConfig, regionStub } from "../../src/config/load.ts";
+import { SPEND_LEDGER_NAME, type UsageRow } from "../../src/contracts/usage.ts";
+import { MAX_REQUEST_TOKENS, MAX_REQUEST_USD, MAX_TOKENS_SUM } from "../../src/core/usage/bounds.ts";
 import { utcDay } from "../../src/core/usage/periods.ts";
 
 const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
@@ -224,5 +228,63 @@ describe("the usage ledger", () => {
       expect(body.error).toMatchObject({ type: "invalid_request_error", code: "invalid_usage_query", param });
     }
     expect((await call("/admin/usage", { headers: { authorization: "Bearer nope" } })).status).toBe(401);
+  }, 30_000);
+
+  it("an absurd bill never overflows a row, fails an export or makes a spend batch unsendable", async () => {
+    // Two bills of 9e15 completion tokens ($3.6 billion each), as a broken node once had billed:
+    // sent to eu's object as the region worker bills a request (recordUsage), for a budgeted tenant.
+    const eu = loadConfig(env).regionByName.get("eu")!;
+    const object = regionStub(env, eu);
+    const absurd = {
+      tenant: "absurd",
+      model: "m-bill",
+      estimated: false,
+      promptTokens: 10,
+      cachedTokens: 0,
+      completionTokens: 9e15,
+      costUsd: 3.6e9,
+      budgeted: true,
+    };
+    await object.recordUsage(eu.init, absurd);
+    await object.recordUsage(eu.init, absurd);
+    // The flush writes the rows and sends the spend batch (the alarm).
+    await runDurableObjectAlarm(object);
+    const all = await call("/admin/usage", { headers: admin });
+    expect(all.status).toBe(200);
+    const rows = ((await all.json()) as { data: UsageRow[] }).data;
+    const row = rows.find((r) => r.tenant === "absurd");
+    // Each bill counted at what one request can cost, not dropped: the tokens were served.
+    expect(row).toMatchObject({ requests: 2, completion_tokens: 2 * MAX_REQUEST_TOKENS, cost_usd: 2 * MAX_REQUEST_USD });
+    // Other tenants' rows are still exported beside it.
+    expect(rows.some((r) => r.tenant === "umbrella")).toBe(true);
+    // The budget ledger accepted the batch: its totals hold the clamped spend.
+    const today = utcDay(Date.now());
+    const ledger = env.REGION.getByName(SPEND_LEDGER_NAME);
+    const totals = await vi.waitFor(
+      async () => {
+        const t = (await ledger.spend({ source: "probe", seq: 1, spends: [], periods: [today] })).totals.find((x) => x.tenant === "absurd");
+        expect(t).toBeDefined();
+        return t!;
+      },
+      { timeout: 10_000, interval: 100 },
+    );
+    expect(totals.tokens).toBe(2 * (MAX_REQUEST_TOKENS + 10));
+
+    // A row stored past 2^53 before sums saturated (as the issue found it) is exported at the bound.
+    await runInDurableObject(object, (_instance, state) => {
+      state.storage.sql.exec(
+        `INSERT INTO usage VALUES ('corrupt', ?, 'm-bill', 2, 10, 0, 18000000000000000, 7200000000, 0, 0, 0, 0)`,
+        today,
+      );
+    });
+    const again = await call(`/admin/usage?from=${today}&to=${today}`, { headers: admin });
+    expect(again.status).toBe(200);
+    const corrupt = ((await again.json()) as { data: UsageRow[] }).data.find((r) => r.tenant === "corrupt");
+    expect(corrupt?.completion_tokens).toBe(MAX_TOKENS_SUM);
+    // And a bill added to it saturates there instead of going further.
+    await object.recordUsage(eu.init, { ...absurd, tenant: "corrupt" });
+    const csv = await call(`/admin/usage?tenant=corrupt&from=${today}&to=${today}`, { headers: { ...admin, accept: "text/csv" } });
+    expect(csv.status).toBe(200);
+    expect(await csv.text()).toContain(String(MAX_TOKENS_SUM));
   }, 30_000);
 });

@@ -5,6 +5,7 @@
  * cost, docs/SCALING.md); summed, a flush writes one row per tenant and model that was busy.
  */
 import type { Bill } from "../../contracts/usage.ts";
+import { addTokens, addUsd } from "./bounds.ts";
 import { utcDay, type Day } from "./periods.ts";
 
 /** A row's counters (see usageRowSchema for their meaning). */
@@ -52,25 +53,31 @@ export function zeroCounters(): UsageCounters {
   };
 }
 
-/** Adds one bill to a row's counters: reported usage and estimates kept apart. */
+/** The counters in USD (the rest count tokens or requests): each saturates at its own bound (bounds.ts). */
+const USD_COUNTERS = new Set<keyof UsageCounters>(["costUsd", "estimatedCostUsd"]);
+
+/**
+ * Adds one bill to a row's counters: reported usage and estimates kept apart. Every sum saturates
+ * (bounds.ts): a row never passes what the usage contract accepts, however absurd a bill.
+ */
 export function addBill(c: UsageCounters, bill: Bill): void {
-  c.requests++;
+  c.requests = addTokens(c.requests, 1);
   if (bill.estimated) {
-    c.estimatedRequests++;
-    c.estimatedPromptTokens += bill.promptTokens;
-    c.estimatedCompletionTokens += bill.completionTokens;
-    c.estimatedCostUsd += bill.costUsd;
+    c.estimatedRequests = addTokens(c.estimatedRequests, 1);
+    c.estimatedPromptTokens = addTokens(c.estimatedPromptTokens, bill.promptTokens);
+    c.estimatedCompletionTokens = addTokens(c.estimatedCompletionTokens, bill.completionTokens);
+    c.estimatedCostUsd = addUsd(c.estimatedCostUsd, bill.costUsd);
   } else {
-    c.promptTokens += bill.promptTokens;
-    c.cachedTokens += bill.cachedTokens;
-    c.completionTokens += bill.completionTokens;
-    c.costUsd += bill.costUsd;
+    c.promptTokens = addTokens(c.promptTokens, bill.promptTokens);
+    c.cachedTokens = addTokens(c.cachedTokens, bill.cachedTokens);
+    c.completionTokens = addTokens(c.completionTokens, bill.completionTokens);
+    c.costUsd = addUsd(c.costUsd, bill.costUsd);
   }
 }
 
-/** Adds `b`'s counters to `a`'s. */
+/** Adds `b`'s counters to `a`'s, saturating. */
 export function addCounters(a: UsageCounters, b: UsageCounters): void {
-  for (const k of COUNTERS) a[k] += b[k];
+  for (const k of COUNTERS) a[k] = USD_COUNTERS.has(k) ? addUsd(a[k], b[k]) : addTokens(a[k], b[k]);
 }
 
 /**

@@ -3,6 +3,7 @@
  * tenant, day, model and region, sorted; and the CSV form.
  */
 import { USAGE_COLUMNS, type UsageRow } from "../../contracts/usage.ts";
+import { addTokens, addUsd, tokenCount, usdAmount } from "./bounds.ts";
 
 const SUMMED = [
   "requests",
@@ -16,14 +17,27 @@ const SUMMED = [
   "estimated_cost_usd",
 ] as const satisfies readonly (keyof UsageRow)[];
 
-/** Rows of one key summed; sorted by day, tenant, model, region (an invoice's order). */
+const USD_COLUMNS = new Set<keyof UsageRow>(["cost_usd", "estimated_cost_usd"]);
+
+/**
+ * A stored row as the usage contract accepts it: every count a non-negative safe integer and every
+ * cost within its bound (bounds.ts). A row stored before the ledger saturated its sums (one past
+ * 2^53 answered 503 for every export holding its day) is exported at the bound, never refused.
+ */
+export function boundedRow(r: UsageRow): UsageRow {
+  const out = { ...r };
+  for (const k of SUMMED) out[k] = USD_COLUMNS.has(k) ? usdAmount(r[k]) : tokenCount(r[k]);
+  return out;
+}
+
+/** Rows of one key summed (saturating); sorted by day, tenant, model, region (an invoice's order). */
 export function mergeUsageRows(rows: readonly UsageRow[]): UsageRow[] {
   const byKey = new Map<string, UsageRow>();
   for (const r of rows) {
     const key = `${r.day}\u0000${r.tenant}\u0000${r.model}\u0000${r.region}`;
     const sum = byKey.get(key);
-    if (!sum) byKey.set(key, { ...r });
-    else for (const k of SUMMED) sum[k] += r[k];
+    if (!sum) byKey.set(key, boundedRow(r));
+    else for (const k of SUMMED) sum[k] = USD_COLUMNS.has(k) ? addUsd(sum[k], r[k]) : addTokens(sum[k], r[k]);
   }
   return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
 }

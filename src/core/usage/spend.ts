@@ -4,11 +4,15 @@
  * totals as of its last exchange (every region's spend, this object's sent batches included), plus
  * what it has spent itself since (`unsent`, and a batch sent but not yet acknowledged). The check is
  * in memory, on the request's way through the object it already asks: a budget never adds a round
- * trip. The price is the overshoot: what other regions spent since the last exchange, and requests
- * in flight when the budget ran out (bounded in docs/USAGE.md, measured by test/api/budgets.test.ts).
+ * trip. Requests in flight here hold what they may spend (reservations.ts) and the check counts
+ * it, so concurrency within one object adds nothing to the overshoot; what remains is what other
+ * regions spent since the last exchange, and one request's worth per object (bounded in
+ * docs/USAGE.md, measured by bench/BUDGET.md and test/api/budgets.test.ts).
  */
 import type { Bill, RouteBudget, Spend } from "../../contracts/usage.ts";
+import { addTokens, addUsd, tokenCount, usdAmount } from "./bounds.ts";
 import { dayEndsAt, monthEndsAt, utcDay, utcMonth } from "./periods.ts";
+import { periodKey as key, Reservations, type Amount } from "./reservations.ts";
 
 /** A budget a tenant has spent: which, how much, and when it resets. */
 export interface OverBudget {
@@ -17,21 +21,21 @@ export interface OverBudget {
   spent: number;
   /** ms epoch */
   resetsAt: number;
+  /**
+   * Set when what is spent leaves room but the tenant's requests in flight here hold it
+   * (reservations.ts): what they hold. Such a refusal is not remembered: it lasts only until they
+   * settle.
+   */
+  reserved?: number;
 }
 
-interface Amount {
-  tokens: number;
-  usd: number;
-}
-
-const key = (tenant: string, period: string) => `${tenant}\u0000${period}`;
-
+/** Adds to a sum, saturating (bounds.ts): one absurd bill never makes a batch unsendable. */
 function add(map: Map<string, Amount>, k: string, tokens: number, usd: number): void {
   const a = map.get(k);
   if (a) {
-    a.tokens += tokens;
-    a.usd += usd;
-  } else map.set(k, { tokens, usd });
+    a.tokens = addTokens(a.tokens, tokens);
+    a.usd = addUsd(a.usd, usd);
+  } else map.set(k, { tokens: tokenCount(tokens), usd: usdAmount(usd) });
 }
 
 export class SpendView {
@@ -50,6 +54,8 @@ export class SpendView {
    * against (a raised budget does not hold) and when they reset.
    */
   private readonly spentBudgets = new Map<string, OverBudget>();
+  /** What this object's budgeted requests in flight hold. */
+  readonly reservations = new Reservations();
 
   /** A budget found spent before (from storage): it holds until it resets or is changed. */
   remember(tenant: string, over: OverBudget): void {
@@ -71,33 +77,53 @@ export class SpendView {
     // Three lookups, not a scan: this runs on every budgeted request's route.
     for (const a of [this.known.get(k), this.unsent.get(k), this.inflight?.amounts.get(k)]) {
       if (!a) continue;
-      total.tokens += a.tokens;
-      total.usd += a.usd;
+      total.tokens = addTokens(total.tokens, a.tokens);
+      total.usd = addUsd(total.usd, a.usd);
     }
     return total;
   }
 
-  /** The first of the tenant's budgets it has spent at `at`, or undefined: it may go on. */
-  check(tenant: string, budget: RouteBudget | undefined, at: number): OverBudget | undefined {
+  /**
+   * The first of the tenant's budgets a request holding `own` may not go on against at `at`, or
+   * undefined: it may. Refused when what is spent reaches a budget, or when spent + held by the
+   * tenant's requests in flight here + `own` exceeds it. One exception keeps a budget smaller than
+   * one request's hold usable, and is the one request's worth of the overshoot's bound: with
+   * nothing of the tenant's in flight here, a request that does not fit whole goes on with what is
+   * left (its hold then fills the budget, so it is the only one until it settles).
+   */
+  check(tenant: string, budget: RouteBudget | undefined, at: number, own: Amount = { tokens: 0, usd: 0 }): OverBudget | undefined {
     if (!budget) return undefined;
-    const day = this.spent(tenant, utcDay(at));
-    const month = this.spent(tenant, utcMonth(at));
-    const over = (limit: OverBudget["limit"], max: number | undefined, spent: number, resetsAt: number): OverBudget | undefined => {
+    const dayKey = utcDay(at);
+    const monthKey = utcMonth(at);
+    const day = this.spent(tenant, dayKey);
+    const month = this.spent(tenant, monthKey);
+    const dayHeld = this.reservations.held(tenant, dayKey);
+    const monthHeld = this.reservations.held(tenant, monthKey);
+    const over = (
+      limit: OverBudget["limit"],
+      max: number | undefined,
+      spent: number,
+      held: number,
+      mine: number,
+      resetsAt: number,
+    ): OverBudget | undefined => {
       if (max === undefined) return undefined;
       const before = this.spentBudgets.get(key(tenant, limit));
       if (before && before.budget === max && before.resetsAt === resetsAt) spent = Math.max(spent, before.spent);
-      return spent >= max ? { limit, budget: max, spent, resetsAt } : undefined;
+      if (spent >= max) return { limit, budget: max, spent, resetsAt };
+      return held > 0 && spent + held + mine > max ? { limit, budget: max, spent, resetsAt, reserved: held } : undefined;
     };
     return (
-      over("tokens_per_day", budget.tokensPerDay, day.tokens, dayEndsAt(at)) ??
-      over("usd_per_day", budget.usdPerDay, day.usd, dayEndsAt(at)) ??
-      over("tokens_per_month", budget.tokensPerMonth, month.tokens, monthEndsAt(at)) ??
-      over("usd_per_month", budget.usdPerMonth, month.usd, monthEndsAt(at))
+      over("tokens_per_day", budget.tokensPerDay, day.tokens, dayHeld.tokens, own.tokens, dayEndsAt(at)) ??
+      over("usd_per_day", budget.usdPerDay, day.usd, dayHeld.usd, own.usd, dayEndsAt(at)) ??
+      over("tokens_per_month", budget.tokensPerMonth, month.tokens, monthHeld.tokens, own.tokens, monthEndsAt(at)) ??
+      over("usd_per_month", budget.usdPerMonth, month.usd, monthHeld.usd, own.usd, monthEndsAt(at))
     );
   }
 
-  /** Whether `over` is news (not yet remembered): the object then keeps it. */
+  /** Whether `over` is news (not yet remembered): the object then keeps it. A refusal for what is held is never kept. */
   isNew(tenant: string, over: OverBudget): boolean {
+    if (over.reserved !== undefined) return false;
     const before = this.spentBudgets.get(key(tenant, over.limit));
     return !before || before.budget !== over.budget || before.resetsAt !== over.resetsAt;
   }
@@ -127,17 +153,35 @@ export class SpendView {
   acknowledge(seq: number, totals: readonly Spend[], at: number): void {
     if (this.inflight?.seq === seq) this.inflight = undefined;
     const known = new Map<string, Amount>();
-    for (const t of totals) add(known, key(t.tenant, t.period), t.tokens, t.usd);
+    for (const t of totals) add(known, key(t.tenant, t.period), tokenCount(t.tokens), usdAmount(t.usd));
     this.known = known;
     this.lastAnsweredAt = at;
   }
 }
 
-/** The refusal's message: which budget, what was spent, when it resets. */
+/**
+ * When to try again (s): a budget spent resets at its period's end; one held by requests in flight
+ * frees as they settle, {@link HELD_RETRY_AFTER_SECONDS}.
+ */
+export function overBudgetRetryAfter(over: OverBudget, now: number): number {
+  if (over.reserved !== undefined) return HELD_RETRY_AFTER_SECONDS;
+  return Math.max(1, Math.ceil((over.resetsAt - now) / 1000));
+}
+
+/** Retry-After of a refusal for what requests in flight hold: most answers settle within a few seconds. */
+export const HELD_RETRY_AFTER_SECONDS = 1;
+
+/** The refusal's message: which budget, what was spent (and held), when it resets. */
 export function overBudgetMessage(tenant: string, over: OverBudget): string {
   const usd = over.limit.startsWith("usd");
   const amount = (n: number) => (usd ? `USD ${n.toFixed(2)}` : `${Math.round(n).toLocaleString("en-US")} tokens`);
   const per = over.limit.endsWith("day") ? "a day (UTC)" : "a month (UTC)";
+  if (over.reserved !== undefined)
+    return (
+      `Tenant ${tenant}'s budget of ${amount(over.budget)} ${per} is spent or held by its requests in flight ` +
+      `(${amount(over.spent)} spent over every region, ${amount(over.reserved)} held by requests in flight here); ` +
+      `retry when they finish`
+    );
   return (
     `Tenant ${tenant} has spent its budget of ${amount(over.budget)} ${per} (${amount(over.spent)} spent over every region); ` +
     `it resets at ${new Date(over.resetsAt).toISOString().replace(".000Z", "Z")}`

@@ -16,6 +16,7 @@ import type { TenantConfig } from "../../config/schema.ts";
 import type { CanonicalPrompt } from "../../core/canonical.ts";
 import { anthropicPrompt, responsesPrompt } from "../../core/canonical-apis.ts";
 import { prefixKey } from "../../core/prefix.ts";
+import { requestedMaxTokens } from "../../core/usage/reservations.ts";
 import { orderRegions, roundTripMs, type ClientLocation, type RegionLocation } from "../../core/region-select.ts";
 import { LONG_PREFIX_TOKENS } from "../../core/region/long-prefixes.ts";
 import { warmestRegion } from "../../core/warm-region.ts";
@@ -159,6 +160,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
     bodyHasCacheSalt: Object.hasOwn(object, "cache_salt"),
     hashes: key.hashes,
     promptTokens: key.promptTokens,
+    maxTokens: requestedMaxTokens(endpoint.path, object),
     // Namespaced by tenant: two tenants' session ids never collide.
     sessionKey: hint ? `${tenant.id}:${hint.slice(0, 512)}` : undefined,
     // Response ids are the node's own (random): scoped by tenant as well, so one tenant cannot steer another's.
