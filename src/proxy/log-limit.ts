@@ -1,6 +1,6 @@
 /**
- * A per-isolate bound on log lines a client can cause (docs/OBSERVABILITY.md, "Refusals" and
- * "Traces"): at most `perSecond` lines a second for each key; past it lines are only counted, and
+ * A per-isolate bound on log lines a client can cause (docs/OBSERVABILITY.md, "Decision log",
+ * "Refusals" and "Traces"): at most `perSecond` lines a second for each key; past it lines are only counted, and
  * one summary line (`event`, the window's length and the count by key) says how many when the
  * second is over, written with the first line asked for after it.
  *
@@ -16,7 +16,7 @@ export class LogLimiter {
   private window = { start: -Infinity, lines: new Map<string, number>(), suppressed: new Map<string, number>() };
 
   /**
-   * @param event the summary line's `event` (`refusals_suppressed`, `spans_suppressed`).
+   * @param event the summary line's `event` (`refusals_suppressed`, `spans_suppressed`, `decisions_suppressed`).
    * @param perSecond lines a second for one key.
    * @param write where a summary line goes (console.log by default).
    */
