@@ -19,6 +19,24 @@ function ratio(w: number, n: number): string {
   return `${(w / n).toFixed(2)}x`;
 }
 
+const tick = ([k, v]: [string, number]) => `\`${k}\` ${v}`;
+/** Counts by key, largest first. */
+const byCount = (m: Record<string, number>) =>
+  Object.entries(m)
+    .sort((a, b) => b[1] - a[1])
+    .map(tick)
+    .join(", ");
+
+/**
+ * warmpath's refusals, from its counter (refusal lines are bounded per second, and a refusal writes
+ * no decision line), and whether its client counted the same (bench/goodput-live/refusals.ts).
+ */
+function refusalCell(r: RunResult): string {
+  const counts = Object.keys(r.refusals ?? {}).length ? byCount(r.refusals!) : "none";
+  const mismatches = r.refusalMismatches ?? [];
+  return mismatches.length ? `${counts} (the client's count differs: ${mismatches.join("; ")})` : `${counts} (the client counted the same)`;
+}
+
 function loadTable(runs: RunResult[]): string {
   const cols = runs.map((r) => r.router);
   const row = (label: string, f: (r: RunResult) => string) => `| ${label} | ${runs.map(f).join(" | ")} |`;
@@ -142,16 +160,9 @@ export function renderReport(rep: Report): string {
     const w = runs.find((r) => r.router === "warmpath");
     if (w && Object.keys(w.decisions).length) {
       out.push(
-        `warmpath's decision lines (status and decision): ${Object.entries(w.decisions)
-          .sort((a, b) => b[1] - a[1])
-          .map(([k, v]) => `\`${k}\` ${v}`)
-          .join(", ")}${
-          Object.keys(w.events).length
-            ? `; other log events: ${Object.entries(w.events)
-                .map(([k, v]) => `\`${k}\` ${v}`)
-                .join(", ")}`
-            : ""
-        }.`,
+        `warmpath's decision lines (status and decision): ${byCount(w.decisions)}${
+          w.refusals ? `; its refusals (\`warmpath_edge_refusals_total\`, status, code and reason): ${refusalCell(w)}` : ""
+        }${Object.keys(w.events).length ? `; other log events: ${Object.entries(w.events).map(tick).join(", ")}` : ""}.`,
       );
     }
   }

@@ -48,6 +48,7 @@ import { cpuMs, descendants } from "../e2e/procs.ts";
 import { monitorLoopLag, type LoopLag, type ReplayResult, type RequestRecord } from "./client.ts";
 import type { ReplayCommand } from "./client-child.ts";
 import { renderReport } from "./report.ts";
+import { clientRefusals, counted, edgeRefusals, refusalMismatches } from "./refusals.ts";
 import { summarise, type Summary } from "./score.ts";
 import {
   capacity,
@@ -183,9 +184,14 @@ interface Running {
   headers: Record<string, string>;
   /** Processes of the router (CPU accounting). */
   routerPids(): number[];
-  /** warmpath's decision lines, by `status decision`, and its other log events by name. */
+  /**
+   * warmpath's decision lines (answered requests), by `status decision`, and its other log events
+   * by name: lines, some of them bounded per second (refusal lines), so never counted as requests.
+   */
   decisions: Record<string, number>;
   events: Record<string, number>;
+  /** warmpath's refusals so far, by `status code reason` (`warmpath_edge_refusals_total`: refusals.ts); none for naive. */
+  refusals(): Promise<Record<string, number>>;
   stop(): Promise<void>;
 }
 
@@ -220,8 +226,16 @@ async function bootWarmpath(): Promise<Running> {
     routerPids: () => system.processes().flatMap((p) => [p.pid, ...descendants(p.pid)]),
     decisions,
     events,
+    refusals: () => routerRefusals(system.url),
     stop: () => system.stop(),
   };
+}
+
+/** The edge's refusal counter (GET /metrics; a local development server needs no admin token). */
+async function routerRefusals(url: string): Promise<Record<string, number>> {
+  const res = await fetch(`${url}/metrics`);
+  if (!res.ok) throw new Error(`GET /metrics: ${res.status} ${(await res.text()).slice(0, 200)}`);
+  return edgeRefusals(await res.text());
 }
 
 async function bootNaive(): Promise<Running> {
@@ -246,6 +260,7 @@ async function bootNaive(): Promise<Running> {
     routerPids: () => [child.pid!],
     decisions: {},
     events: {},
+    refusals: async () => ({}),
     async stop() {
       const exited = new Promise<void>((r) => child.once("exit", () => r()));
       child.kill("SIGTERM");
@@ -301,8 +316,18 @@ export interface RunResult {
   clientLoopLagMs: LoopLag;
   fleetLoopLagMs: LoopLag;
   cpu: CpuUse;
+  /** warmpath's decision lines by `status decision`: answered requests only (a refusal writes none) in runs since issue 31. */
   decisions: Record<string, number>;
+  /** Other log lines by event (`refusal` lines are bounded per second: not a count of refusals). */
   events: Record<string, number>;
+  /**
+   * warmpath's refusals in the run by `status code reason`, from `warmpath_edge_refusals_total`,
+   * checked against the client's own count. Absent in runs before issue 31, whose decision lines
+   * counted them (`429 -`).
+   */
+  refusals?: Record<string, number>;
+  /** Where the client's count differed, by `status code` (refusals.ts `refusalMismatches`; empty when they agree). */
+  refusalMismatches?: string[];
   /** Per request: [id, outcome, status, ttft ms, code, node, cached tokens, send lag ms]. */
   records: Array<[number, string, number | null, number | null, string | null, string | null, number | null, number]>;
 }
@@ -350,6 +375,7 @@ async function runOne(
     await new Promise((res) => setTimeout(res, IDLE_SAMPLE_MS));
     const routerIdle = (sumCpu(r.routerPids()) - idle0) / (performance.now() - idleT0);
     const before = pids();
+    const refusals0 = await r.refusals();
     const cpu0 = { router: sumCpu(before.router), fleet: sumCpu(before.fleet), client: sumCpu(before.client), machine: machineBusyMs() };
     const fleetLoop = monitorLoopLag();
     const t0 = performance.now();
@@ -383,6 +409,11 @@ async function runOne(
     // The last decision lines come a little after the answers.
     await new Promise((res) => setTimeout(res, 500));
     const summary = summarise(scored, result.records);
+    // Every refusal the client saw should be in the router's counter, and nothing else; a request
+    // the client gave up on before the router refused it is the router's only (said in the report).
+    const refusals = counted(refusals0, await r.refusals());
+    const mismatches = router === "warmpath" ? refusalMismatches(refusals, clientRefusals(result.records)) : [];
+    if (mismatches.length) log(`${router} at ${load}x: the router's refusal count is not the client's: ${mismatches.join("; ")}`);
     log(
       `${router} at ${load}x: goodput ${(summary.goodput * 100).toFixed(1)}% (tokens ${(summary.tokenGoodput * 100).toFixed(1)}%), ` +
         `mean TTFT ${(summary.ttftMeanMs / 1000).toFixed(2)} s, answered ${summary.answered}, 429 ${JSON.stringify(summary.refused429)}, ` +
@@ -403,6 +434,7 @@ async function runOne(
       cpu,
       decisions: { ...r.decisions },
       events: { ...r.events },
+      ...(router === "warmpath" ? { refusals, refusalMismatches: mismatches } : {}),
       records: result.records.map((x: RequestRecord) => [
         x.id,
         x.outcome,

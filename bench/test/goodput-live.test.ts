@@ -16,6 +16,7 @@ import { pickNode, promptText, startNaiveRouter } from "../goodput-live/naive-ro
 import { replay, type Outcome } from "../goodput-live/client.ts";
 import { DEFAULT_TRACE, loadSlice } from "../goodput-live/workload.ts";
 import { summarise, total } from "../goodput-live/score.ts";
+import { byStatusAndCode, clientRefusals, counted, edgeRefusals, refusalMismatches } from "../goodput-live/refusals.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RUN = join(HERE, "..", "goodput-live", "run.ts");
@@ -212,6 +213,49 @@ describe("client", () => {
   });
 });
 
+describe("refusals", () => {
+  // As GET /metrics renders them (src/edge/api/prometheus.ts), among other metrics.
+  const metrics = [
+    "# HELP warmpath_edge_refusals_total Requests the edge answered without a node.",
+    "# TYPE warmpath_edge_refusals_total counter",
+    'warmpath_edge_refusals_total{status="429",code="objective_unreachable",reason="shed"} 7',
+    'warmpath_edge_refusals_total{status="429",code="rate_limit_exceeded",reason="rate-limited"} 2',
+    'warmpath_edge_refusals_total{status="404",code="model_not_found",reason="unknown-model"} 1',
+    'warmpath_rejections_total{region="us-east",reason="shed"} 7',
+  ].join("\n");
+
+  test("are read from the edge's counter, whatever its log lines (bounded per second) say", () => {
+    const after = edgeRefusals(metrics);
+    assert.deepEqual(after, {
+      "429 objective_unreachable shed": 7,
+      "429 rate_limit_exceeded rate-limited": 2,
+      "404 model_not_found unknown-model": 1,
+    });
+    // Only what the run added: the 404 came before it.
+    assert.deepEqual(counted({ "404 model_not_found unknown-model": 1, "429 objective_unreachable shed": 3 }, after), {
+      "429 objective_unreachable shed": 4,
+      "429 rate_limit_exceeded rate-limited": 2,
+    });
+    assert.deepEqual(byStatusAndCode(after), { "429 objective_unreachable": 7, "429 rate_limit_exceeded": 2, "404 model_not_found": 1 });
+  });
+
+  test("are checked against the client's: an error status without a node", () => {
+    const client = clientRefusals([
+      { status: 429, code: "objective_unreachable" },
+      { status: 429, code: "objective_unreachable" },
+      { status: 400, code: "context_length", node: "gpu-1" }, // a node's own error: not a refusal
+      { status: 200, node: "gpu-0" },
+      {}, // lost: no status
+    ]);
+    assert.deepEqual(client, { "429 objective_unreachable": 2 });
+    assert.deepEqual(refusalMismatches({ "429 objective_unreachable shed": 2 }, client), []);
+    assert.deepEqual(refusalMismatches({ "429 objective_unreachable shed": 3, "503 no_capacity no-node": 1 }, client), [
+      "429 objective_unreachable: router 3, client 2",
+      "503 no_capacity: router 1, client 0",
+    ]);
+  });
+});
+
 type Row = [number, string, number | null, number | null, string | null, string | null, number | null, number];
 interface QuickResults {
   plan: { start: number; prefixChars: number; nodes: number };
@@ -222,6 +266,7 @@ interface QuickResults {
     load: number;
     summary: ReturnType<typeof summarise>;
     records: Row[];
+    refusals?: Record<string, number>;
   }>;
 }
 
@@ -260,6 +305,24 @@ test(
         const refused429 = Object.values(s.refused429).reduce((a, b) => a + b, 0);
         assert.equal(s.refused429WithRetryAfter, refused429, `${run.router}: every 429 carries Retry-After`);
         if (run.router === "warmpath") for (const c of Object.keys(s.refused429)) assert.equal(c, "objective_unreachable");
+        // warmpath's refusals are counted by the router as its client saw them (a request the client
+        // gave up on may have been refused after: the router's alone).
+        if (run.router === "warmpath") {
+          assert.ok(run.refusals, "warmpath: its refusal counter read");
+          const router = byStatusAndCode(run.refusals);
+          const client = clientRefusals(
+            run.records.map(([, , status, , code, node]) => ({
+              status: status ?? undefined,
+              code: code ?? undefined,
+              node: node ?? undefined,
+            })),
+          );
+          for (const [k, n] of Object.entries(client)) assert.ok((router[k] ?? 0) >= n, `${k}: router ${router[k] ?? 0}, client ${n}`);
+          assert.ok(
+            total(router) - total(client) <= s.gaveUp,
+            `router ${JSON.stringify(router)}, client ${JSON.stringify(client)}, gave up ${s.gaveUp}`,
+          );
+        }
       }
       // The naive router's affinity, live: every answered request went where rendezvous hashing of its key says.
       const naive = results.runs.find((r) => r.router === "naive")!;

@@ -177,7 +177,12 @@ export interface Problem {
   node?: string | undefined;
   /** The last characters of what the client read. */
   tail: string;
-  /** The router's log lines with its request id: decision lines and `stream_continued`. */
+  /**
+   * The router's log lines with its request id: decision lines, `refusal` lines and
+   * `stream_continued`. For reading only: refusal lines and a node's own errors' decision lines are
+   * bounded per second (docs/OBSERVABILITY.md), so a request's may be missing; every count of this
+   * runner comes from its client or from /metrics.
+   */
   log: string[];
 }
 
@@ -851,9 +856,10 @@ async function routerContinuations(s: System): Promise<Record<string, number>> {
 
 /**
  * The router's log lines about requests, by request id (a tag: each request sends its own as
- * `x-request-id`): `stream_continued`, the relay's, and the decision lines of requests that did
- * not end cleanly or were continued (workerd prints the workers' console lines; scripts/system.ts
- * passes them on line by line).
+ * `x-request-id`): `stream_continued`, the relay's, the decision lines of requests that did not end
+ * cleanly or were continued, and the `refusal` lines of those no node answered (workerd prints the
+ * workers' console lines; scripts/system.ts passes them on line by line). Shown with a problem,
+ * never counted: refusal lines and a node's own errors' decision lines are bounded per second.
  */
 const routerLog = new Map<string, string[]>();
 

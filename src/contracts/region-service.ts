@@ -164,6 +164,8 @@ export const refusalReasonSchema = z.enum([
   "shed",
   /** Every node tried failed before its first byte. */
   "failed",
+  /** It continues a stored response this region holds for no such tenant and id (docs/API.md): another region may hold it, else 400 `previous_response_not_found`. */
+  "unknown-response",
   "contract-mismatch",
   /** The request named a region this worker does not serve (a binding pointed at the wrong worker). */
   "wrong-region",

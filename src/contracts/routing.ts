@@ -252,7 +252,8 @@ export const routeResultSchema = z.discriminatedUnion("ok", [
     /** `rate-limited`: the tenant spent its requests or tokens per minute (rate-budget.ts): 429 at once, no other region. */
     /** `over-budget`: the tenant spent its budget over every region (src/core/usage/spend.ts): 429 `insufficient_quota` at once, no other region. */
     /** `shed`: no node can give it its first token within its objective, even after the region's queue (docs/ADMISSION.md): another region may, else 429. */
-    reason: z.enum(["no-node", "saturated", "over-share", "rate-limited", "over-budget", "shed"]),
+    /** `unknown-response`: it continues a stored response (`previousResponseId`) this region holds for no such tenant and id: never sent to a node (docs/API.md). */
+    reason: z.enum(["no-node", "saturated", "over-share", "rate-limited", "over-budget", "shed", "unknown-response"]),
     /** With `shed`: at arrival it could not be met (`objective`), its deadline passed while queued (`deadline`), or the queue was full (`queue-full`). */
     shed: shedReasonSchema.optional(),
     /** With `shed`: its class and objective, and how long it was queued (ms), for the decision log. */

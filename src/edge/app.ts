@@ -74,7 +74,7 @@ export function createApp(): Hono<AppEnv> {
     const requestId = c.get("requestId") ?? "";
     const headers = { "x-request-id": requestId };
     if (err instanceof ApiError) {
-      if (err.logged) c.set("decisionLogged", true);
+      if (err.refusal) c.set("refusal", err.refusal);
       return err.toResponse(headers);
     }
     // A value over the JSON bounds reached a walk that checks them itself (canonical.ts): the client's input, a 400.

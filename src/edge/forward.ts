@@ -8,7 +8,12 @@
  *   told what the nearer one's queue would cost (`waitToBeatSeconds`) and what was tried;
  * - a region worker that cannot be reached or answers as none of this contract would -> the
  *   next region (logged);
- * - a tenant over its rate limit -> 429 at once: another region would only spend another budget.
+ * - a tenant over its rate limit -> 429 at once: another region would only spend another budget;
+ * - a follow-up naming a stored response no region asked holds for this tenant -> 400
+ *   `previous_response_not_found` (docs/API.md, "Stored responses"): never sent to a node.
+ *
+ * A request no region served is refused with what refused it (ApiError.refusedBy): its one
+ * `refusal` line and count (middleware/refusal-log.ts), no decision line.
  *
  * Bounded: at most `max_region_attempts` regions; the body is sent whole to each.
  */
@@ -25,8 +30,7 @@ import {
   type WarmRegion,
 } from "../contracts/region-service.ts";
 import { CONTRACT_HEADER, REQUEST_ID } from "../contracts/headers.ts";
-import { ApiError } from "../http/errors.ts";
-import { recordDecision, type DecisionLine, type DecisionSinks } from "../proxy/decision-log.ts";
+import { ApiError, type RefusalDetail } from "../http/errors.ts";
 import { rateLimitHeaders } from "../proxy/rate-limit-headers.ts";
 import { guardStream } from "./guard-stream.ts";
 import { RegionUnavailable, callRegion } from "./region-client.ts";
@@ -78,6 +82,10 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   /** Regions tried, and those whose worker could not be reached: when it is every one, the answer says so. */
   let asked = 0;
   let unavailable = 0;
+  /** Regions that hold no stored response of this tenant by the id the request continues: when it is every one, 400. */
+  let unknownResponse = 0;
+  /** The reasons the regions refused it, for the refusal line (which one, when several: {@link capacityReason}). */
+  const reasons = new Set<string>();
   /**
    * When a saturated region would start the request, in seconds from now as the client sees it
    * (its shortest queue plus its round trip): a farther region serves only if it can beat that.
@@ -155,19 +163,22 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
     const refusal = answer.refusal;
     span.end({ "warmpath.refusal": refusal.reason }, refusal.message);
     attempts.push(...refusal.attempts);
+    reasons.add(refusal.reason);
     if (refusal.reason === "rate-limited") {
-      recordRefusal(rc, input, attempts, 429);
       throw ApiError.rateLimited(
         `${refusal.message}. Retry after ${refusal.retryAfterSeconds} s.`,
         refusal.retryAfterSeconds,
         rateLimitHeaders(refusal.rateLimit),
-      ).alreadyLogged();
+      ).refusedBy(refusalDetail(input, attempts, "rate-limited"));
     }
     if (refusal.reason === "over-budget") {
       // Spent over every region: no other region may serve it either.
-      recordRefusal(rc, input, attempts, 429);
-      throw ApiError.insufficientQuota(`${refusal.message}.`, refusal.retryAfterSeconds).alreadyLogged();
+      throw ApiError.insufficientQuota(`${refusal.message}.`, refusal.retryAfterSeconds).refusedBy(
+        refusalDetail(input, attempts, "over-budget"),
+      );
     }
+    // Stored elsewhere, perhaps: a farther region may hold it (each region keeps its own).
+    if (refusal.reason === "unknown-response") unknownResponse++;
     if (refusal.reason === "over-share") overShare++;
     if (refusal.reason === "shed") {
       shed++;
@@ -178,33 +189,71 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
     lastMessage = refusal.message;
   }
 
-  recordRefusal(rc, input, attempts, overShare > 0 || shed > 0 ? 429 : 503, {
-    priority: input.admission.priority,
-    objective_ms: lastShed?.objectiveMs !== undefined ? Math.round(lastShed.objectiveMs) : undefined,
-    queued_ms: lastShed?.queuedMs !== undefined ? Math.round(lastShed.queuedMs) : undefined,
-  });
   const seconds = Number.isFinite(retryAfter) ? retryAfter : 5;
   const tried = attempts.map((a) => (a.node ? `${a.region}/${a.node}: ${a.outcome}` : `${a.region}: ${a.outcome}`)).join("; ");
+  // Every region asked holds no response of this tenant by that id: as OpenAI answers an unknown
+  // one. A region that could not be reached, or refused it for another reason, may hold it: then
+  // the answer is the capacity's (retry), never a 400 the client would act on by starting over.
+  if (unknownResponse > 0 && unknownResponse === asked) {
+    throw ApiError.previousResponseNotFound(clientResponseId(input.previousResponseId, rc.tenant.id)).refusedBy(
+      refusalDetail(input, attempts, "unknown-response"),
+    );
+  }
   // A tenant refused for its share somewhere is told to slow down (429); otherwise the fleet is full (503).
   if (overShare > 0) {
     throw ApiError.overShare(
       `This tenant is over its fair share of the capacity that could serve it (${lastMessage}; tried ${tried}). Retry after ${seconds} s.`,
       seconds,
-    ).alreadyLogged();
+    ).refusedBy(refusalDetail(input, attempts, "over-share"));
   }
   if (shed > 0) {
     throw ApiError.objectiveUnreachable(
       `No region can give this request its first token within its objective, even after its queue (${lastMessage}; tried ${tried}). Retry after ${seconds} s.`,
       seconds,
-    ).alreadyLogged();
+    ).refusedBy(
+      refusalDetail(input, attempts, "shed", {
+        priority: input.admission.priority,
+        objective_ms: lastShed?.objectiveMs !== undefined ? Math.round(lastShed.objectiveMs) : undefined,
+        queued_ms: lastShed?.queuedMs !== undefined ? Math.round(lastShed.queuedMs) : undefined,
+      }),
+    );
   }
   if (asked > 0 && unavailable === asked) {
-    throw ApiError.regionUnavailable(`No region can be reached now (tried ${asked}). Retry after ${seconds} s.`, seconds).alreadyLogged();
+    throw ApiError.regionUnavailable(`No region can be reached now (tried ${asked}). Retry after ${seconds} s.`, seconds).refusedBy(
+      refusalDetail(input, attempts, "region-unavailable"),
+    );
   }
   throw ApiError.noCapacity(
     `No node can take this request now (${lastMessage}; tried ${tried || "nothing"}). Retry after ${seconds} s.`,
     seconds,
-  ).alreadyLogged();
+  ).refusedBy(refusalDetail(input, attempts, asked === 0 ? "no-region" : capacityReason(reasons, unavailable)));
+}
+
+/**
+ * Why a 503 `no_capacity` was answered, when regions refused for different reasons: the one an
+ * operator acts on first (a full region before a failing node before a missing one), or
+ * `region-unavailable` when the others were unreachable.
+ */
+function capacityReason(reasons: ReadonlySet<string>, unavailable: number): string {
+  for (const reason of ["saturated", "failed", "no-node"]) if (reasons.has(reason)) return reason;
+  if (unavailable > 0) return "region-unavailable";
+  return reasons.has("unknown-response") ? "unknown-response" : "no-node";
+}
+
+/** The id as the client sent it: the edge scoped it by tenant (`tenant:id`, inference.ts) for the regions. */
+function clientResponseId(scoped: string | undefined, tenant: string): string {
+  const prefix = `${tenant}:`;
+  return scoped?.startsWith(prefix) ? scoped.slice(prefix.length) : (scoped ?? "");
+}
+
+/** What the refusal line says of a request no region served: ids and figures, never what the client sent. */
+function refusalDetail(
+  input: ForwardInput,
+  attempts: Attempt[],
+  reason: string,
+  admission: Pick<RefusalDetail, "priority" | "objective_ms" | "queued_ms"> = {},
+): RefusalDetail {
+  return { reason, model: input.model, prompt_tokens_estimated: input.promptTokens, attempts: [...attempts], ...admission };
 }
 
 /** The region's answer as the client gets it: unchanged, less what is between the two workers, its stream guarded. */
@@ -222,39 +271,4 @@ function clientAnswer(rc: RequestContext, response: Response, stream: boolean): 
         )
       : response.body;
   return new Response(body, { status: response.status, headers });
-}
-
-/** The decision line of a request no region placed. */
-function recordRefusal(
-  rc: RequestContext,
-  input: ForwardInput,
-  attempts: Attempt[],
-  status: number,
-  admission: Pick<DecisionLine, "priority" | "objective_ms" | "queued_ms"> = {},
-): void {
-  recordDecision(
-    {
-      event: "request",
-      request_id: rc.requestId,
-      tenant: rc.tenant.id,
-      model: input.model,
-      status,
-      ...admission,
-      prompt_tokens_estimated: input.promptTokens,
-      attempts,
-      duration_ms: Date.now() - rc.startedAt,
-      measured_cached_tokens: null,
-    },
-    edgeSinks(rc),
-  );
-}
-
-/** Where the edge's decision lines go: the log (sampled) and, if bound, the Analytics Engine dataset. */
-export function edgeSinks(rc: RequestContext): DecisionSinks {
-  return {
-    dataset: rc.env.ANALYTICS,
-    sampleRate: rc.config.raw.decision_log_sample_rate,
-    random: Math.random,
-    trace: { traceId: rc.trace.traceId },
-  };
 }

@@ -14,6 +14,24 @@ export type ErrorType =
   | "insufficient_quota"
   | "server_error";
 
+/**
+ * What refused a request the edge could not serve (src/edge/forward.ts), for its one `refusal`
+ * line and `warmpath_edge_refusals_total` (src/edge/middleware/refusal-log.ts): the reason, and
+ * what the regions said. Ids and figures only, never what the client sent.
+ */
+export interface RefusalDetail {
+  /** A closed set: `rate-limited`, `over-budget`, `over-share`, `shed`, `saturated`, `no-node`, `failed`, `region-unavailable`, `no-region`, `unknown-response`. */
+  reason: string;
+  model?: string | undefined;
+  prompt_tokens_estimated?: number | undefined;
+  /** Every region and node tried, and how each attempt ended (bounded by the region contract's MAX_ATTEMPTS). */
+  attempts?: ReadonlyArray<{ region: string; node?: string | undefined; outcome: string }> | undefined;
+  /** A shed request's class, objective and time queued (ms). */
+  priority?: string | undefined;
+  objective_ms?: number | undefined;
+  queued_ms?: number | undefined;
+}
+
 export interface ErrorOptions {
   /** The request field or header at fault (`param` in the body). */
   param?: string | null | undefined;
@@ -28,8 +46,8 @@ export class ApiError extends Error {
   readonly code: string;
   readonly param: string | null;
   readonly headers: Record<string, string>;
-  /** A decision line already records this failure (a region refused the request): not logged again. */
-  logged = false;
+  /** Set when a region (or the lack of one) refused the request: what its refusal line says ({@link refusedBy}). */
+  refusal: RefusalDetail | undefined = undefined;
 
   private constructor(status: number, type: ErrorType, code: string, message: string, options: ErrorOptions = {}) {
     super(message);
@@ -63,6 +81,19 @@ export class ApiError extends Error {
   /** 404: no such model, region, node or route. */
   static notFound(code: string, message: string, param?: string | null, type: ErrorType = "not_found_error"): ApiError {
     return new ApiError(404, type, code, message, { param });
+  }
+
+  /**
+   * 400 `previous_response_not_found`: no stored response of this tenant has the id (another
+   * tenant's, expired, or never stored through this router; docs/API.md, "Stored responses"). As
+   * OpenAI answers it (status, type, code, param and message: an unknown id is a bad parameter
+   * there, not a missing route), so SDKs raise the same error. The id is the client's own, bounded
+   * by the request schema (256 characters), and JSON-escaped in the body.
+   */
+  static previousResponseNotFound(id: string): ApiError {
+    return new ApiError(400, "invalid_request_error", "previous_response_not_found", `Previous response with id '${id}' not found.`, {
+      param: "previous_response_id",
+    });
   }
 
   /** 405 with `Allow`: the path is served, for other methods. */
@@ -160,9 +191,9 @@ export class ApiError extends Error {
     return new ApiError(500, "server_error", code, message);
   }
 
-  /** Marks this error as already recorded by a decision line. */
-  alreadyLogged(): this {
-    this.logged = true;
+  /** Says what refused the request, for its refusal line and counter. */
+  refusedBy(detail: RefusalDetail): this {
+    this.refusal = detail;
     return this;
   }
 

@@ -6,9 +6,28 @@
  * What goes in is ids and figures: the request id, the tenant's id (never its key), the model, the
  * region and node, the decision and the candidates weighed, tokens and timings. Never a prompt, a
  * key, a header or a node's answer: the line is built from routing results and usage counts only.
+ *
+ * What a client can cause is bounded (docs/OBSERVABILITY.md, "Decision log"): a line of an answer
+ * with a success status (the node computed it and the tenant is billed for it, so each line costs
+ * its client tokens) is never dropped; a line of a node's own error (a 400 context-length error, a
+ * bad parameter, a node's 5xx: the node computed nothing and nothing is billed, so a client can
+ * cause as many as it sends) goes through the per-isolate limiter of log-limit.ts: at most
+ * {@link ERROR_LINES_PER_SECOND} a second for each status, the rest counted in one
+ * `decisions_suppressed` line a second.
  */
 import type { Considered, Decision, PriorityClass } from "../contracts/routing.ts";
+import { LogLimiter } from "./log-limit.ts";
 import type { Usage } from "./usage.ts";
+
+/**
+ * Decision lines a second per isolate for one error status (a node's own errors); the rest are
+ * counted in a `decisions_suppressed` line. 20, as for refusal lines (~1-3 KB each: at most ~60 KB
+ * a second per status, however fast a client sends requests that nodes reject).
+ */
+export const ERROR_LINES_PER_SECOND = 20;
+
+/** The status from which a decision line is a node's own error, bounded; below it, never dropped. */
+const ERROR_STATUS = 400;
 
 /** One continuation, as src/region/continue.ts records it. */
 export interface ContinuationLog {
@@ -142,12 +161,28 @@ export interface DecisionSinks {
   trace?: { traceId: string; onLine?: (line: DecisionLine) => void } | undefined;
 }
 
-/** Writes the line to the log (sampled) and the dataset (every request: Analytics Engine samples itself). */
+/**
+ * Whether a line that is to be written may be, under the bound on a node's own errors (module
+ * comment): always for a success status; for an error status, within `limiter`'s lines a second
+ * per status (this isolate's, {@link ERROR_LINES_PER_SECOND}, by default; a test passes its own).
+ */
+export function errorLineBound(
+  limiter: LogLimiter = new LogLimiter("decisions_suppressed", ERROR_LINES_PER_SECOND),
+): (line: Pick<DecisionLine, "status">, now: number) => boolean {
+  return (line, now) => line.status < ERROR_STATUS || limiter.allow(String(line.status), now);
+}
+
+const withinLogBound = errorLineBound();
+
+/**
+ * Writes the line to the log (sampled, a node's own errors bounded) and the dataset (every request:
+ * Analytics Engine samples itself).
+ */
 export function recordDecision(given: DecisionLine, sinks: DecisionSinks): void {
   // The trace id right after the request id, where a reader looks for ids.
   const { event, request_id, ...rest } = given;
   const line: DecisionLine = sinks.trace ? { event, request_id, trace_id: sinks.trace.traceId, ...rest } : given;
-  if (shouldLog(line, sinks.sampleRate, sinks.random)) console.log(JSON.stringify(line));
+  if (shouldLog(line, sinks.sampleRate, sinks.random) && withinLogBound(line, Date.now())) console.log(JSON.stringify(line));
   try {
     sinks.dataset?.writeDataPoint(dataPoint(line));
   } catch (e) {

@@ -6,7 +6,11 @@
  *
  * Logged only for a sampled trace (its flags: the client's, or sampled for a trace warmpath
  * starts), once. Bounded: past {@link MAX_SPANS} spans a request's further spans still get ids
- * (a node still gets its own parent) but are counted in `dropped_spans`, not kept.
+ * (a node still gets its own parent) but are counted in `dropped_spans`, not kept; and per
+ * isolate at most {@link SPANS_LINES_PER_SECOND} spans lines a second for each service, as the
+ * refusal lines (log-limit.ts): a client's sampled `traceparent` cannot force more, past it the
+ * lines are counted in one `spans_suppressed` line a second (the runtime's mirror still gets
+ * every span: Cloudflare samples its own traces).
  *
  * Cost, measured in Node 22 on the 2-core development machine: a region worker's four spans of a
  * plain request (region, route, node call, first byte), ids, attributes and the line's
@@ -14,6 +18,7 @@
  */
 import { isSampled, newSpanId, type RandomBytes } from "../core/trace-context.ts";
 import { SPAN_KIND, STATUS_CODE, type OtlpAttribute, type OtlpSpan, type SpansLine } from "../contracts/trace.ts";
+import { LogLimiter } from "./log-limit.ts";
 
 /**
  * Spans kept per request in one worker. At the configured defaults a region worker's request has
@@ -22,6 +27,14 @@ import { SPAN_KIND, STATUS_CODE, type OtlpAttribute, type OtlpSpan, type SpansLi
  * continuations) 113, so the bound can bite there, never at the defaults.
  */
 export const MAX_SPANS = 64;
+
+/**
+ * Spans lines a second per isolate for one service, as many as refusal lines for one status and
+ * code (src/edge/middleware/refusal-log.ts): at ~1 KB (edge) and ~2 KB (region) a line, at most
+ * ~60 KB of spans a second per isolate, whatever the clients' `traceparent` flags say.
+ */
+export const SPANS_LINES_PER_SECOND = 20;
+const spansLimiter = new LogLimiter("spans_suppressed", SPANS_LINES_PER_SECOND);
 
 export type AttributeValue = string | number | boolean;
 export type Attributes = Record<string, AttributeValue | undefined>;
@@ -169,10 +182,10 @@ export class SpanRecorder {
     };
   }
 
-  /** Logs the spans line, once, if the trace is sampled. */
+  /** Logs the spans line, once, if the trace is sampled and the isolate's bound allows it (else counted). */
   flush(): void {
     if (this.logged || !this.sampled || this.spans.length === 0) return;
     this.logged = true;
-    console.log(JSON.stringify(this.line()));
+    if (spansLimiter.allow(this.options.service, this.now())) console.log(JSON.stringify(this.line()));
   }
 }

@@ -277,6 +277,16 @@ async function wholeIfJson(rc: RegionContext, upstream: Upstream): Promise<Upstr
 function placeStateless(rc: RegionContext, { exclude, continuation }: NodePlan): Placement {
   const region = rc.region.config.name;
   const { request } = rc;
+  // Whose stored response a follow-up continues only the object knows (src/core/region/stored-responses.ts):
+  // without it, never sent to a node, which would continue it for whoever asked. Retried soon, as a full region.
+  if (request.previousResponseId !== undefined) {
+    return {
+      ok: false,
+      reason: "saturated",
+      message: `region ${region} cannot check whose stored response this is now`,
+      retryAfterSeconds: 1,
+    };
+  }
   // A node dedicated to other tenants stays theirs without the object too; a continuation goes
   // only to a node whose engine can continue (as its last placement said).
   const may = (nodeId: string, engine: NodeEngine | undefined) =>

@@ -1,14 +1,15 @@
 /**
  * The API surface real clients use beyond chat completions: `GET /v1/models/{id}` (the OpenAI SDK's
  * `models.retrieve`), the Responses API with `previous_response_id` sent to the node that stores
- * the response, Anthropic's Messages API (`x-api-key`), CORS for allowed browser origins, and
+ * the response (its tenant's only: another tenant's, or an unknown id, is 400
+ * `previous_response_not_found` and never reaches a node), Anthropic's Messages API (`x-api-key`), CORS for allowed browser origins, and
  * multi-model nodes (LoRA adapters are models: only nodes serving one are considered, and no two
  * models share index entries).
  */
 import { describe, expect, it } from "vitest";
 import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 import { ACME_KEY, GLOBEX_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
-import { call, CF_VIRGINIA, readChunks, registerAll } from "../helpers.ts";
+import { call, CF_VIRGINIA, nodeUrl, readChunks, registerAll } from "../helpers.ts";
 
 const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
 
@@ -57,17 +58,51 @@ describe("POST /v1/responses", () => {
     }
   });
 
-  it("does not let another tenant steer a request by someone else's response id", async () => {
-    await registerAll(["resp-a", "resp-b", "resp-c"].map((id) => ({ id, region: "us", models: ["m-api"] })));
-    const first = await post("/v1/responses", { model: "m-api", input: "acme's conversation" });
+  it("answers another tenant's response id as OpenAI answers an unknown one, 4 times of 4, and never sends it to a node", async () => {
+    const nodes = ["resp-a", "resp-b", "resp-c"].map((id) => ({ id, region: "us", models: ["m-api"] }));
+    await registerAll(nodes);
+    const seenBy = async (requestId: string) =>
+      (await Promise.all(nodes.map(async (n) => await (await fetch(`${nodeUrl(n)}/_traces`)).json<Array<{ request_id: string }>>())))
+        .flat()
+        .filter((r) => r.request_id === requestId).length;
+    // In a cache namespace both tenants share: the same prompt has the same blocks for both.
+    const shared = { "x-warmpath-namespace": "commons" };
+    const prompt = "a shared conversation " + "context ".repeat(300);
+    const first = await post("/v1/responses", { model: "m-api", input: prompt }, shared);
+    expect(first.status).toBe(200);
     const { id } = await first.json<{ id: string }>();
-    await new Promise((r) => setTimeout(r, 20));
-    const other = await post(
-      "/v1/responses",
-      { model: "m-api", input: "globex", previous_response_id: id },
-      { authorization: `Bearer ${GLOBEX_KEY}` },
-    );
-    expect(other.headers.get("x-warmpath-decision")).not.toBe("pinned");
+    const holder = first.headers.get("x-warmpath-node");
+    await new Promise((r) => setTimeout(r, 20)); // the region learns the id with the first byte (waitUntil)
+    for (let i = 0; i < 4; i++) {
+      // The same prompt as the owner's: affinity alone sent it to the node storing the response, which continued it.
+      const other = await post(
+        "/v1/responses",
+        { model: "m-api", input: prompt, previous_response_id: id, stream: i % 2 === 1 },
+        { ...shared, authorization: `Bearer ${GLOBEX_KEY}` },
+      );
+      expect(other.status).toBe(400);
+      expect(other.headers.get("x-warmpath-node")).toBeNull();
+      expect(await other.json()).toEqual({
+        error: {
+          message: `Previous response with id '${id}' not found.`,
+          type: "invalid_request_error",
+          param: "previous_response_id",
+          code: "previous_response_not_found",
+        },
+      });
+      expect(await seenBy(other.headers.get("x-request-id")!)).toBe(0);
+    }
+    // An id no tenant stored through the router is not sent to a node either.
+    const unknown = await post("/v1/responses", { model: "m-api", input: "x", previous_response_id: "resp_never_stored" });
+    expect(unknown.status).toBe(400);
+    expect((await unknown.json<{ error: { code: string } }>()).error.code).toBe("previous_response_not_found");
+    expect(await seenBy(unknown.headers.get("x-request-id")!)).toBe(0);
+    // Its owner still continues it, on the node that stores it.
+    const mine = await post("/v1/responses", { model: "m-api", input: "and then?", previous_response_id: id });
+    expect(mine.status).toBe(200);
+    expect(mine.headers.get("x-warmpath-node")).toBe(holder);
+    expect(mine.headers.get("x-warmpath-decision")).toBe("pinned");
+    await mine.arrayBuffer();
   });
 
   it("streams a Responses API answer to its end (no [DONE] in this API) and records its usage", async () => {

@@ -349,9 +349,86 @@ describe("RegionRouter: one shard of a sharded region", () => {
     r.upsertNode(spec("b"), 0);
     r.rememberResponse("t:resp_1", "b");
     r.rememberResponse("t:resp_2", "gone");
-    const follow = r.route(req("z", { previousResponseId: "t:resp_1" }), 0);
+    const follow = r.route(req("z", { tenant: "t", previousResponseId: "t:resp_1" }), 0);
     if (!follow.ok) throw new Error(follow.message);
     expect(follow.nodeId).toBe("b");
+    // A gone node's response is not remembered: its follow-up is refused, never placed.
+    const gone = r.route(req("z", { tenant: "t", previousResponseId: "t:resp_2" }), 0);
+    expect(gone).toMatchObject({ ok: false, reason: "unknown-response" });
+    // An id scoped by no tenant is not remembered for any.
+    r.rememberResponse("resp_3", "b");
+    expect(r.route(req("z", { tenant: "t", previousResponseId: "resp_3" }), 0)).toMatchObject({ ok: false, reason: "unknown-response" });
+  });
+});
+
+describe("RegionRouter: stored responses stay with their tenant (issue 31)", () => {
+  /** Tenant `a` stores a response on the node its prompt goes to; returns that node. */
+  const stored = (r: RegionRouter, now = 0) => {
+    const first = r.route(req("conv", { tenant: "a" }), now);
+    if (!first.ok) throw new Error(first.message);
+    r.firstByte(first.ticket, now + 10, "a:resp_1");
+    r.complete(first.ticket, { status: "ok" }, now + 20);
+    return first.nodeId;
+  };
+  const inflight = (r: RegionRouter, now: number) => r.snapshot(now).nodes.reduce((s, n) => s + n.load.inflight, 0);
+
+  it("refuses another tenant's follow-up, 4 times of 4, whatever the id says, and never places it; its owner continues", () => {
+    const r = new RegionRouter(settings());
+    for (const id of ["n1", "n2", "n3"]) r.upsertNode(spec(id), 0);
+    const holder = stored(r);
+    for (let i = 0; i < 4; i++) {
+      // The same prompt as the owner's (affinity alone would pick the holder), with the id scoped as
+      // the edge scopes it (`b:resp_1`), or naming the owner (`a:resp_1`) as a forged message might.
+      for (const previousResponseId of ["b:resp_1", "a:resp_1"]) {
+        const other = r.route(req("conv", { tenant: "b", previousResponseId }), 100 + i);
+        expect(other).toMatchObject({ ok: false, reason: "unknown-response" });
+      }
+    }
+    expect(inflight(r, 200)).toBe(0);
+    const mine = r.route(req("other prompt", { tenant: "a", previousResponseId: "a:resp_1" }), 200);
+    if (!mine.ok) throw new Error(mine.message);
+    expect(mine.nodeId).toBe(holder);
+    expect(mine.decision).toBe("pinned");
+  });
+
+  it("refuses an id it never saw, with admission on as off, before any other check", () => {
+    for (const enabled of [false, true]) {
+      const r = new RegionRouter(settings({ admission: { ...DEFAULT_REGION_SETTINGS.admission, enabled } }));
+      // No node serves the model: an unknown id is still answered as unknown (the edge then asks the next region).
+      expect(r.admit(req("p", { tenant: "a", previousResponseId: "a:resp_x" }), 0)).toMatchObject({
+        ok: false,
+        reason: "unknown-response",
+      });
+      r.upsertNode(spec("n1"), 0);
+      expect(r.admit(req("p", { tenant: "a", previousResponseId: "a:resp_x" }), 0)).toMatchObject({
+        ok: false,
+        reason: "unknown-response",
+      });
+      expect(inflight(r, 0)).toBe(0);
+      // Without a previous response, the same request is placed.
+      expect(r.admit(req("p", { tenant: "a" }), 0)).toMatchObject({ ok: true, nodeId: "n1" });
+    }
+  });
+
+  it("records a response only under the tenant whose request stored it", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("n1"), 0);
+    const placed = r.route(req("p", { tenant: "a" }), 0);
+    if (!placed.ok) throw new Error(placed.message);
+    // The id the region worker names for tenant a's request is a's; one naming b is not recorded.
+    r.firstByte(placed.ticket, 10, "b:resp_2");
+    expect(r.route(req("q", { tenant: "b", previousResponseId: "b:resp_2" }), 20)).toMatchObject({ ok: false, reason: "unknown-response" });
+  });
+
+  it("forgets a restarted node's responses: their follow-ups are refused, not placed elsewhere", () => {
+    const r = new RegionRouter(settings());
+    for (const id of ["n1", "n2"]) r.upsertNode({ ...spec(id), bootId: "boot-1" }, 0);
+    const holder = stored(r);
+    r.upsertNode({ ...spec(holder, 50), bootId: "boot-2" }, 50);
+    expect(r.route(req("conv", { tenant: "a", previousResponseId: "a:resp_1" }), 60)).toMatchObject({
+      ok: false,
+      reason: "unknown-response",
+    });
   });
 });
 

@@ -1,13 +1,15 @@
 /**
  * The decision log (src/proxy/decision-log.ts): which lines are written at a sampling rate, the
- * Analytics Engine data point's schema, and, through the worker, that every request reaches a
- * bound dataset with ids and figures only.
+ * Analytics Engine data point's schema, the bound on a node's own errors (never on answered
+ * requests), and, through the worker, that every request reaches a bound dataset with ids and
+ * figures only and that a client sending requests a node rejects cannot force a line each.
  */
 import { env } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import worker from "../../src/index.ts";
-import { dataPoint, shouldLog, type DecisionLine } from "../../src/proxy/decision-log.ts";
+import { dataPoint, ERROR_LINES_PER_SECOND, errorLineBound, shouldLog, type DecisionLine } from "../../src/proxy/decision-log.ts";
+import { LogLimiter } from "../../src/proxy/log-limit.ts";
 import { ACME_KEY } from "../fixtures/config.ts";
 import { BASE, CF_VIRGINIA, registerAll, withRegionService } from "../helpers.ts";
 
@@ -55,6 +57,85 @@ describe("decision log sampling", () => {
     expect(shouldLog(line({ status: 503, end: undefined }), 0, never)).toBe(true);
     expect(shouldLog(line({ end: "stream-error" }), 0, never)).toBe(true);
     expect(shouldLog(line({ end: "cancelled" }), 0, never)).toBe(true);
+  });
+});
+
+describe("decision log bound", () => {
+  it("never drops a line of an answered request; bounds a node's own errors per status, with a summary", () => {
+    const summaries: string[] = [];
+    const allow = errorLineBound(new LogLimiter("decisions_suppressed", ERROR_LINES_PER_SECOND, (l) => summaries.push(l)));
+    const t = 1_000_000;
+    // One second: 500 answered requests, 100 of a node's 400s and 30 of its 503s.
+    const ok = Array.from({ length: 500 }, (_, i) => allow(line(), t + i)).filter(Boolean).length;
+    const bad = Array.from({ length: 100 }, (_, i) => allow(line({ status: 400 }), t + i)).filter(Boolean).length;
+    const failed = Array.from({ length: 30 }, (_, i) => allow(line({ status: 503 }), t + i)).filter(Boolean).length;
+    expect([ok, bad, failed]).toEqual([500, ERROR_LINES_PER_SECOND, ERROR_LINES_PER_SECOND]);
+    // Answered requests never enter the limiter: nothing of theirs is counted as suppressed.
+    expect(summaries).toEqual([]);
+    // The next second: the summary says how many of each status were not written, then lines flow again.
+    expect(allow(line({ status: 400 }), t + 1_000)).toBe(true);
+    expect(summaries.map((s) => JSON.parse(s))).toEqual([
+      {
+        event: "decisions_suppressed",
+        window_ms: 1_000,
+        counts: { "400": 100 - ERROR_LINES_PER_SECOND, "503": 30 - ERROR_LINES_PER_SECOND },
+      },
+    ]);
+  });
+
+  it("through the worker: a client sending requests its node rejects gets each answered, but not a log line each", async () => {
+    await registerAll([{ id: "log-bad", region: "us", mode: "bad", models: ["m-log-bad"] }]);
+    const points: AnalyticsEngineDataPoint[] = [];
+    const dataset: AnalyticsEngineDataset = { writeDataPoint: (p) => void points.push(p ?? {}) };
+    const send = async () => {
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(
+        new Request(`${BASE}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${ACME_KEY}` },
+          body: JSON.stringify({ model: "m-log-bad", messages: [{ role: "user", content: "too long" }] }),
+          cf: CF_VIRGINIA,
+        } as RequestInit) as Request<unknown, IncomingRequestCfProperties>,
+        withRegionService({ ...env, ANALYTICS: dataset }, ctx),
+        ctx,
+      );
+      await res.arrayBuffer();
+      await waitOnExecutionContext(ctx);
+      return res;
+    };
+    const log = vi.spyOn(console, "log");
+    const events = (event: string) =>
+      log.mock.calls
+        .map((c) => String(c[0]))
+        .filter((l) => l.startsWith(`{"event":"${event}"`))
+        .map((l) => JSON.parse(l));
+    // The bound is per second of the worker's clock: held still (timers still run), so the flood is
+    // one second however slowly a loaded machine serves it.
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      // Now (the node just reported: a clock far ahead would find its report stale).
+      const second = Date.now();
+      vi.setSystemTime(second);
+      const flood = 60;
+      const answers = await Promise.all(Array.from({ length: flood }, () => send()));
+      // Every request answered with the node's own error, passed through, and one data point each.
+      expect(answers.map((r) => r.status)).toEqual(Array(flood).fill(400));
+      expect(answers.every((r) => r.headers.get("x-warmpath-node") === "log-bad")).toBe(true);
+      expect(points).toHaveLength(flood);
+      // The bound's lines in that second, however many were sent.
+      expect(events("request").filter((l) => l.model === "m-log-bad")).toHaveLength(ERROR_LINES_PER_SECOND);
+      expect(events("decisions_suppressed")).toEqual([]);
+      // The next second, the next one is written with the summary of what was not.
+      vi.setSystemTime(second + 1_000);
+      expect((await send()).status).toBe(400);
+      expect(events("request").filter((l) => l.model === "m-log-bad")).toHaveLength(ERROR_LINES_PER_SECOND + 1);
+      expect(events("decisions_suppressed")).toEqual([
+        { event: "decisions_suppressed", window_ms: 1_000, counts: { "400": flood - ERROR_LINES_PER_SECOND } },
+      ]);
+    } finally {
+      vi.useRealTimers();
+      log.mockRestore();
+    }
   });
 });
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MAX_SPANS, SpanRecorder, unixNano, type MirrorSpan } from "../../src/proxy/spans.ts";
+import { MAX_SPANS, SPANS_LINES_PER_SECOND, SpanRecorder, unixNano, type MirrorSpan } from "../../src/proxy/spans.ts";
 
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 
@@ -114,5 +114,36 @@ describe("span recorder", () => {
   it("writes ms as nanosecond strings exactly (past a double's integers)", () => {
     expect(unixNano(1_796_415_214_129)).toBe("1796415214129000000");
     expect(unixNano(1.5)).toBe("1500000");
+  });
+});
+
+describe("spans lines under the isolate's log bound (issue 31)", () => {
+  it("writes at most SPANS_LINES_PER_SECOND a second per service, whatever the clients' traceparents say, and says how many it left out", () => {
+    const log = vi.spyOn(console, "log");
+    // Past any window this isolate's other tests opened.
+    let clock = Date.now() + 3_600_000;
+    const sampled = (service: string) => {
+      const r = new SpanRecorder(
+        { traceId: TRACE, flags: 1 },
+        { service, requestId: "flood", random: (b) => void crypto.getRandomValues(b), now: () => clock },
+      );
+      r.start("warmpath.edge", undefined, "server").end();
+      r.flush();
+    };
+    for (let i = 0; i < 100; i++) {
+      sampled("warmpath-flood-a");
+      clock += 1;
+    }
+    // Another service has its own bound.
+    sampled("warmpath-flood-b");
+    clock += 1_000;
+    sampled("warmpath-flood-a");
+    const lines = log.mock.calls.map(
+      (c) => JSON.parse(String(c[0])) as { event: string; service?: string; counts?: Record<string, number> },
+    );
+    expect(lines.filter((l) => l.event === "spans" && l.service === "warmpath-flood-a")).toHaveLength(SPANS_LINES_PER_SECOND + 1);
+    expect(lines.filter((l) => l.event === "spans" && l.service === "warmpath-flood-b")).toHaveLength(1);
+    const summary = lines.find((l) => l.event === "spans_suppressed")!;
+    expect(summary.counts).toEqual({ "warmpath-flood-a": 100 - SPANS_LINES_PER_SECOND });
   });
 });

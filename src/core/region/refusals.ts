@@ -72,6 +72,20 @@ export function saturatedRefusal(region: string, req: RouteRequest, minWait: num
   };
 }
 
+/**
+ * The request continues a stored response (`previous_response_id`) this region holds for no such
+ * tenant and id (stored-responses.ts): never sent to a node. Another region may hold it (the edge
+ * asks it), else the client gets 400 `previous_response_not_found`, as OpenAI answers an unknown id.
+ */
+export function unknownResponseRefusal(region: string): RouteRefusal {
+  return {
+    ok: false,
+    reason: "unknown-response",
+    message: `region ${region} holds no stored response of this tenant by that id`,
+    retryAfterSeconds: 0,
+  };
+}
+
 /** The tenant spent its requests or prompt tokens per minute (rate-budget.ts), with its limits' state for the 429's headers. */
 export function rateLimitedRefusal(
   region: string,

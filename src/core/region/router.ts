@@ -16,6 +16,7 @@ import type { NodeReport } from "../../contracts/node.ts";
 import { nodeComputed, type CompletionOutcome, type Considered, type RouteRequest, type RouteResult } from "../../contracts/routing.ts";
 import type { Candidate, PolicyChoice } from "../policies/types.ts";
 import { BoundedLru } from "../lru.ts";
+import { StoredResponses, ownerOf } from "./stored-responses.ts";
 import { createPolicy, type Decision, type RoutingPolicy } from "../policies/index.ts";
 import type { ShardLoad } from "../node-load.ts";
 
@@ -42,6 +43,7 @@ import {
   saturatedRefusal,
   noContinuerRefusal,
   unavailableRefusal,
+  unknownResponseRefusal,
   type RouteRefusal,
 } from "./refusals.ts";
 import { LongPrefixes, type RegionDigest } from "./long-prefixes.ts";
@@ -185,8 +187,8 @@ export class RegionRouter {
   private readonly index: PrefixIndex;
   private readonly tickets = new Map<string, Ticket>();
   private readonly sessions: BoundedLru<string, string>;
-  /** Stored responses (Responses API, `tenant:resp_...`) -> the node holding each: a follow-up must go there. */
-  private readonly responses: BoundedLru<string, string>;
+  /** Stored responses (Responses API, `tenant:resp_...`) -> the node holding each and its tenant: a follow-up must go there, and only its tenant's. */
+  private readonly responses: StoredResponses;
   private readonly policy: RoutingPolicy;
   /** In-flight prompt blocks per node, for a policy that reads them (dynamo-kv). */
   private readonly active: ActiveBlocks | undefined;
@@ -215,7 +217,7 @@ export class RegionRouter {
     this.index = new PrefixIndex(settings.maxIndexEntries);
     this.longPrefixes = new LongPrefixes(settings.blockTokens);
     this.sessions = new BoundedLru(settings.maxSessions);
-    this.responses = new BoundedLru(settings.maxSessions);
+    this.responses = new StoredResponses(settings.maxSessions);
     this.policy = createPolicy(settings.policy);
     this.active = this.policy.tracksActiveBlocks ? new ActiveBlocks() : undefined;
     this.random = seededRandom(settings.seed);
@@ -229,7 +231,7 @@ export class RegionRouter {
       // Restarted: its cache and its requests are gone (their tickets stay, to be released).
       this.index.clearNode(spec.id);
       this.active?.forget(spec.id);
-      this.responses.deleteWhere((n) => n === spec.id);
+      this.responses.forgetNode(spec.id);
       for (const t of this.tickets.values()) if (t.nodeId === spec.id) t.active = false;
       this.dropClaims(spec.id);
     }
@@ -300,9 +302,10 @@ export class RegionRouter {
     };
   }
 
-  /** Remembers which node holds a stored response (for a sharded region's other shards; see firstByte). */
+  /** Remembers which node holds a stored response, for the tenant its id names (for a sharded region's other shards; see firstByte). */
   rememberResponse(responseId: string, nodeId: string): void {
-    if (this.nodes.get(nodeId)) this.responses.set(responseId, nodeId);
+    const tenant = ownerOf(responseId);
+    if (this.nodes.get(nodeId) && tenant !== undefined) this.responses.remember(responseId, tenant, nodeId);
   }
 
   /** Applies a node's load report; a first report registers the node. Returns the stored spec. */
@@ -334,7 +337,7 @@ export class RegionRouter {
     this.index.removeNode(nodeId);
     this.active?.forget(nodeId);
     this.sessions.deleteWhere((n) => n === nodeId);
-    this.responses.deleteWhere((n) => n === nodeId);
+    this.responses.forgetNode(nodeId);
     for (const [t, ticket] of this.tickets) {
       if (ticket.nodeId !== nodeId) continue;
       this.tickets.delete(t);
@@ -371,6 +374,8 @@ export class RegionRouter {
    * is spent only where the request is placed), the policy's choice, and the placement.
    */
   route(req: RouteRequest, now: number): RouteResult {
+    const unknown = this.refuseUnknownResponse(req);
+    if (unknown) return unknown;
     const found = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode, this.settings.nodeTenants);
     if (found.nodes.length === 0) return this.refuseUnservable(req, found.servesModel, now, found.servesEngine);
     const all: CandidateField = {
@@ -402,6 +407,8 @@ export class RegionRouter {
    * and so are a retry and a continuation placed: they were admitted when they arrived.
    */
   admit(req: RouteRequest, now: number): RouteStep {
+    const unknown = this.refuseUnknownResponse(req);
+    if (unknown) return unknown;
     // A retry (its first node failed before the first byte) or a continuation (the client holds part
     // of the answer) was admitted already: it goes at once, ahead of the queue.
     if (!this.settings.admission.enabled || req.exclude?.length || req.continuation) return this.route(req, now);
@@ -677,7 +684,17 @@ export class RegionRouter {
    * unavailable, the policy places it and the node answers for itself.)
    */
   private storedResponseNode(req: RouteRequest): string | undefined {
-    return req.previousResponseId !== undefined ? this.responses.get(req.previousResponseId) : undefined;
+    return req.previousResponseId !== undefined ? this.responses.nodeOf(req.previousResponseId, req.tenant ?? "") : undefined;
+  }
+
+  /**
+   * A follow-up of a stored response this region holds for no such tenant and id (another
+   * tenant's, forgotten, or never stored here) is refused before anything else: sent to a node, the
+   * node storing that id would continue it for whoever asked (stored-responses.ts).
+   */
+  private refuseUnknownResponse(req: RouteRequest): RouteRefusal | undefined {
+    if (req.previousResponseId === undefined || this.storedResponseNode(req) !== undefined) return undefined;
+    return unknownResponseRefusal(this.settings.name);
   }
 
   /**
@@ -869,7 +886,7 @@ export class RegionRouter {
   firstByte(ticketId: string, now: number, responseId?: string, accepted = true): void {
     const t = this.tickets.get(ticketId);
     if (!t || t.firstByteAt !== undefined) return;
-    if (responseId !== undefined) this.responses.set(responseId, t.nodeId);
+    if (responseId !== undefined) this.responses.remember(responseId, t.ledger.tenant, t.nodeId);
     t.firstByteAt = now;
     this.reserve.prefillDone(t.nodeId, t.rank);
     // The node accepted the request: it holds the prompt. (Not a refusal's first byte, which comes

@@ -69,15 +69,15 @@ function formatValue(v: number): string {
 export function renderPrometheus(
   regions: readonly RegionSnapshot[],
   now: number,
-  refusals: ReadonlyArray<{ status: number; code: string; count: number }> = [],
+  refusals: ReadonlyArray<{ status: number; code: string; reason: string; count: number }> = [],
 ): string {
   const e = new Exposition();
   for (const r of refusals) {
     e.add(
       "warmpath_edge_refusals_total",
       "counter",
-      "Requests the edge answered without a node (bad input, credentials, limits, unknown routes and models, no region), by status and code: this edge isolate's since it started (every request locally; in production, Analytics Engine has every isolate's).",
-      { status: String(r.status), code: r.code },
+      "Requests the edge answered without a node, each counted once, by status, code and what refused it (reason: invalid-request, authentication, permission, not-found, unknown-model, edge-rate-limit, and the regions' rate-limited, over-budget, over-share, shed, saturated, no-node, failed, region-unavailable, no-region, unknown-response): this edge isolate's since it started (every request locally; in production, Analytics Engine has every isolate's).",
+      { status: String(r.status), code: r.code, reason: r.reason },
       r.count,
     );
   }

@@ -1,32 +1,36 @@
 /**
- * Every request the edge answers without a node is visible: one log line and one metric each.
+ * Every request the edge answers without a node is visible: one log line and one metric each,
+ * whatever refused it (docs/OBSERVABILITY.md, "Refusals").
  *
- * A 400, 401, 403, 404, 413, 415, 429 or 5xx answered before (or instead of) routing used to leave
- * no trace, so support could not find a failing request by its `x-request-id`. This middleware
- * sees every answer of the edge: one with an error status that no node produced (no
- * `x-warmpath-node`) and that no region's decision line already covers (forward.ts marks those)
- * gets a `refusal` line (request id, tenant id if authenticated, method, route, status, error type
- * and code; never the key, the body, the message or the raw path) and an Analytics Engine data
- * point, and is counted by status and code in this isolate (`warmpath_edge_refusals_total`).
+ * This middleware sees every answer of the edge: one with an error status that no node produced
+ * (no `x-warmpath-node`) is a refusal: bad input, credentials, the edge's ceiling, unknown routes
+ * and models, and every refusal of the regions (their rate limits, budgets' `insufficient_quota`,
+ * over-share, `objective_unreachable`, saturation, no node, no region reachable, a stored response
+ * that is not the tenant's), which src/edge/forward.ts names by an {@link ApiError}'s
+ * `refusal` detail. Each gets exactly one `refusal` line (request id, trace id, tenant id if
+ * authenticated, method, route, status, error type and code, the reason, and for a region's
+ * refusal the model and the regions' attempts; never the key, the body, the message or the raw
+ * path), one Analytics Engine data point, and one count in `warmpath_edge_refusals_total` by
+ * status, code and reason (this isolate's). No decision line: the refusal line is the request's.
  *
- * A flood must not turn logging into its amplifier: per isolate, at most
- * {@link LINES_PER_SECOND} lines a second for each status and code; past it refusals are only
- * counted, and one `refusals_suppressed` line says how many when the second is over (the data
- * point is still written: Analytics Engine samples a flood itself).
+ * A flood must not turn logging into its amplifier: per isolate, at most {@link LINES_PER_SECOND}
+ * lines a second for each status and code (log-limit.ts); past it refusals are only counted, and
+ * one `refusals_suppressed` line says how many when the second is over (the data point is still
+ * written: Analytics Engine samples a flood itself).
  */
 import { createMiddleware } from "hono/factory";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../app-types.ts";
 import { EXPLAIN } from "../../contracts/headers.ts";
+import type { RefusalDetail } from "../../http/errors.ts";
+import { LogLimiter, MAX_LOG_KEYS } from "../../proxy/log-limit.ts";
 
 /** Log lines a second per isolate for one status and code; the rest are counted in a summary line. */
 export const LINES_PER_SECOND = 20;
 /** Error bodies are small: a larger one is not read for its code. */
 const MAX_ERROR_BODY_BYTES = 8192;
-/** Distinct (status, code) pairs counted per isolate: codes come from the router's own closed set. */
-const MAX_KEYS = 256;
 
-export interface RefusalLine {
+export interface RefusalLine extends Partial<Omit<RefusalDetail, "reason">> {
   event: "refusal";
   request_id: string;
   /** The request's trace (an inference path's; middleware/trace.ts). */
@@ -38,45 +42,45 @@ export interface RefusalLine {
   status: number;
   type: string;
   code: string;
+  /** What refused it (a closed set: {@link reasonOf}, or a region's refusal as forward.ts names it). */
+  reason: string;
   duration_ms: number;
 }
 
-/** This isolate's refusals since it started, by `status code` (GET /metrics). */
-const totals = new Map<string, { status: number; code: string; count: number }>();
-/** The current second's lines and suppressed refusals, by the same key. */
-let window = { start: 0, lines: new Map<string, number>(), suppressed: new Map<string, number>() };
+/** This isolate's refusals since it started, by `status code reason` (GET /metrics). */
+const totals = new Map<string, { status: number; code: string; reason: string; count: number }>();
+const limiter = new LogLimiter("refusals_suppressed", LINES_PER_SECOND);
 
-export function edgeRefusalTotals(): Array<{ status: number; code: string; count: number }> {
+export function edgeRefusalTotals(): Array<{ status: number; code: string; reason: string; count: number }> {
   return [...totals.values()];
+}
+
+/**
+ * What refused a request the edge itself answered (a region's refusal names its own reason): by
+ * status, and the code where one status has several causes.
+ */
+export function reasonOf(status: number, code: string): string {
+  if (status === 401) return "authentication";
+  if (status === 403) return "permission";
+  if (status === 404) return code === "model_not_found" ? "unknown-model" : "not-found";
+  if (status === 429) return code === "edge_rate_limit_exceeded" ? "edge-rate-limit" : "rate-limited";
+  if (status >= 500) return code === "invalid_configuration" ? "configuration" : "server-error";
+  return "invalid-request";
 }
 
 /** Counts and (within the flood bound) logs one refusal; exported for tests. */
 export function recordRefusal(line: RefusalLine, now: number, dataset: AnalyticsEngineDataset | undefined): void {
-  const key = `${line.status} ${line.code}`;
+  const key = `${line.status} ${line.code} ${line.reason}`;
   const total = totals.get(key);
   if (total) total.count++;
-  else if (totals.size < MAX_KEYS) totals.set(key, { status: line.status, code: line.code, count: 1 });
-  if (now - window.start >= 1000) {
-    if (window.suppressed.size) {
-      console.log(
-        JSON.stringify({ event: "refusals_suppressed", window_ms: now - window.start, counts: Object.fromEntries(window.suppressed) }),
-      );
-    }
-    window = { start: now, lines: new Map(), suppressed: new Map() };
-  }
-  const logged = window.lines.get(key) ?? 0;
-  if (logged < LINES_PER_SECOND) {
-    window.lines.set(key, logged + 1);
-    console.log(JSON.stringify(line));
-  } else if (window.suppressed.size < MAX_KEYS || window.suppressed.has(key)) {
-    window.suppressed.set(key, (window.suppressed.get(key) ?? 0) + 1);
-  }
+  else if (totals.size < MAX_LOG_KEYS) totals.set(key, { status: line.status, code: line.code, reason: line.reason, count: 1 });
+  if (limiter.allow(`${line.status} ${line.code}`, now)) console.log(JSON.stringify(line));
   try {
-    // Positions as the decision lines' (src/proxy/decision-log.ts): blob5 "refused", blob6 the code.
+    // Positions as the decision lines' (src/proxy/decision-log.ts): blob4 the model, blob5 "refused", blob6 the code; blob8 the reason.
     dataset?.writeDataPoint({
       indexes: [line.tenant ?? ""],
-      blobs: [line.tenant ?? "", "", "", "", "refused", line.code, ""],
-      doubles: [line.status, 0, 0, 0, 0, 0, 0, -1, line.duration_ms, 0, 0, 0],
+      blobs: [line.tenant ?? "", "", "", line.model ?? "", "refused", line.code, "", line.reason],
+      doubles: [line.status, line.prompt_tokens_estimated ?? 0, 0, 0, 0, 0, 0, -1, line.duration_ms, 0, 0, line.attempts?.length ?? 0],
     });
   } catch (e) {
     console.error(JSON.stringify({ event: "analytics_error", request_id: line.request_id, message: String(e) }));
@@ -102,8 +106,9 @@ export const refusalLog: MiddlewareHandler<AppEnv> = createMiddleware<AppEnv>(as
   const started = Date.now();
   await next();
   const res = c.res;
-  if (res.status < 400 || res.headers.has(EXPLAIN.node) || c.get("decisionLogged")) return;
+  if (res.status < 400 || res.headers.has(EXPLAIN.node)) return;
   const { type, code } = await errorOf(res);
+  const { reason, ...detail }: RefusalDetail = c.get("refusal") ?? { reason: reasonOf(res.status, code) };
   recordRefusal(
     {
       event: "refusal",
@@ -115,6 +120,8 @@ export const refusalLog: MiddlewareHandler<AppEnv> = createMiddleware<AppEnv>(as
       status: res.status,
       type,
       code,
+      reason,
+      ...detail,
       duration_ms: Date.now() - started,
     },
     Date.now(),
