@@ -233,6 +233,28 @@ async function routedByNode(s: System): Promise<Map<string, number>> {
   return new Map(state.nodes.map((n) => [n.id, n.metrics.routed]));
 }
 
+/** Longest a node's breaker stays open (src/core/region/node-table.ts MAX_FAILURE_COOLDOWN_MS), with a margin. */
+const HEALTHY_WAIT_MS = 70_000;
+
+/**
+ * Waits until no node of REGION is cooling down after failures. Each scenario starts from a whole
+ * region: a node's breaker opens for up to a minute after the failures an earlier scenario caused
+ * (doubling with each in a row), and a scenario run while two of the three nodes were still out
+ * sent every request to its one victim and found no node to continue on (12 of 48 streams of the
+ * malformed-event scenario failed after the hung and error-event scenarios had each opened one).
+ */
+async function untilRegionHealthy(s: System): Promise<void> {
+  const until = Date.now() + HEALTHY_WAIT_MS;
+  for (;;) {
+    const state = adminRegionStateSchema.parse(await (await fetch(`${s.url}/admin/state/${REGION}`)).json());
+    const cooling = state.nodes.filter((n) => n.cooldownMs > 0);
+    if (cooling.length === 0) return;
+    if (Date.now() > until)
+      throw new Error(`${REGION}: ${cooling.map((n) => n.id).join(", ")} still cooling down after ${HEALTHY_WAIT_MS} ms`);
+    await sleep(Math.min(1_000, Math.max(...cooling.map((n) => n.cooldownMs))));
+  }
+}
+
 /**
  * The node of REGION sent the most requests since the scenario began: the one a fault there hurts.
  * Not the most since boot: prefix affinity keeps each support prompt on its node, and the earlier
@@ -907,6 +929,7 @@ function continuationNotes(tags: readonly string[]): string {
 export async function runScenario(system: System, scenario: Scenario, faultMs = 3_000): Promise<ScenarioResult> {
   const pending: Array<Promise<Sent>> = [];
   const tags: string[] = [];
+  await untilRegionHealthy(system);
   const prefix = `${RUN}-${++scenarioSeq}`;
   const onSent = (tag: string, p: Promise<Sent>) => (tags.push(tag), pending.push(p));
   const fault: Fault = { routedAtStart: await routedByNode(system), victim: "", injectedAt: 0, endedAt: 0 };
