@@ -12,7 +12,7 @@
  *   5xx of the worker's own (a 503 refusal the edge acts on, `no-node` and the like, is the
  *   contract's answer).
  */
-import { regionPath } from "../../src/contracts/region-service.ts";
+import { encodeDispatch, regionPath } from "../../src/contracts/region-service.ts";
 import { CANARY, HOSTILE_STRINGS, Rng, breakJson, nestedText, truncations, withInvalidUtf8 } from "./generator.ts";
 
 /** How a case is signed when it is sent (timestamps and nonces are made at send time). */
@@ -72,8 +72,8 @@ const spend = JSON.stringify({
 
 /** A dispatch message (length-prefixed meta, then the body) billing {@link FORGED_TENANT}. */
 function dispatch(model: string): Uint8Array {
-  const meta = new TextEncoder().encode(
-    JSON.stringify({
+  return encodeDispatch(
+    {
       requestId: `fz-${CANARY}`,
       startedAt: Date.now(),
       tenant: { id: FORGED_TENANT, weight: 1 },
@@ -89,14 +89,9 @@ function dispatch(model: string): Uint8Array {
       promptTokens: 10,
       attempts: [],
       headers: { "content-type": "application/json" },
-    }),
+    },
+    new TextEncoder().encode(JSON.stringify({ model, messages: [{ role: "user", content: CANARY }] })),
   );
-  const body = new TextEncoder().encode(JSON.stringify({ model, messages: [{ role: "user", content: CANARY }] }));
-  const out = new Uint8Array(4 + meta.length + body.length);
-  new DataView(out.buffer).setUint32(0, meta.length);
-  out.set(meta, 4);
-  out.set(body, 4 + meta.length);
-  return out;
 }
 
 /** What of a hostile string a header can carry (a header value is bytes 0x20-0xff, no DEL). */
