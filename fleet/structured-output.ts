@@ -43,7 +43,8 @@ const TYPES = new Set(["text", "json_object", "json_schema"]);
 
 function formatType(f: Json, param: string): "text" | "json_object" | "json_schema" {
   if (typeof f.type !== "string" || !TYPES.has(f.type)) {
-    throw new RequestError(`${param}.type must be "text", "json_object" or "json_schema", got ${JSON.stringify(f.type)}`, `${param}.type`);
+    // The field, never the value sent (the router passes a node's 4xx on: docs/API.md, "Errors").
+    throw new RequestError(`${param}.type must be "text", "json_object" or "json_schema"`, `${param}.type`);
   }
   return f.type as "text" | "json_object" | "json_schema";
 }
