@@ -183,6 +183,7 @@ test("a bad response_format is a 400 in OpenAI's shape naming the field", async 
     assert.equal(r.json.error.type, "BadRequestError");
     assert.equal(r.json.error.code, 400);
     assert.equal(r.json.error.param, param);
+    assert.ok(!r.json.error.message.includes("xml"), "the message names the field, never the value sent");
   }
 });
 
