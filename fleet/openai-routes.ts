@@ -3,8 +3,9 @@
  * validation, then the engine drives the answer, streamed or whole: generate.ts) and GET
  * /v1/models. A request's first byte is recorded by the tag in its prompt, if any
  * (first-bytes.ts), apart when the request continues an interrupted answer (continuation.ts).
- * Chat calls one of the request's functions when the simulated model decides to (tools.ts);
- * completions take a string, strings (one choice each, as vLLM batches them) or token ids.
+ * Chat calls one of the request's functions when the simulated model decides to (tools.ts), else
+ * answers in JSON when `response_format` asks (structured-output.ts, completions too); completions
+ * take a string, strings (one choice each, as vLLM batches them) or token ids.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { randomBytes } from "node:crypto";
@@ -37,6 +38,7 @@ import {
   type FunctionTool,
 } from "./tools.ts";
 import type { NodeRuntime } from "./node-runtime.ts";
+import { chatResponseFormat, jsonOutput, structuredText } from "./structured-output.ts";
 
 /** The text of a chat request's final message if it is the user's, for the tool decision (tools.ts). */
 function lastUserText(body: Record<string, unknown>): string | undefined {
@@ -51,14 +53,18 @@ export async function inference(node: NodeRuntime, kind: Kind, req: IncomingMess
   const { body, model: requested, faults } = taken;
   const { o, defaultMaxTokens } = node;
   // The answer's seed is its prompt's tokens, unless the request continues an answer (continuation.ts).
+  // A structured answer is generated whole, even after carried text (structured-output.ts).
+  const format = chatResponseFormat(body.response_format);
+  const structured = format.type === "text" ? undefined : format;
   let prompts: { prompt: string; at: AnswerStart | undefined }[];
   if (kind === "chat") {
     const chat = renderChatPrompt(body);
-    const at = chat.continued ? chatContinuation(chat.continued.before, chat.continued.content, defaultMaxTokens) : undefined;
+    const at =
+      chat.continued && !structured ? chatContinuation(chat.continued.before, chat.continued.content, defaultMaxTokens) : undefined;
     prompts = [{ prompt: chat.prompt, at }];
   } else {
     prompts = renderCompletions(body).map((p) => {
-      if (p.tokenIds) return { prompt: p.text, at: undefined };
+      if (p.tokenIds || structured) return { prompt: p.text, at: undefined };
       const found = completionContinuation(p.text, defaultMaxTokens);
       return { prompt: p.text, at: found.start > 0 ? found : undefined };
     });
@@ -76,7 +82,9 @@ export async function inference(node: NodeRuntime, kind: Kind, req: IncomingMess
     const promptTokens = countTokens(prompt);
     const output = tool
       ? toolCallOutput(tool, promptTokens, "chatcmpl-tool-" + randomBytes(16).toString("hex"), maxTokens)
-      : textOutput(planAnswer(at ?? { seed: promptTokens, start: 0 }, maxTokens, defaultMaxTokens));
+      : structured
+        ? jsonOutput(structuredText(structured, promptTokens, defaultMaxTokens), maxTokens)
+        : textOutput(planAnswer(at ?? { seed: promptTokens, start: 0 }, maxTokens, defaultMaxTokens));
     checkContext(node, promptTokens, output.completionTokens, "messages");
     return { hashes: blockHashes(prompt, requested, cacheSalt), promptTokens, output };
   });

@@ -10,6 +10,8 @@
  * text), `function_call` (the assistant's tool call, merged into an assistant message just before
  * it), `function_call_output` (a tool message); reasoning items are left out. Function tools
  * (`{"type":"function","name","parameters"}`) are rendered in chat's shape; other tools are not.
+ * `text.format` asks for JSON as chat's `response_format` does (structured-output.ts), and is
+ * echoed in the response's `text`.
  *
  * A response is stored (`store`, default true) in the node's process memory (response-store.ts)
  * when it completes; a `previous_response_id` the node does not hold is a 404 (`response_not_found`).
@@ -32,6 +34,7 @@ import { checkContext, optionalPositiveInt, run, takeRequest, type Totals, type 
 import { chooseTool, openaiToolChoice, textOutput, toolCallOutput, type FunctionTool, type Output } from "./tools.ts";
 import type { ChatMessage } from "./response-store.ts";
 import type { NodeRuntime } from "./node-runtime.ts";
+import { jsonOutput, responsesTextFormat, structuredText } from "./structured-output.ts";
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" && !Array.isArray(v);
@@ -148,9 +151,12 @@ export async function responses(node: NodeRuntime, req: IncomingMessage, res: Se
   const last = input[input.length - 1];
   const lastUserText = last?.role === "user" ? contentText(last.content, "input") : undefined;
   const tool = chooseTool(tools.functions, choice, lastUserText);
+  const format = responsesTextFormat(body.text);
   const output = tool
     ? toolCallOutput(tool, promptTokens, "call_" + hex(12), maxTokens)
-    : textOutput(planAnswer({ seed: promptTokens, start: 0 }, maxTokens, node.defaultMaxTokens));
+    : format.type !== "text"
+      ? jsonOutput(structuredText(format, promptTokens, node.defaultMaxTokens), maxTokens)
+      : textOutput(planAnswer({ seed: promptTokens, start: 0 }, maxTokens, node.defaultMaxTokens));
   checkContext(node, promptTokens, output.completionTokens, "input");
   const cacheSalt = typeof body.cache_salt === "string" ? body.cache_salt : undefined;
   const sequence = { hashes: blockHashes(prompt, model, cacheSalt), promptTokens, output };
@@ -180,7 +186,7 @@ export async function responses(node: NodeRuntime, req: IncomingMessage, res: Se
     service_tier: "auto",
     store,
     temperature: body.temperature ?? 1.0,
-    text: { format: { type: "text" } },
+    text: isObject(body.text) && body.text.format ? body.text : { format: { type: "text" } },
     tool_choice: body.tool_choice ?? "auto",
     tools: Array.isArray(body.tools) ? body.tools : [],
     top_p: body.top_p ?? 1.0,

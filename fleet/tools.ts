@@ -20,9 +20,10 @@
  * objects their own required properties. Streamed as the call's first token (the function's name)
  * then one token per 4 characters of the arguments, as vLLM's tool parsers stream pieces of them.
  */
-import { fillerWord, type ToolCall } from "./openai.ts";
+import type { ToolCall } from "./openai.ts";
 import { planToken, type AnswerPlan } from "./continuation.ts";
 import { RequestError } from "./prompt.ts";
+import { schemaValue } from "./schema-value.ts";
 
 /** A function the request offers, whatever the API's shape for it. */
 export interface FunctionTool {
@@ -122,62 +123,13 @@ export function chooseTool(
   return choice.mode === "required" ? (mentioned ?? tools[0]) : mentioned;
 }
 
-/** Arguments for a function with this `parameters` schema: an object (`{}` if it says nothing). */
+/**
+ * Arguments for a function with this `parameters` schema (schema-value.ts): its required properties
+ * only, arrays their `minItems` items; an object (`{}` if the schema says nothing).
+ */
 export function exampleArguments(schema: unknown, seed: number): unknown {
-  const counter = { next: seed };
-  const value = example(schema, counter, 0);
+  const value = schemaValue(schema, seed, { optional: false, defaultItems: 0 });
   return isObject(value) ? value : {};
-}
-
-/** The first of `types` that is not "null" (JSON schema allows a list). */
-function typeOf(schema: Record<string, unknown>): string | undefined {
-  const t = schema.type;
-  if (typeof t === "string") return t;
-  if (Array.isArray(t))
-    return t.find((x): x is string => typeof x === "string" && x !== "null") ?? (t.includes("null") ? "null" : undefined);
-  if (isObject(schema.properties)) return "object";
-  if (schema.items !== undefined) return "array";
-  return undefined;
-}
-
-function example(schema: unknown, counter: { next: number }, depth: number): unknown {
-  if (!isObject(schema) || depth > 8) return fillerWord(counter.next++);
-  if (schema.const !== undefined) return schema.const;
-  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
-  for (const key of ["anyOf", "oneOf", "allOf"]) {
-    const alternatives = schema[key];
-    if (Array.isArray(alternatives) && alternatives.length > 0) return example(alternatives[0], counter, depth + 1);
-  }
-  switch (typeOf(schema)) {
-    case "object": {
-      const out: Record<string, unknown> = {};
-      const properties = isObject(schema.properties) ? schema.properties : {};
-      const required = Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === "string") : [];
-      for (const name of required) out[name] = example(properties[name], counter, depth + 1);
-      return out;
-    }
-    case "array": {
-      const n = typeof schema.minItems === "number" && schema.minItems > 0 ? Math.min(Math.ceil(schema.minItems), 16) : 0;
-      return Array.from({ length: n }, () => example(schema.items, counter, depth + 1));
-    }
-    case "integer":
-    case "number": {
-      let v = 1;
-      const min = typeof schema.minimum === "number" ? schema.minimum : undefined;
-      const max = typeof schema.maximum === "number" ? schema.maximum : undefined;
-      if (min !== undefined && v < min) v = min;
-      if (max !== undefined && v > max) v = max;
-      if (typeof schema.exclusiveMinimum === "number" && v <= schema.exclusiveMinimum) v = schema.exclusiveMinimum + 1;
-      if (typeof schema.exclusiveMaximum === "number" && v >= schema.exclusiveMaximum) v = schema.exclusiveMaximum - 1;
-      return typeOf(schema) === "integer" ? Math.ceil(v) : v;
-    }
-    case "boolean":
-      return true;
-    case "null":
-      return null;
-    default:
-      return fillerWord(counter.next++);
-  }
 }
 
 /** Chat's `tools`: the functions (`{"type":"function","function":{"name","parameters"}}`); others are not called. */

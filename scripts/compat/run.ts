@@ -1,0 +1,151 @@
+/**
+ * External conformance: CompatCanary (npm `compatcanary`, an independent scanner of OpenAI-style
+ * APIs, pinned in package.json) against a node directly and against warmpath in front of it, for
+ * the simulated fleet and for a real llama-server (targets.ts); warmpath must score as the node it
+ * fronts, probe by probe (compare.ts), and in front of the simulated fleet pass every probe.
+ *
+ *   npm run compat                                # writes docs/compat.md
+ *   node scripts/compat/run.ts --no-llama --out /tmp/compat.md
+ *
+ * Offline: every probe is a request to a local endpoint. The first run against llama.cpp builds
+ * llama-server (~2 min on 2 cores, then cached in .cache/, shared with `npm run e2e:llama`); after
+ * that a run takes about a minute. Exit status 1 when warmpath's report differs from the node's or a
+ * probe fails in front of the simulated fleet.
+ */
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { format, resolveConfig } from "prettier";
+import { ROOT } from "../system.ts";
+import { runCanary, type CanaryReport, type ProbeResult } from "./canary.ts";
+import { disagreements, evidenceNotes, type Disagreement } from "./compare.ts";
+import { fleetPair, llamaPair, type TargetPair } from "./targets.ts";
+
+/** One pair's scans. */
+export interface PairRun {
+  engine: string;
+  /** Short name for the table's columns. */
+  short: string;
+  node: CanaryReport;
+  warmpath: CanaryReport;
+  disagreements: Disagreement[];
+  notes: string[];
+}
+
+async function scanPair(pair: TargetPair, short: string): Promise<PairRun> {
+  try {
+    // One after the other: the scans must not compete for the node (llama-server has one slot).
+    const node = await runCanary(pair.node);
+    const warmpath = await runCanary(pair.warmpath);
+    return {
+      engine: pair.engine,
+      short,
+      node,
+      warmpath,
+      disagreements: disagreements(node, warmpath),
+      notes: evidenceNotes(node, warmpath),
+    };
+  } finally {
+    await pair.stop();
+  }
+}
+
+export interface CompatRun {
+  fleet: PairRun;
+  llama: PairRun | undefined;
+}
+
+/** Scans the simulated fleet's pair, then (unless `llama: false`) llama-server's. */
+export async function runCompat(options: { llama?: boolean; log?: (line: string) => void } = {}): Promise<CompatRun> {
+  const log = options.log ?? ((l: string) => console.error(l));
+  log("[compat] simulated fleet: the node, then warmpath in front of it");
+  const fleet = await scanPair(await fleetPair(), "simulated fleet");
+  let llama: PairRun | undefined;
+  if (options.llama !== false) {
+    log("[compat] llama-server: the node, then warmpath in front of it");
+    llama = await scanPair(await llamaPair(log), "llama-server");
+  }
+  return { fleet, llama };
+}
+
+/** What must hold: warmpath equal to each node probe by probe; every probe passed in front of the simulated fleet. */
+export function failures(run: CompatRun): string[] {
+  const out: string[] = [];
+  for (const p of [run.fleet, run.llama]) {
+    if (!p) continue;
+    for (const d of p.disagreements) out.push(`${p.short}: warmpath differs from the node on ${d.id}: ${d.why}`);
+  }
+  for (const r of [...run.fleet.node.results, ...run.fleet.warmpath.results]) {
+    if (r.status !== "pass") out.push(`simulated fleet: ${r.id} ${r.status}: ${r.summary}`);
+  }
+  return out;
+}
+
+const cell = (r: ProbeResult | undefined) => (r ? `**${r.status.toUpperCase()}** ${r.summary.replace(/\|/g, "\\|")}` : "–");
+
+/** The results as markdown: what docs/compat.md holds. */
+export function formatCompat(run: CompatRun, command: string): string {
+  const pairs = [run.fleet, run.llama].filter((p): p is PairRun => p !== undefined);
+  const reports = pairs.flatMap((p) => [
+    { title: `${p.short} (node)`, report: p.node },
+    { title: `warmpath + ${p.short}`, report: p.warmpath },
+  ]);
+  const version = run.fleet.node.scanner.version;
+  const probes = run.fleet.node.results;
+  const rows = probes.map(
+    (probe) =>
+      `| ${probe.name} (\`${probe.id}\`) | ${probe.required ? "yes" : "no"} | ${reports.map((t) => cell(t.report.results.find((r) => r.id === probe.id))).join(" | ")} |`,
+  );
+  const verdict = (p: PairRun) => {
+    const passed = p.warmpath.results.filter((r) => r.status === "pass").length;
+    const same = p.disagreements.length === 0;
+    return `- **warmpath + ${p.short}**: ${same ? "equal to the node, probe by probe" : `DIFFERS from the node on ${p.disagreements.map((d) => `\`${d.id}\` (${d.why})`).join("; ")}`}; ${passed} of ${p.warmpath.results.length} probes pass (the node: ${p.node.results.filter((r) => r.status === "pass").length}).`;
+  };
+  const notes = pairs.flatMap((p) => p.notes.map((n) => `- ${p.short}: ${n}`));
+  return [
+    "# CompatCanary: warmpath against the nodes it fronts",
+    "",
+    `Generated by \`${command}\` (scripts/compat/run.ts; do not edit by hand). CompatCanary ${version} (npm \`compatcanary\`, an independent scanner of OpenAI-style APIs, pinned in package.json), profile \`modern\` (chat completions and the Responses API), run offline against four local endpoints: a node of the simulated fleet directly and warmpath in front of the fleet (\`npm start\`'s topology, time x10)${run.llama ? `, and a real ${run.llama.engine} directly and warmpath in front of it (the tiny generated model of \`npm run e2e:llama\`, \`--n-predict 64\`)` : ""}. warmpath must score as the node it fronts, probe by probe (same outcome, same finding once its counts are masked, same HTTP status on a failure), and pass every probe in front of the simulated fleet. CI runs the same scans (scripts/test/compat.test.ts).`,
+    "",
+    `| probe | required | ${reports.map((t) => t.title).join(" | ")} |`,
+    `|---|---|${reports.map(() => "---").join("|")}|`,
+    ...rows,
+    `| **score** | | ${reports.map((t) => `${t.report.score}/100`).join(" | ")} |`,
+    "",
+    ...pairs.map(verdict),
+    "",
+    ...(run.llama && run.llama.node.results.some((r) => r.status !== "pass")
+      ? [
+          "Where llama-server itself fails a probe, the cause is the test setup's, not warmpath's: the tiny generated model never writes a tool call, and this build turns a JSON schema into an empty grammar (docs/API.md, \"Conformance\").",
+          "",
+        ]
+      : []),
+    ...(notes.length
+      ? [
+          "Evidence that differs where the outcome does not (counts describe the endpoint; an error body is reshaped into OpenAI's, docs/API.md):",
+          "",
+          ...notes,
+          "",
+        ]
+      : []),
+  ].join("\n");
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const { values } = parseArgs({ options: { out: { type: "string" }, "no-llama": { type: "boolean", default: false } } });
+  const run = await runCompat({ llama: !values["no-llama"] });
+  const command =
+    values.out === "docs/compat.md" && !values["no-llama"]
+      ? "npm run compat"
+      : ["node scripts/compat/run.ts", values["no-llama"] ? "--no-llama" : "", values.out ? `--out ${values.out}` : ""]
+          .filter(Boolean)
+          .join(" ");
+  // In the repository's Prettier style, so that `prettier --check .` (npm test) passes on the generated file.
+  const md = await format(formatCompat(run, command), { ...(await resolveConfig(join(ROOT, "docs", "compat.md"))), parser: "markdown" });
+  if (values.out) writeFileSync(values.out, md);
+  console.log(md);
+  const failed = failures(run);
+  for (const f of failed) console.error(`[compat] ${f}`);
+  process.exitCode = failed.length > 0 ? 1 : 0;
+}
