@@ -7,6 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parse, stringify } from "smol-toml";
@@ -44,11 +45,28 @@ function recorder(failOn?: string): { run: Runner; ran: string[] } {
   };
 }
 
-/** A copy of the project's wrangler.toml with `edit` applied to [env.production]'s WARMPATH_CONFIG, in a root of its own. */
-function rootWith(edit: (config: Json) => void): string {
+/** sha256("replace-me"): wrangler.toml's placeholder tenant key, which a real deploy refuses. */
+const PLACEHOLDER_HASH = "1df4b07d05b9b3b1115b4b6b22af319a2f99564a2fa2573a34896063c7513c10";
+
+/**
+ * A copy of the project's wrangler.toml with `edit` applied to [env.production]'s WARMPATH_CONFIG
+ * (`editToml`: to the whole file), in a root of its own; every environment's placeholder tenant key
+ * replaced by another hash unless `keepPlaceholders`.
+ */
+export function rootWith(
+  edit: (config: Json) => void,
+  options: { keepPlaceholders?: boolean; editToml?: (toml: Json) => void } = {},
+): string {
   const root = tmp("root");
   const toml = parse(readFileSync(join(ROOT, "wrangler.toml"), "utf8")) as Json;
+  if (!options.keepPlaceholders)
+    for (const env of Object.values(toml.env as Record<string, Json>))
+      for (const t of env.vars.WARMPATH_CONFIG.tenants as Json[])
+        t.api_key_sha256 = t.api_key_sha256.map((h: string) =>
+          h === PLACEHOLDER_HASH ? createHash("sha256").update(`key of ${t.id}`).digest("hex") : h,
+        );
   edit(toml.env.production.vars.WARMPATH_CONFIG);
+  options.editToml?.(toml);
   writeFileSync(join(root, "wrangler.toml"), stringify(toml));
   return root;
 }
@@ -56,6 +74,11 @@ function rootWith(edit: (config: Json) => void): string {
 test("arguments: --env is required, --dry-run optional, nothing else accepted", () => {
   assert.deepEqual(parseDeployArgs(["--env", "production"]), { environment: "production", dryRun: false });
   assert.deepEqual(parseDeployArgs(["--dry-run", "--env", "staging"]), { environment: "staging", dryRun: true });
+  assert.deepEqual(parseDeployArgs(["--env", "production", "--secrets-file", "s.json"]), {
+    environment: "production",
+    dryRun: false,
+    secretsFile: "s.json",
+  });
   assert.throws(() => parseDeployArgs([]), UsageError);
   assert.throws(() => parseDeployArgs(["--env", "production", "--force"]), UsageError);
   assert.throws(() => parseDeployArgs(["--env", "production", "extra"]), UsageError);
@@ -168,12 +191,12 @@ for (const [what, edit, field] of [
   ],
   ["a bad field", (c: Json) => (c.regions[0].models = []), /regions\.0\.models/],
 ] as const) {
-  test(`${what} is refused, naming the field, and nothing is written or deployed`, () => {
+  test(`${what} is refused, naming the field, and nothing is written or deployed`, async () => {
     const root = rootWith(edit);
     try {
       const { run, ran } = recorder();
       const errors: string[] = [];
-      const code = deploy({ environment: "production", dryRun: false }, { root, run, log: () => {}, error: (l) => errors.push(l) });
+      const code = await deploy({ environment: "production", dryRun: false }, { root, run, log: () => {}, error: (l) => errors.push(l) });
       assert.equal(code, 1);
       assert.match(errors.join("\n"), field);
       assert.match(errors.join("\n"), /wrangler\.toml \[env\.production\]/);
@@ -185,7 +208,7 @@ for (const [what, edit, field] of [
   });
 }
 
-test("the plan runs every region worker before the edge, with --dry-run into bundles/<worker>", () => {
+test("the plan runs every region worker before the edge, with --dry-run into bundles/<worker>", async () => {
   const dir = tmp("plan");
   try {
     const deployment = generateDeployment({ root: ROOT, environment: "production", outDir: dir });
@@ -208,7 +231,19 @@ test("the plan runs every region worker before the edge, with --dry-run into bun
 
     const { run, ran } = recorder();
     const log: string[] = [];
-    assert.equal(deploy({ environment: "production", dryRun: true }, { outDir: dir, run, log: (l) => log.push(l) }), 0);
+    const errors: string[] = [];
+    assert.equal(
+      await deploy(
+        { environment: "production", dryRun: true },
+        { outDir: dir, run, log: (l) => log.push(l), error: (l) => errors.push(l) },
+      ),
+      0,
+    );
+    // The placeholder tenant key: a dry run warns, naming the tenant.
+    assert.match(
+      errors.join("\n"),
+      /warning: tenants\.0\.api_key_sha256\.0: tenant 'example' has the hash of the placeholder key "replace-me"/,
+    );
     assert.deepEqual(ran, ["warmpath-region-us-east", "warmpath-region-eu-west", "warmpath"]);
     assert.match(log.join("\n"), /wrangler secret put NODE_TOKEN_US_EAST --config/);
   } finally {
@@ -216,13 +251,14 @@ test("the plan runs every region worker before the edge, with --dry-run into bun
   }
 });
 
-test("a failed region worker stops the deploy before the edge, saying what is deployed and what to do", () => {
+test("a failed region worker stops the deploy before the edge, saying what is deployed and what to do", async () => {
   const dir = tmp("failure");
+  const root = rootWith(() => {});
   try {
     const { run, ran } = recorder("warmpath-region-eu-west");
     const errors: string[] = [];
     const args = { environment: "production", dryRun: false };
-    assert.equal(deploy(args, { outDir: dir, run, log: () => {}, error: (l) => errors.push(l) }), 1);
+    assert.equal(await deploy(args, { root, outDir: dir, run, log: () => {}, error: (l) => errors.push(l) }), 1);
     assert.deepEqual(ran, ["warmpath-region-us-east", "warmpath-region-eu-west"], "the edge is never deployed");
     const report = errors.join("\n");
     assert.match(report, /deployed: +warmpath-region-us-east \(region us-east\)\n/);
@@ -232,10 +268,11 @@ test("a failed region worker stops the deploy before the edge, saying what is de
     assert.ok(report.includes(CONTRACT_HEADER), "names the contract version header");
     assert.match(report, /run the same command again: npm run deploy -- --env production\n/);
     assert.match(report, /idempotent/);
+    assert.match(report, /--secrets-file FILE/, "says how a worker that does not exist yet gets its secrets");
 
     // The edge itself failing: every region worker is deployed.
     const deployment = generateDeployment({ root: ROOT, environment: "production", outDir: dir });
-    const outcome = runPlan(planDeploy(deployment, false), recorder("warmpath").run);
+    const outcome = await runPlan(planDeploy(deployment, false), recorder("warmpath").run);
     assert.deepEqual(
       outcome.done.map((w) => w.name),
       ["warmpath-region-us-east", "warmpath-region-eu-west"],
@@ -244,7 +281,7 @@ test("a failed region worker stops the deploy before the edge, saying what is de
     assert.match(failureReport(args, outcome), /Every region worker is deployed; the old edge keeps serving/);
     assert.match(failureReport({ ...args, dryRun: true }, outcome), /Nothing was uploaded/);
     // The first region worker failing: nothing changed.
-    const first = runPlan(planDeploy(deployment, false), recorder("warmpath-region-us-east").run);
+    const first = await runPlan(planDeploy(deployment, false), recorder("warmpath-region-us-east").run);
     assert.match(
       failureReport(args, first),
       /deployed: +none\n[^]*not deployed: +warmpath-region-eu-west \(region eu-west\), warmpath \(edge\)\n/,
@@ -252,13 +289,14 @@ test("a failed region worker stops the deploy before the edge, saying what is de
     assert.match(failureReport(args, first), /Nothing was deployed: the old workers keep serving/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
   }
 });
 
 test(
   "staging's dry run bundles every worker with wrangler, region worker first (no account, nothing uploaded)",
   { timeout: 60_000 },
-  () => {
+  async () => {
     const dir = tmp("dry-run");
     mkdirSync(dir, { recursive: true });
     try {
@@ -268,7 +306,10 @@ test(
         return spawnWrangler(step, { quiet: true });
       };
       const errors: string[] = [];
-      const code = deploy({ environment: "staging", dryRun: true }, { outDir: dir, run, log: () => {}, error: (l) => errors.push(l) });
+      const code = await deploy(
+        { environment: "staging", dryRun: true },
+        { outDir: dir, run, log: () => {}, error: (l) => errors.push(l) },
+      );
       assert.equal(code, 0, errors.join("\n"));
       assert.deepEqual(ran, ["warmpath-staging-region-us-east", "warmpath-staging"]);
       for (const name of ran) assert.ok(existsSync(join(dir, "bundles", name, "index.js")), `${name} bundled`);
