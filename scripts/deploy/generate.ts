@@ -8,8 +8,16 @@
  *     region  <name>-region-<region> src/region/index.ts  placement from regions[].placement,
  *                                                          the REGION Durable Object, analytics,
  *                                                          WARMPATH_REGION = <region>, no public address,
- *                                                          BUDGET_LEDGER -> the first region's worker
- *                                                          (every region but the first)
+ *                                                          BUDGET_LEDGER -> the ledger home's worker
+ *                                                          (every region but budget_ledger_region)
+ *
+ * What the operator wrote in the environment is carried, not dropped: `routes` (custom domains
+ * included) and `workers_dev` to the edge, the only worker with a public address; `limits` and
+ * `observability` to every worker (each is a Worker of its own, billed and logged as one).
+ * Checked before anything is written (./checks.ts): WARMPATH_CONFIG within Cloudflare's 5 KB per
+ * variable, each region's placement in its Durable Object's location hint area, the budget
+ * ledger's home named when budgets span several regions, and no placeholder key (refused for a
+ * real deploy, a warning for a dry run).
  *
  * Every worker needs the secret INTERNAL_SECRET (the same value on all of them: the edge signs
  * what it sends a region worker with it, a region object its spend batches; docs/DEPLOY.md).
@@ -23,6 +31,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { parse } from "smol-toml";
 import { EDGE_CEILING_PERIOD_SECONDS, edgeCeilingPerMinute } from "../../src/config/edge-ceiling.ts";
+import { budgetLedgerRegion } from "../../src/config/ledger-home.ts";
 import { configSchema, describeIssues, type WarmpathConfig } from "../../src/config/schema.ts";
 import {
   BUDGET_LEDGER_BINDING,
@@ -32,6 +41,8 @@ import {
   regionWorkerName,
 } from "../../src/contracts/topology.ts";
 import { INTERNAL_SECRET_VAR } from "../../src/core/internal-auth.ts";
+import { checkConfigSize, checkLedgerHome, checkPlaceholderKeys, checkPlacementHints, type Findings } from "./checks.ts";
+import { checkLimits, checkRoutes, type Route } from "./routes.ts";
 
 export class DeployConfigError extends Error {}
 
@@ -41,6 +52,9 @@ interface TomlEnvironment {
   compatibility_date?: string;
   compatibility_flags?: string[];
   observability?: Record<string, unknown>;
+  routes?: Route[];
+  workers_dev?: boolean;
+  limits?: Record<string, unknown>;
   assets?: { directory?: string; run_worker_first?: boolean | string[] };
   vars?: Record<string, unknown>;
   analytics_engine_datasets?: Array<{ binding: string; dataset: string }>;
@@ -69,6 +83,8 @@ export interface Deployment {
   /** Region workers first (they deploy first), the edge last. */
   workers: GeneratedWorker[];
   dir: string;
+  /** What was checked and is worth saying but not refused (printed by the deploy). */
+  warnings: string[];
 }
 
 export interface GenerateOptions {
@@ -81,6 +97,11 @@ export interface GenerateOptions {
   requirePlacement?: boolean;
   /** Replaces the environment's WARMPATH_CONFIG (local runs with another policy or fleet). */
   warmpathConfig?: unknown;
+  /**
+   * Tenants with a placeholder key (`replace-me`): `refuse` (a real deploy), `warn` (a dry run).
+   * Default: `warn` (local runs use the public development keys on purpose).
+   */
+  placeholderKeys?: "refuse" | "warn";
 }
 
 const EDGE_MAIN = "src/edge/index.ts";
@@ -162,6 +183,25 @@ export function generateDeployment(options: GenerateOptions): Deployment {
     if (name.length > MAX_WORKER_NAME_LENGTH)
       problems.push(`regions.${i}.name: worker name '${name}' is over ${MAX_WORKER_NAME_LENGTH} characters`);
   });
+  const warmpathConfigRaw = options.warmpathConfig ?? env.vars?.WARMPATH_CONFIG;
+  const routes = env.routes;
+  const limits = env.limits ?? top.limits;
+  // Local runs (`npm start`, benches with fleets of their own) are not on Cloudflare: no 5 KB limit
+  // there, and their regions are not placed.
+  const findings: Findings[] = [
+    checkRoutes(routes),
+    checkLimits(limits),
+    ...(environment === undefined
+      ? []
+      : [
+          checkConfigSize(warmpathConfigRaw, label),
+          checkPlacementHints(config),
+          checkLedgerHome(config),
+          checkPlaceholderKeys(config, options.placeholderKeys === "refuse"),
+        ]),
+  ];
+  problems.push(...findings.flatMap((f) => f.problems));
+  const warnings = findings.flatMap((f) => f.warnings);
   if (problems.length) throw new DeployConfigError(`${label}: ${problems.join("; ")}`);
 
   const dir = options.outDir ?? join(root, "dist", "deploy", environment ?? "local");
@@ -171,15 +211,19 @@ export function generateDeployment(options: GenerateOptions): Deployment {
     ...((env.compatibility_flags ?? top.compatibility_flags)
       ? { compatibility_flags: env.compatibility_flags ?? top.compatibility_flags }
       : {}),
-    ...(env.observability ? { observability: env.observability } : {}),
+    ...((env.observability ?? top.observability) ? { observability: env.observability ?? top.observability } : {}),
+    ...(limits ? { limits } : {}),
   };
   // Every other var (development credentials locally) goes to the edge; the warmpath configuration to both.
   const otherVars = Object.fromEntries(Object.entries(env.vars ?? {}).filter(([k]) => k !== "WARMPATH_CONFIG"));
-  const warmpathConfig = options.warmpathConfig ?? env.vars?.WARMPATH_CONFIG;
+  const warmpathConfig = warmpathConfigRaw;
 
-  // The budget ledger lives in the first region's worker's namespace; the others reach it there.
-  const ledgerHome = regionWorkerName(edgeName, config.regions[0]!.name);
-  const regions: GeneratedWorker[] = config.regions.map((r) => {
+  // The budget ledger lives in its home region's worker's namespace; the others reach it there, so
+  // that worker is generated (and deployed) first: a service binding's target must exist.
+  const ledgerRegion = budgetLedgerRegion(config);
+  const ledgerHome = regionWorkerName(edgeName, ledgerRegion);
+  const inOrder = [...config.regions.filter((r) => r.name === ledgerRegion), ...config.regions.filter((r) => r.name !== ledgerRegion)];
+  const regions: GeneratedWorker[] = inOrder.map((r) => {
     const name = regionWorkerName(edgeName, r.name);
     return {
       kind: "region",
@@ -221,7 +265,8 @@ export function generateDeployment(options: GenerateOptions): Deployment {
       name: edgeName,
       main: fromDir(EDGE_MAIN),
       ...common,
-      ...(environment === undefined ? {} : { workers_dev: true }),
+      ...(environment === undefined ? {} : { workers_dev: env.workers_dev ?? true }),
+      ...(routes?.length ? { routes } : {}),
       assets: {
         directory: fromDir((env.assets ?? top.assets)?.directory ?? "public"),
         ...((env.assets ?? top.assets)?.run_worker_first !== undefined
@@ -254,5 +299,5 @@ export function generateDeployment(options: GenerateOptions): Deployment {
       2,
     ) + "\n",
   );
-  return { environment, config, workers, dir };
+  return { environment, config, workers, dir, warnings };
 }

@@ -6,11 +6,13 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parse, stringify } from "smol-toml";
 import { generateDeployment } from "../deploy/generate.ts";
+import { rootWith } from "./deploy-root.ts";
 import {
   deploy,
   failureReport,
@@ -44,18 +46,14 @@ function recorder(failOn?: string): { run: Runner; ran: string[] } {
   };
 }
 
-/** A copy of the project's wrangler.toml with `edit` applied to [env.production]'s WARMPATH_CONFIG, in a root of its own. */
-function rootWith(edit: (config: Json) => void): string {
-  const root = tmp("root");
-  const toml = parse(readFileSync(join(ROOT, "wrangler.toml"), "utf8")) as Json;
-  edit(toml.env.production.vars.WARMPATH_CONFIG);
-  writeFileSync(join(root, "wrangler.toml"), stringify(toml));
-  return root;
-}
-
 test("arguments: --env is required, --dry-run optional, nothing else accepted", () => {
   assert.deepEqual(parseDeployArgs(["--env", "production"]), { environment: "production", dryRun: false });
   assert.deepEqual(parseDeployArgs(["--dry-run", "--env", "staging"]), { environment: "staging", dryRun: true });
+  assert.deepEqual(parseDeployArgs(["--env", "production", "--secrets-file", "s.json"]), {
+    environment: "production",
+    dryRun: false,
+    secretsFile: "s.json",
+  });
   assert.throws(() => parseDeployArgs([]), UsageError);
   assert.throws(() => parseDeployArgs(["--env", "production", "--force"]), UsageError);
   assert.throws(() => parseDeployArgs(["--env", "production", "extra"]), UsageError);
@@ -168,12 +166,12 @@ for (const [what, edit, field] of [
   ],
   ["a bad field", (c: Json) => (c.regions[0].models = []), /regions\.0\.models/],
 ] as const) {
-  test(`${what} is refused, naming the field, and nothing is written or deployed`, () => {
+  test(`${what} is refused, naming the field, and nothing is written or deployed`, async () => {
     const root = rootWith(edit);
     try {
       const { run, ran } = recorder();
       const errors: string[] = [];
-      const code = deploy({ environment: "production", dryRun: false }, { root, run, log: () => {}, error: (l) => errors.push(l) });
+      const code = await deploy({ environment: "production", dryRun: false }, { root, run, log: () => {}, error: (l) => errors.push(l) });
       assert.equal(code, 1);
       assert.match(errors.join("\n"), field);
       assert.match(errors.join("\n"), /wrangler\.toml \[env\.production\]/);
@@ -185,7 +183,7 @@ for (const [what, edit, field] of [
   });
 }
 
-test("the plan runs every region worker before the edge, with --dry-run into bundles/<worker>", () => {
+test("the plan runs every region worker before the edge, with --dry-run into bundles/<worker>", async () => {
   const dir = tmp("plan");
   try {
     const deployment = generateDeployment({ root: ROOT, environment: "production", outDir: dir });
@@ -208,7 +206,19 @@ test("the plan runs every region worker before the edge, with --dry-run into bun
 
     const { run, ran } = recorder();
     const log: string[] = [];
-    assert.equal(deploy({ environment: "production", dryRun: true }, { outDir: dir, run, log: (l) => log.push(l) }), 0);
+    const errors: string[] = [];
+    assert.equal(
+      await deploy(
+        { environment: "production", dryRun: true },
+        { outDir: dir, run, log: (l) => log.push(l), error: (l) => errors.push(l) },
+      ),
+      0,
+    );
+    // The placeholder tenant key: a dry run warns, naming the tenant.
+    assert.match(
+      errors.join("\n"),
+      /warning: tenants\.0\.api_key_sha256\.0: tenant 'example' has the hash of the placeholder key "replace-me"/,
+    );
     assert.deepEqual(ran, ["warmpath-region-us-east", "warmpath-region-eu-west", "warmpath"]);
     assert.match(log.join("\n"), /wrangler secret put NODE_TOKEN_US_EAST --config/);
   } finally {
@@ -216,13 +226,14 @@ test("the plan runs every region worker before the edge, with --dry-run into bun
   }
 });
 
-test("a failed region worker stops the deploy before the edge, saying what is deployed and what to do", () => {
+test("a failed region worker stops the deploy before the edge, saying what is deployed and what to do", async () => {
   const dir = tmp("failure");
+  const root = rootWith(() => {});
   try {
     const { run, ran } = recorder("warmpath-region-eu-west");
     const errors: string[] = [];
     const args = { environment: "production", dryRun: false };
-    assert.equal(deploy(args, { outDir: dir, run, log: () => {}, error: (l) => errors.push(l) }), 1);
+    assert.equal(await deploy(args, { root, outDir: dir, run, log: () => {}, error: (l) => errors.push(l) }), 1);
     assert.deepEqual(ran, ["warmpath-region-us-east", "warmpath-region-eu-west"], "the edge is never deployed");
     const report = errors.join("\n");
     assert.match(report, /deployed: +warmpath-region-us-east \(region us-east\)\n/);
@@ -232,10 +243,11 @@ test("a failed region worker stops the deploy before the edge, saying what is de
     assert.ok(report.includes(CONTRACT_HEADER), "names the contract version header");
     assert.match(report, /run the same command again: npm run deploy -- --env production\n/);
     assert.match(report, /idempotent/);
+    assert.match(report, /--secrets-file FILE/, "says how a worker that does not exist yet gets its secrets");
 
     // The edge itself failing: every region worker is deployed.
     const deployment = generateDeployment({ root: ROOT, environment: "production", outDir: dir });
-    const outcome = runPlan(planDeploy(deployment, false), recorder("warmpath").run);
+    const outcome = await runPlan(planDeploy(deployment, false), recorder("warmpath").run);
     assert.deepEqual(
       outcome.done.map((w) => w.name),
       ["warmpath-region-us-east", "warmpath-region-eu-west"],
@@ -244,7 +256,7 @@ test("a failed region worker stops the deploy before the edge, saying what is de
     assert.match(failureReport(args, outcome), /Every region worker is deployed; the old edge keeps serving/);
     assert.match(failureReport({ ...args, dryRun: true }, outcome), /Nothing was uploaded/);
     // The first region worker failing: nothing changed.
-    const first = runPlan(planDeploy(deployment, false), recorder("warmpath-region-us-east").run);
+    const first = await runPlan(planDeploy(deployment, false), recorder("warmpath-region-us-east").run);
     assert.match(
       failureReport(args, first),
       /deployed: +none\n[^]*not deployed: +warmpath-region-eu-west \(region eu-west\), warmpath \(edge\)\n/,
@@ -252,13 +264,14 @@ test("a failed region worker stops the deploy before the edge, saying what is de
     assert.match(failureReport(args, first), /Nothing was deployed: the old workers keep serving/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
   }
 });
 
 test(
   "staging's dry run bundles every worker with wrangler, region worker first (no account, nothing uploaded)",
   { timeout: 60_000 },
-  () => {
+  async () => {
     const dir = tmp("dry-run");
     mkdirSync(dir, { recursive: true });
     try {
@@ -268,7 +281,10 @@ test(
         return spawnWrangler(step, { quiet: true });
       };
       const errors: string[] = [];
-      const code = deploy({ environment: "staging", dryRun: true }, { outDir: dir, run, log: () => {}, error: (l) => errors.push(l) });
+      const code = await deploy(
+        { environment: "staging", dryRun: true },
+        { outDir: dir, run, log: () => {}, error: (l) => errors.push(l) },
+      );
       assert.equal(code, 0, errors.join("\n"));
       assert.deepEqual(ran, ["warmpath-staging-region-us-east", "warmpath-staging"]);
       for (const name of ran) assert.ok(existsSync(join(dir, "bundles", name, "index.js")), `${name} bundled`);
@@ -277,3 +293,170 @@ test(
     }
   },
 );
+
+test("the operator's routes reach the edge, limits and observability every worker", () => {
+  const root = rootWith(() => {}, {
+    editToml: (toml) => {
+      toml.env.production.routes = [
+        { pattern: "api.example.com", custom_domain: true },
+        { pattern: "example.com/v1/*", zone_name: "example.com" },
+      ];
+      toml.env.production.limits = { cpu_ms: 30_000 };
+      toml.env.production.workers_dev = false;
+    },
+  });
+  const dir = tmp("intent");
+  try {
+    const deployment = generateDeployment({ root, environment: "production", outDir: dir });
+    const edge = readJson(join(dir, "edge.json"));
+    assert.deepEqual(edge.routes, [
+      { pattern: "api.example.com", custom_domain: true },
+      { pattern: "example.com/v1/*", zone_name: "example.com" },
+    ]);
+    assert.equal(edge.workers_dev, false, "the operator's workers_dev");
+    for (const w of deployment.workers) {
+      // As wrangler reads them: the generated file's JSON.
+      const written = readJson(w.file);
+      assert.deepEqual(written.limits, { cpu_ms: 30_000 }, w.name);
+      assert.deepEqual(written.observability, { enabled: true, traces: { enabled: true } }, w.name);
+      if (w.kind === "region") assert.equal(w.config.routes, undefined, "a region worker has no public address");
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("the budget ledger's home is deployed first and bound by every other region worker", () => {
+  const root = rootWith((c) => (c.budget_ledger_region = "eu-west"));
+  const dir = tmp("ledger");
+  try {
+    const deployment = generateDeployment({ root, environment: "production", outDir: dir });
+    assert.deepEqual(
+      deployment.workers.map((w) => w.name),
+      ["warmpath-region-eu-west", "warmpath-region-us-east", "warmpath"],
+    );
+    assert.equal(deployment.workers[0]!.config.services, undefined);
+    assert.deepEqual(deployment.workers[1]!.config.services, [{ binding: "BUDGET_LEDGER", service: "warmpath-region-eu-west" }]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+for (const [what, edit, field, editToml] of [
+  [
+    "budgets over several regions without budget_ledger_region",
+    (c: Json) => (c.tenants[0].budget = { tokens_per_day: 1000 }),
+    /budget_ledger_region: required to deploy when a tenant has a budget and there are 2 regions[^]*reordering the regions would silently start an empty ledger/,
+  ],
+  [
+    "an unknown budget_ledger_region",
+    (c: Json) => (c.budget_ledger_region = "ap-south"),
+    /budget_ledger_region: unknown region 'ap-south'/,
+  ],
+  [
+    "a placement in another area than the object's location hint",
+    (c: Json) => (c.regions[1].placement = { region: "aws:us-west-2" }),
+    /regions\.1\.placement: region 'eu-west''s worker is placed in aws:us-west-2 \(area "wnam"\) but its Durable Object's location_hint "weur"/,
+  ],
+  [
+    "a configuration over Cloudflare's 5 KB per variable",
+    (c: Json) =>
+      c.tenants.push(
+        ...Array.from({ length: 80 }, (_, i) => ({ id: `t-${i}`, api_key_sha256: [createHash("sha256").update(`k${i}`).digest("hex")] })),
+      ),
+    /vars\.WARMPATH_CONFIG is [\d,]+ bytes as uploaded, over Cloudflare's 5,120-byte \(5 KB\) limit on one environment variable/,
+  ],
+  [
+    "a custom domain with a path",
+    () => {},
+    /routes\.0\.pattern: a custom domain is a host name, without wildcard, scheme or path/,
+    (t: Json) => (t.env.production.routes = [{ pattern: "api.example.com/v1", custom_domain: true }]),
+  ],
+  [
+    "a CPU limit over 5 minutes",
+    () => {},
+    /limits\.cpu_ms: an integer from 1 to 300000/,
+    (t: Json) => (t.env.production.limits = { cpu_ms: 400_000 }),
+  ],
+] as const) {
+  test(`${what} is refused before anything is written`, async () => {
+    const root = rootWith(edit, { editToml });
+    try {
+      const { run, ran } = recorder();
+      const errors: string[] = [];
+      const code = await deploy({ environment: "production", dryRun: true }, { root, run, log: () => {}, error: (l) => errors.push(l) });
+      assert.equal(code, 1);
+      assert.match(errors.join("\n"), field);
+      assert.deepEqual(ran, []);
+      assert.equal(existsSync(join(root, "dist")), false);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+}
+
+test("a placeholder tenant key: refused by a real deploy, a warning in a dry run", async () => {
+  const root = rootWith(() => {}, { keepPlaceholders: true });
+  try {
+    const { run, ran } = recorder();
+    const errors: string[] = [];
+    assert.equal(await deploy({ environment: "production", dryRun: false }, { root, run, log: () => {}, error: (l) => errors.push(l) }), 1);
+    assert.match(errors.join("\n"), /tenants\.0\.api_key_sha256\.0: tenant 'example' has the hash of the placeholder key "replace-me"/);
+    assert.deepEqual(ran, []);
+    const warned: string[] = [];
+    assert.equal(await deploy({ environment: "staging", dryRun: true }, { root, run, log: () => {}, error: (l) => warned.push(l) }), 0);
+    assert.match(warned.join("\n"), /warning: tenants\.0\.api_key_sha256\.0: tenant 'staging'[^]*a real deploy refuses a placeholder key/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("--secrets-file: each worker gets only its own secrets; a name no worker needs, or a short internal secret, is refused", async () => {
+  const root = rootWith(() => {});
+  const files = tmp("secrets");
+  try {
+    const seen = new Map<string, Record<string, string>>();
+    const run: Runner = (step) => {
+      const i = step.args.indexOf("--secrets-file");
+      seen.set(step.worker.name, i < 0 ? {} : (JSON.parse(readFileSync(step.args[i + 1]!, "utf8")) as Record<string, string>));
+      return { ok: true };
+    };
+    const good = join(files, "good.env");
+    writeFileSync(good, `INTERNAL_SECRET=${"i".repeat(40)}\nORIGIN_TOKEN=origin\nADMIN_TOKEN=admin\n`);
+    const log: string[] = [];
+    assert.equal(
+      await deploy(
+        { environment: "production", dryRun: false, secretsFile: good },
+        { root, run, log: (l) => log.push(l), error: () => {} },
+      ),
+      0,
+    );
+    assert.deepEqual(seen.get("warmpath-region-us-east"), { ORIGIN_TOKEN: "origin", INTERNAL_SECRET: "i".repeat(40) });
+    assert.deepEqual(seen.get("warmpath"), { ADMIN_TOKEN: "admin", INTERNAL_SECRET: "i".repeat(40) });
+    assert.match(log.join("\n"), /warmpath keeps its NODE_TOKEN_US_EAST, NODE_TOKEN_EU_WEST \(not in/);
+    assert.doesNotMatch(log.join("\n"), /i{40}|origin"/, "no value printed");
+    for (const [content, message] of [
+      [`{"INTERNAL_SECRET":"${"i".repeat(40)}","ORIGN_TOKEN":"x"}`, /names ORIGN_TOKEN, which no worker of this environment needs/],
+      [`{"INTERNAL_SECRET":"short"}`, /INTERNAL_SECRET is 5 characters, at least 32/],
+    ] as const) {
+      const bad = join(files, "bad.json");
+      writeFileSync(bad, content);
+      const errors: string[] = [];
+      const { run: r, ran } = recorder();
+      assert.equal(
+        await deploy(
+          { environment: "production", dryRun: false, secretsFile: bad },
+          { root, run: r, log: () => {}, error: (l) => errors.push(l) },
+        ),
+        1,
+      );
+      assert.match(errors.join("\n"), message);
+      assert.deepEqual(ran, []);
+    }
+  } finally {
+    rmSync(files, { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
+  }
+});

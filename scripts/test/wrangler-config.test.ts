@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { parse } from "smol-toml";
 import { configSchema } from "../../src/config/schema.ts";
 import { ROOT } from "../system.ts";
+import { checkConfigSize, checkLedgerHome, checkPlacementHints, MAX_VAR_BYTES, varBytes } from "../deploy/checks.ts";
 
 interface Env {
   vars?: { WARMPATH_CONFIG?: unknown };
@@ -87,5 +88,16 @@ test("every deployed region names its worker's placement, by its GPUs (npm run d
     for (const r of configSchema.parse(env.vars?.WARMPATH_CONFIG).regions) {
       assert.ok(r.placement, `${name}: region ${r.name} has no placement`);
     }
+  }
+});
+
+test("every deployed environment fits Cloudflare's 5 KB per variable, and places each region's worker where its object is", () => {
+  for (const [name, env] of Object.entries(toml.env ?? {})) {
+    const raw = env.vars?.WARMPATH_CONFIG;
+    const config = configSchema.parse(raw);
+    assert.deepEqual(checkConfigSize(raw, name).problems, [], name);
+    assert.ok(varBytes(raw) < MAX_VAR_BYTES / 2, `${name}: ${varBytes(raw)} bytes, room to grow`);
+    assert.deepEqual(checkPlacementHints(config), { problems: [], warnings: [] }, name);
+    assert.deepEqual(checkLedgerHome(config).problems, [], name);
   }
 });

@@ -14,6 +14,7 @@ import { DEFAULT_REGION_SETTINGS, type RegionSettings } from "../core/region/ind
 import type { PrefixSettings } from "../core/prefix.ts";
 import { locationHintFor, type LocationHint } from "./location-hint.ts";
 import { originPolicy, type OriginPolicy } from "../core/origins.ts";
+import { budgetLedgerRegion } from "./ledger-home.ts";
 
 export class ConfigError extends Error {}
 
@@ -153,7 +154,7 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
     const usage = {
       flushIntervalMs: cfg.usage.flush_interval_ms,
       retentionDays: cfg.usage.retention_days,
-      ledgerRegion: cfg.regions[0]!.name,
+      ledgerRegion: budgetLedgerRegion(cfg),
     };
     const fingerprint = JSON.stringify([settings, staticNodes, usage]);
     return {

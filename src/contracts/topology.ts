@@ -30,7 +30,8 @@ export function regionWorkerName(edgeName: string, region: string): string {
 
 /**
  * Every region worker's binding to the budget ledger's home (docs/USAGE.md): the worker of the
- * first configured region, whose Durable Object namespace holds the one budget ledger object. Each
+ * region named by `budget_ledger_region` (default the first region; src/config/ledger-home.ts),
+ * whose Durable Object namespace holds the one budget ledger object. Each
  * region worker's script has a namespace of its own, so an object named the same in two regions'
  * namespaces is two objects: the other regions reach the ledger through this service binding. The
  * home region's worker, and the local single-process composition, call it in their own namespace.

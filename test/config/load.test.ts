@@ -32,6 +32,19 @@ describe("loadConfig", () => {
     expect(a.regions[3]!.init.settings.policy.name).toBe("round-robin");
   });
 
+  it("puts the budget ledger in budget_ledger_region, else the first region, and refuses a region that does not exist", () => {
+    const first = loadConfig(envWith(clone()));
+    expect(first.regions.map((r) => r.init.usage.ledgerRegion)).toEqual(first.regions.map(() => first.regions[0]!.config.name));
+    const named = clone();
+    const home = named.regions[1]!.name;
+    named.budget_ledger_region = home;
+    const loaded = loadConfig(envWith(named));
+    expect(loaded.regions.map((r) => r.init.usage.ledgerRegion)).toEqual(loaded.regions.map(() => home));
+    const bad = clone();
+    bad.budget_ledger_region = "mars-1";
+    expect(configError(envWith(bad))).toMatch(/budget_ledger_region: unknown region 'mars-1'/);
+  });
+
   it("names the bad field", () => {
     const bad = clone();
     (bad.regions[1] as Record<string, unknown>).location = { lat: 123, lon: 0 };

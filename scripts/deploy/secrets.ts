@@ -1,0 +1,84 @@
+/**
+ * `npm run deploy -- --secrets-file FILE`: the secrets' values, uploaded with each worker's
+ * version (`wrangler deploy --secrets-file`), so a worker that does not exist yet is created with
+ * its secrets. Without them wrangler refuses to create a worker whose `secrets.required` are not
+ * set ("This Worker does not exist yet, so secrets cannot be set in advance"), and the
+ * documented order before this (deploy, then `wrangler secret put`) failed at the first worker of
+ * a fresh account.
+ *
+ * The file is JSON (`{"NAME": "value"}`) or dotenv (`NAME=value`), as wrangler reads it. Each
+ * worker gets a file of its own holding only the names it needs (mode 0600, in a temporary
+ * directory removed after the deploy), so no worker receives another's token. A name the file
+ * lacks is inherited from the worker's previous version (an update need not carry any); a name no
+ * worker needs is refused (a typo would otherwise leave the real secret unset).
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseEnv } from "node:util";
+import { INTERNAL_SECRET_VAR, MIN_SECRET_LENGTH } from "../../src/core/internal-auth.ts";
+import type { GeneratedWorker } from "./generate.ts";
+
+export class SecretsFileError extends Error {}
+
+/** Reads a secrets file: JSON of strings, else dotenv. Never echoes a value. */
+export function readSecretsFile(path: string): Record<string, string> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    throw new SecretsFileError(`--secrets-file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  let values: Record<string, unknown>;
+  try {
+    values = JSON.parse(text) as Record<string, unknown>;
+    if (values === null || typeof values !== "object" || Array.isArray(values))
+      throw new SecretsFileError(`--secrets-file ${path}: a JSON object of strings`);
+  } catch (e) {
+    if (e instanceof SecretsFileError) throw e;
+    values = parseEnv(text);
+  }
+  const bad = Object.entries(values).filter(([, v]) => typeof v !== "string" || v === "");
+  if (bad.length)
+    throw new SecretsFileError(`--secrets-file ${path}: ${bad.map(([k]) => k).join(", ")}: each value must be a non-empty string`);
+  if (Object.keys(values).length === 0)
+    throw new SecretsFileError(`--secrets-file ${path}: no secrets in it (JSON {"NAME":"value"} or NAME=value lines)`);
+  return values as Record<string, string>;
+}
+
+/** Refuses names no worker needs, and an internal secret too short to sign with (src/core/internal-auth.ts). */
+export function checkSecrets(values: Record<string, string>, workers: GeneratedWorker[]): void {
+  const needed = new Set(workers.flatMap((w) => w.secrets));
+  const unknown = Object.keys(values).filter((k) => !needed.has(k));
+  if (unknown.length)
+    throw new SecretsFileError(
+      `--secrets-file names ${unknown.join(", ")}, which no worker of this environment needs (they need: ${[...needed].sort().join(", ")})`,
+    );
+  const internal = values[INTERNAL_SECRET_VAR];
+  if (internal !== undefined && internal.length < MIN_SECRET_LENGTH)
+    throw new SecretsFileError(
+      `--secrets-file: ${INTERNAL_SECRET_VAR} is ${internal.length} characters, at least ${MIN_SECRET_LENGTH} (openssl rand -hex 32)`,
+    );
+}
+
+/** The names a worker needs that the file does not give (inherited: they must already be set on it). */
+export function missingFor(worker: GeneratedWorker, values: Record<string, string>): string[] {
+  return worker.secrets.filter((s) => !(s in values));
+}
+
+/** Per-worker secrets files in a private temporary directory; `remove()` deletes them. */
+export function writeWorkerSecrets(
+  values: Record<string, string>,
+  workers: GeneratedWorker[],
+): { files: Map<string, string>; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), "warmpath-secrets-"));
+  const files = new Map<string, string>();
+  for (const w of workers) {
+    const own = Object.fromEntries(w.secrets.filter((s) => s in values).map((s) => [s, values[s]!]));
+    if (!Object.keys(own).length) continue;
+    const file = join(dir, `${w.name}.json`);
+    writeFileSync(file, JSON.stringify(own), { mode: 0o600 });
+    files.set(w.name, file);
+  }
+  return { files, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}

@@ -1,0 +1,78 @@
+/**
+ * `[limits]` and `[prefix]` of the configuration (src/config/schema.ts): request bounds and prefix hashing.
+ */
+import { z } from "zod";
+import { DEFAULT_PREFIX_SETTINGS } from "../core/prefix.ts";
+
+export const limitsSchema = z.strictObject({
+  max_body_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(4 * 1024 * 1024)
+    .describe("Largest request body."),
+  max_retries: z.number().int().min(0).max(5).default(2).describe("Extra nodes tried per region before the first byte."),
+  max_region_attempts: z.number().int().min(1).max(10).default(3).describe("Regions tried, nearest first."),
+  first_byte_timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .default(120_000)
+    .describe(
+      "Longest wait for a node's first body byte. The wait actually allowed adapts to the request: 4x the load model's estimated time to first token on that node, at least `first_byte_timeout_floor_ms`, at most this.",
+    ),
+  first_byte_timeout_floor_ms: z
+    .number()
+    .int()
+    .positive()
+    .default(10_000)
+    .describe("Shortest first-byte wait, however small the estimate (a cached prompt on an idle node)."),
+  stream_idle_timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .default(60_000)
+    .describe("Longest silence from a node between two chunks of its answer: past it the stream ends with an error event."),
+  continuations: z
+    .number()
+    .int()
+    .min(0)
+    .max(5)
+    .default(2)
+    .describe(
+      "Times a streamed chat completion or completion whose node failed after its first byte is continued on another node, within the request's deadline (docs/CONTINUATION.md); 0: such a stream ends with an error event.",
+    ),
+  request_deadline_ms: z
+    .number()
+    .int()
+    .positive()
+    .default(900_000)
+    .describe("Longest a request may take from arrival to its last byte: past it the answer ends with an error event."),
+});
+
+export const prefixSchema = z.strictObject({
+  block_chars: z
+    .number()
+    .int()
+    .min(16)
+    .max(65_536)
+    .default(DEFAULT_PREFIX_SETTINGS.blockChars)
+    .describe(
+      "Characters per block (~128 tokens) for the first 512 blocks: fine enough to match a shared prompt to within a few percent, coarse enough that a 100k-character prompt is ~200 hashes.",
+    ),
+  max_blocks: z
+    .number()
+    .int()
+    .min(1)
+    .max(4096)
+    .default(DEFAULT_PREFIX_SETTINGS.maxBlocks)
+    .describe(
+      "Blocks hashed per request. Blocks double in size every 256 after the first 512, so 2,048 blocks cover ~16.8M characters: the whole of any prompt the body limit admits, at index work growing with the log of its length.",
+    ),
+  chars_per_token: z
+    .number()
+    .positive()
+    .max(16)
+    .default(DEFAULT_PREFIX_SETTINGS.charsPerToken)
+    .describe("For token estimates without a tokenizer."),
+});
