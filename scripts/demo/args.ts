@@ -16,7 +16,8 @@ export const HELP = `npm run demo [-- options]
   --requests N         total requests (default ${DEFAULT_WORKLOAD.requests})
   --seed N             workload seed (default ${DEFAULT_WORKLOAD.seed})
   --rate R             mean arrivals per second of model time (default ${DEFAULT_WORKLOAD.requestsPerSecond})
-  --time-factor F      run the fleet and the schedule F times faster than real time (default 5)
+  --time-factor F      run the fleet and the schedule F times faster than real time (default 5);
+                       the router's objectives and waits are scaled to match (docs/demo.md, "Time")
   --concurrency N      most requests in flight (default 64)
   --policies A,B       policies to compare (default sticky,warmpath)
   --fleet FILE         fleet file (default fleet/fleet.default.json)
@@ -24,7 +25,9 @@ export const HELP = `npm run demo [-- options]
                        the nodes' real rate in wall time is their fleet rate x the time factor
   --json               machine-readable result on stdout (--json-requests: with every request)
   --verbose            wrangler dev's output on stderr
-Other workload knobs: scripts/workload.ts (DEFAULT_WORKLOAD), docs/demo.md.`;
+Exits 1 if a request failed; 2, with no table, if the machine was too busy for the timings to hold
+(docs/demo.md, "A machine too busy to measure"). Other workload knobs: scripts/workload.ts
+(DEFAULT_WORKLOAD), docs/demo.md.`;
 
 export type DemoArgs =
   | { help: true }

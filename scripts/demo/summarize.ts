@@ -5,6 +5,7 @@
  */
 import { percentile } from "../../src/core/stats.ts";
 import type { AdminState } from "./admin-state.ts";
+import type { HarnessStretch } from "./harness.ts";
 import type { RequestResult } from "./send-request.ts";
 
 /** A node's figures from the router's /admin/state (measured = the nodes' own usage). */
@@ -66,6 +67,8 @@ export interface PolicyResult {
    */
   routerReloads: number;
   eventLoopDelayP99Ms: number;
+  /** How far the harness stretched the simulated decode (harness.ts): whether the timings hold. */
+  harness: HarnessStretch;
   errorSamples: string[];
   results: RequestResult[];
 }
@@ -75,7 +78,7 @@ export function summarize(
   results: RequestResult[],
   state: AdminState,
   wallSeconds: number,
-  health: { routerReloads: number; eventLoopDelayP99Ms: number },
+  health: { routerReloads: number; eventLoopDelayP99Ms: number; harness: HarnessStretch },
 ): PolicyResult {
   const ok = results.filter((r) => r.ok);
   const promptTokens = ok.reduce((n, r) => n + r.promptTokens!, 0);
