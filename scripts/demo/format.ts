@@ -98,6 +98,9 @@ export function formatResult(result: DemoResult): string {
   );
   for (const p of ps) {
     if (p.errorSamples.length) lines.push("", `${p.policy} errors:`, ...p.errorSamples.map((e) => `  ${e}`));
+    const failed = p.nodes.flatMap((n) => Object.entries(n.failures).map(([reason, count]) => `${n.region}/${n.node} ${reason} ${count}`));
+    if (failed.length)
+      lines.push("", `${p.policy}: nodes that failed before the first byte (the router tried another): ${failed.join(", ")}`);
     if (p.routerReloads > 0) {
       lines.push(
         "",

@@ -20,6 +20,8 @@ export interface NodeSummary {
   prefillTokens: number;
   hitRate: number;
   decisions: Record<string, number>;
+  /** Failures before the first byte, by reason (timeout, connection, ...), as the router counted them; the non-zero ones. */
+  failures: Record<string, number>;
 }
 
 export interface PolicyResult {
@@ -98,6 +100,7 @@ export function summarize(
       prefillTokens: n.metrics.measuredPromptTokens - n.metrics.measuredCachedTokens,
       hitRate: n.metrics.measuredPromptTokens ? n.metrics.measuredCachedTokens / n.metrics.measuredPromptTokens : 0,
       decisions: Object.fromEntries(Object.entries(n.metrics.decisions).filter(([, v]) => v > 0)),
+      failures: Object.fromEntries(Object.entries(n.metrics.failures).filter(([, v]) => v > 0)),
     })),
   );
   const spread = (value: (n: NodeSummary) => number) => {
