@@ -24,7 +24,7 @@
  * send-request.ts (the client), admin-state.ts (the nodes' usage), summarize.ts (statistics),
  * format.ts (the table and JSON).
  */
-import { HELP, parseDemoArgs } from "./demo/args.ts";
+import { DemoArgsError, HELP, parseDemoArgs } from "./demo/args.ts";
 import { formatJson, formatRefusal, formatResult } from "./demo/format.ts";
 import { runDemo, stopCurrent } from "./demo/run.ts";
 
@@ -72,7 +72,8 @@ async function main(): Promise<void> {
 
 main()
   .catch((e) => {
-    console.error(e instanceof Error ? (e.stack ?? e.message) : e);
+    if (e instanceof DemoArgsError) console.error(`${e.message} (npm run demo -- --help lists the options)`);
+    else console.error(e instanceof Error ? (e.stack ?? e.message) : e);
     process.exitCode = 1;
   })
   // Keep-alive sockets would hold the process open for a few seconds after the last request.

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { HELP, QUICK_WORKLOAD, parseDemoArgs } from "../demo/args.ts";
+import { DemoArgsError, HELP, QUICK_WORKLOAD, parseDemoArgs } from "../demo/args.ts";
 import { REFERENCE_TIME_FACTOR, devConfigWithPolicy } from "../demo/policy-config.ts";
 import { configSchema } from "../../src/config/schema.ts";
 
@@ -69,7 +69,16 @@ test("every option --help documents is parsed into the run's options", () => {
   assert.ok(!quick.help && quick.options.workload?.requests === QUICK_WORKLOAD.requests);
   assert.deepEqual(parseDemoArgs(["-h"]), { help: true });
   assert.throws(() => parseDemoArgs(["--time-factor", "0"]), /time-factor/);
-  assert.throws(() => parseDemoArgs(["--nonsense"]), /nonsense/);
+  assert.throws(
+    () => parseDemoArgs(["--nonsense"]),
+    (e) => e instanceof DemoArgsError && /nonsense/.test(e.message),
+  );
+  assert.throws(() => parseDemoArgs(["--seed"]), DemoArgsError);
+  assert.throws(
+    () => parseDemoArgs(["--policies", "sticky,nonsense"]),
+    (e) => e instanceof DemoArgsError && /"nonsense" is not a policy/.test(e.message),
+  );
+  assert.throws(() => parseDemoArgs(["--policies", ","]), DemoArgsError);
 });
 
 test("the router's durations are scaled to the time factor: the same model time as at the reference x5", () => {
