@@ -16,16 +16,20 @@
  *   npm run demo [-- --quick] [-- --requests 1000] [-- --seed 1] [-- --rate 8] [-- --time-factor 5]
  *                [-- --concurrency 64] [-- --policies sticky,warmpath] [-- --fleet FILE] [-- --json [--json-requests]] [-- --verbose]
  *
- * Exits non-zero if any request failed. docs/demo.md explains the knobs and how to read the table.
+ * Exits 1 if any request failed, 2 (and prints no table) if the machine was too busy for the timings
+ * to hold (scripts/demo/harness.ts). docs/demo.md explains the knobs and how to read the table.
  *
  * This file is the entry point only. The parts, under scripts/demo/: args.ts (flags),
  * policy-config.ts (the policy switch), run.ts (one system per policy), replay.ts and
  * send-request.ts (the client), admin-state.ts (the nodes' usage), summarize.ts (statistics),
  * format.ts (the table and JSON).
  */
-import { HELP, parseDemoArgs } from "./demo/args.ts";
-import { formatJson, formatResult } from "./demo/format.ts";
+import { DemoArgsError, HELP, parseDemoArgs } from "./demo/args.ts";
+import { formatJson, formatRefusal, formatResult } from "./demo/format.ts";
 import { runDemo, stopCurrent } from "./demo/run.ts";
+
+/** The machine was too busy for the timings to hold (scripts/demo/harness.ts): no table printed. */
+const EXIT_UNTRUSTED = 2;
 
 async function main(): Promise<void> {
   const args = parseDemoArgs();
@@ -47,7 +51,14 @@ async function main(): Promise<void> {
     progress: (line) => console.error(line),
     routerOutput: args.verbose ? (line) => console.error(`[router] ${line}`) : undefined,
   });
-  console.log(args.json ? formatJson(result, args.jsonRequests) : "\n" + formatResult(result));
+  if (args.json) console.log(formatJson(result, args.jsonRequests));
+  else if (result.verdict.trusted) console.log("\n" + formatResult(result));
+  // Not on stdout: nothing a script reading the table could take for one.
+  else console.error("\n" + formatRefusal(result));
+  if (!result.verdict.trusted) {
+    if (args.json) console.error(`\nThe timings do not hold: ${result.verdict.reason}\n${result.verdict.remedy}`);
+    process.exitCode = EXIT_UNTRUSTED;
+  }
   const failed = result.policies.reduce((n, p) => n + p.errors, 0);
   if (failed > 0) {
     console.error(`\n${failed} requests failed`);
@@ -61,7 +72,8 @@ async function main(): Promise<void> {
 
 main()
   .catch((e) => {
-    console.error(e instanceof Error ? (e.stack ?? e.message) : e);
+    if (e instanceof DemoArgsError) console.error(`${e.message} (npm run demo -- --help lists the options)`);
+    else console.error(e instanceof Error ? (e.stack ?? e.message) : e);
     process.exitCode = 1;
   })
   // Keep-alive sockets would hold the process open for a few seconds after the last request.

@@ -3,6 +3,7 @@
  * the per-node figures, and the warnings that say when a run must be discarded. Also the JSON
  * form (--json), so both outputs are shaped in one place. Pure: no I/O.
  */
+import { MAX_DECODE_STRETCH } from "./harness.ts";
 import type { DemoResult } from "./run.ts";
 import type { PolicyResult } from "./summarize.ts";
 
@@ -14,8 +15,34 @@ function table(rows: string[][]): string {
   return rows.map((r) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("   ")).join("\n");
 }
 
-/** The side-by-side table, then per-node figures. */
+/** How far a run's harness stretched the simulated decode: `1.04x (+9 ms)`. */
+const stretch = (p: PolicyResult) =>
+  Number.isFinite(p.harness.medianStretch)
+    ? `${p.harness.medianStretch.toFixed(2)}x (+${Math.round(p.harness.medianExcessMs)} ms)`
+    : `- (${p.harness.samples} answers)`;
+
+/**
+ * What is printed instead of the table when the run's timings do not hold (harness.ts): why, each
+ * run's measured stretch, and what to do. No figure that could be read as a result.
+ */
+export function formatRefusal(result: DemoResult): string {
+  if (result.verdict.trusted) return "";
+  const lines = [
+    `No comparison printed: ${result.verdict.reason}`,
+    "",
+    table([
+      ["the median answer's decode, against its simulated time", ...result.policies.map((p) => p.policy)],
+      ["", ...result.policies.map(stretch)],
+    ]),
+    "",
+    result.verdict.remedy,
+  ];
+  return lines.join("\n");
+}
+
+/** The side-by-side table, then per-node figures; or, if the timings do not hold, why not (formatRefusal). */
 export function formatResult(result: DemoResult): string {
+  if (!result.verdict.trusted) return formatRefusal(result);
   const ps = result.policies;
   const w = result.workload;
   const row = (label: string, f: (p: PolicyResult) => string) => [label, ...ps.map(f)];
@@ -29,7 +56,7 @@ export function formatResult(result: DemoResult): string {
       `${w.documentsPerTenant} documents/tenant, seed ${w.seed}; ~${int(result.promptTokensOffered)} prompt tokens offered.`,
   );
   lines.push(
-    `Fleet: fleet/fleet.default.json at time factor ${result.timeFactor} (every duration / ${result.timeFactor}; TTFTs below are wall ms, ` +
+    `Fleet: ${result.fleetFile} at time factor ${result.timeFactor} (every duration / ${result.timeFactor}; TTFTs below are wall ms, ` +
       `x${result.timeFactor} for model time); ${w.requestsPerSecond} req/s of model time, at most ${result.concurrency} in flight.`,
   );
   lines.push("");
@@ -50,6 +77,7 @@ export function formatResult(result: DemoResult): string {
       row("429s waited out (Retry-After), then sent again", (p) => String(p.retriedAfter429)),
       row("errors", (p) => String(p.errors)),
       row("wall time (s)", (p) => p.wallSeconds.toFixed(1)),
+      row(`decode time / simulated (median; <= ${MAX_DECODE_STRETCH}x)`, stretch),
     ]),
   );
   lines.push("");
@@ -70,17 +98,13 @@ export function formatResult(result: DemoResult): string {
   );
   for (const p of ps) {
     if (p.errorSamples.length) lines.push("", `${p.policy} errors:`, ...p.errorSamples.map((e) => `  ${e}`));
+    const failed = p.nodes.flatMap((n) => Object.entries(n.failures).map(([reason, count]) => `${n.region}/${n.node} ${reason} ${count}`));
+    if (failed.length)
+      lines.push("", `${p.policy}: nodes that failed before the first byte (the router tried another): ${failed.join(", ")}`);
     if (p.routerReloads > 0) {
       lines.push(
         "",
         `WARNING (${p.policy}): wrangler dev reloaded the worker ${p.routerReloads}x during the run (a source file changed); discard this run.`,
-      );
-    }
-    if (p.eventLoopDelayP99Ms > 100) {
-      lines.push(
-        "",
-        `WARNING (${p.policy}): event-loop delay p99 ${p.eventLoopDelayP99Ms.toFixed(0)} ms: this machine is too busy for time factor ${result.timeFactor}; ` +
-          "latencies are inflated (try --time-factor 2).",
       );
     }
   }

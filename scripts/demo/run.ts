@@ -8,6 +8,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { startSystem, type System } from "../system.ts";
 import { generateWorkload, type WorkloadOptions } from "../workload.ts";
 import { adminStateWhenRecorded } from "./admin-state.ts";
+import { decodeStretch, harnessVerdict, type HarnessVerdict } from "./harness.ts";
 import { DEMO_POLICIES, devConfigWithPolicy, regionNames } from "./policy-config.ts";
 import { replay } from "./replay.ts";
 import { summarize, type PolicyResult } from "./summarize.ts";
@@ -33,11 +34,15 @@ export interface DemoOptions {
 
 export interface DemoResult {
   timeFactor: number;
+  /** The fleet file the runs used (--fleet), as given. */
+  fleetFile: string;
   concurrency: number;
   workload: WorkloadOptions;
   conversations: number;
   promptTokensOffered: number;
   policies: PolicyResult[];
+  /** Whether the run's timings hold (harness.ts): the CLI prints no comparison when they do not. */
+  verdict: HarnessVerdict;
 }
 
 /** The system currently up, so that an interrupted demo still tears it down. */
@@ -78,7 +83,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   );
   const out: PolicyResult[] = [];
   for (const policy of policies) {
-    const config = devConfigWithPolicy(policy, options.prefillRate);
+    const config = devConfigWithPolicy(policy, options.prefillRate, timeFactor);
     progress(`[${policy}] booting the router and the fleet (policy = "${policy}" in every region)...`);
     let replaying = false;
     let routerReloads = 0;
@@ -104,7 +109,18 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       const wallSeconds = (performance.now() - started) / 1000;
       replaying = false;
       loop.disable();
-      const health = { routerReloads, eventLoopDelayP99Ms: loop.percentile(99) / 1e6 };
+      // Each simulated node's modelled wall ms between two tokens, the harness's yardstick.
+      const intervals = new Map(
+        (system.fleet?.nodes ?? []).map((n) => [
+          `${n.region}/${n.id}`,
+          1000 / n.engine.options.decodeTokensPerSecond / n.engine.options.timeFactor,
+        ]),
+      );
+      const health = {
+        routerReloads,
+        eventLoopDelayP99Ms: loop.percentile(99) / 1e6,
+        harness: decodeStretch(results, (node) => intervals.get(node)),
+      };
       const state = await adminStateWhenRecorded(system.url, results.filter((r) => r.ok).length);
       const summary = summarize(policy, results, state, wallSeconds, health);
       progress(
@@ -122,10 +138,15 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   }
   return {
     timeFactor,
+    fleetFile: options.fleetFile ?? "fleet/fleet.default.json",
     concurrency,
     workload: workload.options,
     conversations: workload.conversations,
     promptTokensOffered: offered,
     policies: out,
+    verdict: harnessVerdict(
+      out.map((p) => ({ policy: p.policy, stretch: p.harness })),
+      timeFactor,
+    ),
   };
 }

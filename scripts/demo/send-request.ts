@@ -23,6 +23,14 @@ export interface RequestResult {
   ttftMs?: number;
   /** Wall ms from sending to the end of the stream. */
   latencyMs?: number;
+  /**
+   * Wall ms from sending to the last content chunk. With `ttftMs` and `completionTokens`, the
+   * decode phase as the client saw it, which the simulated node times by its model alone
+   * (harness.ts: how far the harness stretched it).
+   */
+  lastTokenMs?: number;
+  /** The usage chunk's `completion_tokens`. */
+  completionTokens?: number;
   /** Wall ms the request waited past its scheduled arrival (previous turn or concurrency bound). */
   delayMs?: number;
   promptTokens?: number;
@@ -41,6 +49,7 @@ const MAX_RETRY_AFTER_S = 60;
 
 interface Usage {
   prompt_tokens?: number;
+  completion_tokens?: number;
   prompt_tokens_details?: { cached_tokens?: number } | null;
 }
 
@@ -81,6 +90,7 @@ export async function sendRequest(
       return { ok: false, ...meta, error: `HTTP ${res.status}: ${text.slice(0, 200)}` };
     }
     let ttftMs: number | undefined;
+    let lastTokenMs: number | undefined;
     let usage: Usage | undefined;
     let done = false;
     let buffer = "";
@@ -99,7 +109,10 @@ export async function sendRequest(
         }
         const event = JSON.parse(data) as { choices?: Array<{ delta?: { content?: string } }>; usage?: Usage | null; error?: unknown };
         if (event.error) return { ok: false, ...meta, error: `stream error: ${JSON.stringify(event.error).slice(0, 200)}` };
-        if (ttftMs === undefined && event.choices?.some((c) => (c.delta?.content ?? "") !== "")) ttftMs = performance.now() - sent;
+        if (event.choices?.some((c) => (c.delta?.content ?? "") !== "")) {
+          lastTokenMs = performance.now() - sent;
+          ttftMs ??= lastTokenMs;
+        }
         if (event.usage) usage = event.usage;
       }
     }
@@ -112,6 +125,8 @@ export async function sendRequest(
       ...meta,
       ttftMs,
       latencyMs,
+      lastTokenMs,
+      completionTokens: usage.completion_tokens,
       promptTokens: usage.prompt_tokens,
       cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
     };

@@ -5,6 +5,7 @@
  */
 import { percentile } from "../../src/core/stats.ts";
 import type { AdminState } from "./admin-state.ts";
+import type { HarnessStretch } from "./harness.ts";
 import type { RequestResult } from "./send-request.ts";
 
 /** A node's figures from the router's /admin/state (measured = the nodes' own usage). */
@@ -19,6 +20,8 @@ export interface NodeSummary {
   prefillTokens: number;
   hitRate: number;
   decisions: Record<string, number>;
+  /** Failures before the first byte, by reason (timeout, connection, ...), as the router counted them; the non-zero ones. */
+  failures: Record<string, number>;
 }
 
 export interface PolicyResult {
@@ -66,6 +69,8 @@ export interface PolicyResult {
    */
   routerReloads: number;
   eventLoopDelayP99Ms: number;
+  /** How far the harness stretched the simulated decode (harness.ts): whether the timings hold. */
+  harness: HarnessStretch;
   errorSamples: string[];
   results: RequestResult[];
 }
@@ -75,7 +80,7 @@ export function summarize(
   results: RequestResult[],
   state: AdminState,
   wallSeconds: number,
-  health: { routerReloads: number; eventLoopDelayP99Ms: number },
+  health: { routerReloads: number; eventLoopDelayP99Ms: number; harness: HarnessStretch },
 ): PolicyResult {
   const ok = results.filter((r) => r.ok);
   const promptTokens = ok.reduce((n, r) => n + r.promptTokens!, 0);
@@ -95,6 +100,7 @@ export function summarize(
       prefillTokens: n.metrics.measuredPromptTokens - n.metrics.measuredCachedTokens,
       hitRate: n.metrics.measuredPromptTokens ? n.metrics.measuredCachedTokens / n.metrics.measuredPromptTokens : 0,
       decisions: Object.fromEntries(Object.entries(n.metrics.decisions).filter(([, v]) => v > 0)),
+      failures: Object.fromEntries(Object.entries(n.metrics.failures).filter(([, v]) => v > 0)),
     })),
   );
   const spread = (value: (n: NodeSummary) => number) => {

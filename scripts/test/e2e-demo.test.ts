@@ -1,7 +1,8 @@
 /**
  * End to end: the demo's workload through the whole system (wrangler dev + the simulated fleet),
  * once with sticky sessions and once with warmpath, the policy switched by configuration only.
- * warmpath must beat sticky sessions on the hit rate the nodes measured. ~55 s.
+ * warmpath must beat sticky sessions on the hit rate the nodes measured, and, when the harness
+ * vouches for its timings (scripts/demo/harness.ts), on the median time to first token. ~55 s.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -26,8 +27,8 @@ const TIME_FACTOR = 3;
 
 test("warmpath's measured cache hit rate beats sticky sessions on the demo workload", { timeout: 120_000 }, async () => {
   const result = await runDemo({ workload: QUICK_WORKLOAD, timeFactor: TIME_FACTOR });
-  const table = formatResult(result);
-  console.log(table);
+  // The table, or why the timings do not hold on this machine now (scripts/demo/harness.ts).
+  console.log(formatResult(result));
   const [sticky, warmpath] = result.policies;
   assert.ok(sticky && warmpath);
   assert.equal(sticky.policy, "sticky");
@@ -55,6 +56,17 @@ test("warmpath's measured cache hit rate beats sticky sessions on the demo workl
   assert.ok(warmpath.prefillTokens < sticky.prefillTokens);
   // The index against the nodes' real caches: the default fleet's caches hold this workload's hot
   // set, so the router's predictions must match what the nodes report (observed 99.8-100%).
+  // The harness measured itself on every answer: the timings are vouched for, or refused, never
+  // printed unchecked. Vouched for, they must show what docs/demo.md does: warmpath's median first
+  // token sooner than sticky's (a quarter to a third of it on a quiet machine). On a starved machine
+  // the hit rates above still hold; the TTFTs are the harness's and are not compared.
+  for (const p of result.policies)
+    assert.ok(p.harness.samples >= QUICK_WORKLOAD.requests! / 2, `${p.policy}: ${p.harness.samples} decodes measured`);
+  if (result.verdict.trusted) {
+    assert.ok(warmpath.ttftP50Ms < sticky.ttftP50Ms, `TTFT p50: warmpath ${warmpath.ttftP50Ms} ms vs sticky ${sticky.ttftP50Ms} ms`);
+  } else {
+    console.log(`TTFTs not compared: ${result.verdict.reason}`);
+  }
   for (const p of result.policies) {
     assert.ok(p.indexAgreement >= 0.95, `${p.policy}: index agreed with the nodes on ${(p.indexAgreement * 100).toFixed(1)}%`);
   }

@@ -7,6 +7,7 @@ import type { AppEnv } from "./app-types.ts";
 import { adminApi } from "./api/admin.ts";
 import { nodesApi } from "./api/nodes.ts";
 import { CLIENT_PATHS, openaiApi } from "./api/openai.ts";
+import { rootIndex } from "./api/root.ts";
 import { ConfigError, loadConfig, type ConfigRole } from "../config/load.ts";
 import { JsonBoundsError } from "../core/json-bounds.ts";
 import { ApiError } from "../http/errors.ts";
@@ -43,6 +44,8 @@ export function createApp(): Hono<AppEnv> {
   app.use("*", requestBounds);
 
   app.get("/healthz", (c) => c.json({ ok: true }));
+  // Where to go from the bare address (the API, the dashboard, the docs): needs no configuration.
+  app.get("/", rootIndex);
 
   app.use("*", async (c, next) => {
     c.set("config", loadConfig(c.env, EDGE));

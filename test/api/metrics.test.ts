@@ -11,8 +11,11 @@ import { describe, expect, it, vi } from "vitest";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { ACME_KEY, INITECH_KEY, TEST_ADMIN_TOKEN, WONKA_KEY } from "../fixtures/config.ts";
 import { call, chat, readChunks, registerAll } from "../helpers.ts";
+import { continuationOutcomeSchema, streamFailureSchema } from "../../src/contracts/routing.ts";
 import { LINES_PER_SECOND } from "../../src/edge/middleware/refusal-log.ts";
 import { SPANS_LINES_PER_SECOND } from "../../src/proxy/spans.ts";
+// The document itself, bundled as text (the tests run in workerd, without a file system).
+import observabilityDoc from "../../docs/OBSERVABILITY.md?raw";
 
 const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
 
@@ -95,6 +98,28 @@ describe("GET /metrics", () => {
     expect(sample("warmpath_retries_total", { region: "us" })!.value).toBe("0");
     expect(sample("warmpath_index_evictions_total", { region: "us" })!.value).toBe("0");
     expect(text).not.toContain(ACME_KEY);
+  });
+
+  it("exports exactly the metrics docs/OBSERVABILITY.md documents, each family from the first scrape after traffic", async () => {
+    await registerAll([{ id: "prom-doc", region: "us", models: ["m-meter"] }]);
+    const res = await chat(
+      { model: "m-meter", stream: true, messages: [{ role: "user", content: "documented" }] },
+      { headers: { "x-warmpath-region": "us" } },
+    );
+    await readChunks(res);
+    // A refusal, so that the edge's refusal family is exported too.
+    expect((await chat({ model: "m-meter", messages: [] }, { key: "not-a-key" })).status).toBe(401);
+    const text = await (await call("/metrics", { headers: admin })).text();
+    const exported = new Set((parsePrometheusTextFormat(text) as Family[]).map((f) => f.name));
+    const section = observabilityDoc.slice(observabilityDoc.indexOf("## Prometheus metrics"));
+    const table = section.slice(0, section.indexOf("\n## ", 1));
+    const documented = new Set([...table.matchAll(/`(warmpath_[a-z_]+)/g)].map((m) => m[1]!));
+    expect([...exported].filter((n) => !documented.has(n)).sort(), "exported but not documented").toEqual([]);
+    expect([...documented].filter((n) => !exported.has(n)).sort(), "documented but not exported").toEqual([]);
+    // The stream continuation counter is there before any stream failed: every reason and outcome, at 0.
+    const continuations = text.split("\n").filter((l) => l.startsWith('warmpath_stream_continuations_total{region="us",'));
+    expect(continuations.length).toBe(streamFailureSchema.options.length * continuationOutcomeSchema.options.length);
+    expect(text).toMatch(/^warmpath_stream_continuations_total\{region="us",reason="connection",outcome="continued"\} 0$/m);
   });
 
   it("needs the admin token outside local development", async () => {

@@ -5,6 +5,7 @@
  * node); every metric is documented in docs/OBSERVABILITY.md ("Prometheus metrics").
  */
 import type { RegionSnapshotAnswer as RegionSnapshot } from "../../contracts/admin.ts";
+import { continuationOutcomeSchema, streamFailureSchema } from "../../contracts/routing.ts";
 import { LATENCY_BUCKETS_MS, MATCHED_BLOCKS_BUCKETS } from "../../core/region/index.ts";
 
 type Labels = Record<string, string>;
@@ -111,7 +112,16 @@ export function renderPrometheus(
         r.failovers[from] ?? 0,
       );
     }
-    for (const [key, count] of Object.entries(r.continuations ?? {})) {
+    // Every reason and outcome from the start (0 until a stream fails), as for failovers: the series
+    // exists before the first failure, so a rate() or an alert over it needs no special case.
+    // 6 reasons x 7 outcomes: 42 series a region. A key outside the contract (none is written
+    // today) is still exported after them.
+    const continuations = new Map<string, number>();
+    for (const reason of streamFailureSchema.options) {
+      for (const outcome of continuationOutcomeSchema.options) continuations.set(`${reason}:${outcome}`, 0);
+    }
+    for (const [key, count] of Object.entries(r.continuations ?? {})) continuations.set(key, count);
+    for (const [key, count] of continuations) {
       const [reason, outcome] = key.split(":");
       e.add(
         "warmpath_stream_continuations_total",
