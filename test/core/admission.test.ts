@@ -200,6 +200,30 @@ describe("admission", () => {
     expect(flood).toMatchObject({ ok: false, reason: "over-share" });
   });
 
+  it("releases a flooding tenant's requests after every class, the batch tenants' included", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    const loose = { objectiveMs: 60_000 };
+    const whose = new Map<string, string>();
+    let ticket = placed(r.admit(req(10_000, { tenant: "other", priority: "standard", ...loose }), 0)).ticket;
+    whose.set(queued(r.admit(req(2_000, { tenant: "bulk", priority: "batch", ...loose }), 1)), "bulk1");
+    // "hog" asks for interactive: its first two are within its share of the demand (5,000 of
+    // 17,000, 10,000 of 22,000); from its third (15,000 of 27,000: over 1.5x a third) it floods.
+    for (let i = 1; i <= 5; i++)
+      whose.set(queued(r.admit(req(5_000, { tenant: "hog", priority: "interactive", ...loose }), 1 + i)), `hog${i}`);
+    // The batch tenant asks for batch within its share: even arriving after the flood, it goes first.
+    whose.set(queued(r.admit(req(2_000, { tenant: "bulk", priority: "batch", ...loose }), 7)), "bulk2");
+    const order: string[] = [];
+    for (let t = 1_000; order.length < 7 && t < 60_000; t += 1_000) {
+      r.firstByte(ticket, t);
+      for (const o of r.drainQueue(t)) {
+        order.push(whose.get(o.queueId)!);
+        ticket = placed(o.result).ticket;
+      }
+    }
+    expect(order).toEqual(["hog1", "hog2", "bulk1", "bulk2", "hog3", "hog4", "hog5"]);
+  });
+
   it("keeps a lower class off busy nodes while a higher class is active", () => {
     const r = new RegionRouter(settings());
     r.upsertNode(spec("a"), 0);

@@ -1,29 +1,30 @@
-/** TenantDemand: which tenants are flooding, to be queued a class lower (src/core/region/tenant-demand.ts). */
+/** TenantDemand: which tenants are flooding, and over whose share (src/core/region/tenant-demand.ts). */
 import { describe, expect, it } from "vitest";
 import { TenantDemand } from "../../src/core/region/tenant-demand.ts";
 import { DEMAND_TAU_MS } from "../../src/core/region/class-reserve.ts";
+import { demotedRank, EXCESS_RANK } from "../../src/core/region/admission-queue.ts";
 
 describe("TenantDemand", () => {
   it("finds a tenant over 1.5x its weighted share of the active tenants' recent prefill, and only then", () => {
     const d = new TenantDemand();
     d.arrived("alone", 1, 1_000_000, 0, 1);
-    expect(d.overShare("alone", 0)).toBe(false); // one tenant has no one to starve
+    expect(d.overShare("alone", 0)).toBeUndefined(); // one tenant has no one to starve
     d.arrived("light", 1, 100_000, 0, 1);
-    expect(d.overShare("alone", 0)).toBe(true); // 91% against a 50% share
-    expect(d.overShare("light", 0)).toBe(false);
+    expect(d.overShare("alone", 0)).toBe("everyone"); // 91% against a 50% share
+    expect(d.overShare("light", 0)).toBeUndefined();
     // Alike tenants never demote each other: 60% of two is under 1.5 x 50%.
     const e = new TenantDemand();
     e.arrived("a", 1, 60_000, 0, 1);
     e.arrived("b", 1, 40_000, 0, 1);
-    expect(e.overShare("a", 0)).toBe(false);
+    expect(e.overShare("a", 0)).toBeUndefined();
     // Weights: a tenant of weight 3 may send three times as much.
     const w = new TenantDemand();
     w.arrived("big", 3, 700_000, 0, 1);
     w.arrived("small", 1, 300_000, 0, 1);
-    expect(w.overShare("big", 0)).toBe(false);
+    expect(w.overShare("big", 0)).toBeUndefined();
     // Once the other tenant has been quiet for the demand window, it no longer counts.
     d.arrived("alone", 1, 1, DEMAND_TAU_MS + 1, 1);
-    expect(d.overShare("alone", DEMAND_TAU_MS + 1)).toBe(false);
+    expect(d.overShare("alone", DEMAND_TAU_MS + 1)).toBeUndefined();
   });
 
   it("finds a tenant over its share of its own class and those above, hidden by a lower class's demand", () => {
@@ -34,10 +35,21 @@ describe("TenantDemand", () => {
     d.arrived("rag-b", 1, 100_000, 0, 1);
     d.arrived("rag-a", 1, 400_000, 0, 1);
     // rag-a: 25% of everyone's demand, under 1.5 x 25%; but 67% of its peers' (chat, rag-b, rag-a), over 1.5 x 33%.
-    expect(d.overShare("rag-a", 0)).toBe(true);
-    expect(d.overShare("rag-b", 0)).toBe(false);
-    expect(d.overShare("chat", 0)).toBe(false); // its peers are itself alone: judged against everyone only
+    expect(d.overShare("rag-a", 0)).toBe("peers");
+    expect(d.overShare("rag-b", 0)).toBeUndefined();
+    expect(d.overShare("chat", 0)).toBeUndefined(); // its peers are itself alone: judged against everyone only
     // The batch tenant's peers are everyone: 62.5% of the demand is over 1.5 x 25%, but it is batch already.
-    expect(d.overShare("batch", 0)).toBe(true);
+    expect(d.overShare("batch", 0)).toBe("everyone");
+  });
+
+  it("demotes as far as the flood reaches: over its peers' share to batch, over everyone's below batch; batch stays batch", () => {
+    // Ranks: 0 interactive, 1 standard, 2 batch.
+    expect(demotedRank(0, undefined)).toBe(0);
+    expect(demotedRank(0, "peers")).toBe(2);
+    expect(demotedRank(1, "peers")).toBe(2);
+    expect(demotedRank(0, "everyone")).toBe(EXCESS_RANK);
+    expect(demotedRank(1, "everyone")).toBe(EXCESS_RANK);
+    expect(demotedRank(2, "everyone")).toBe(2);
+    expect(EXCESS_RANK).toBeGreaterThan(2);
   });
 });

@@ -16,6 +16,28 @@
  * is shed. So a flood fills at most its share, and batch is shed before anything above it.
  */
 import { PRIORITY_CLASSES, type PriorityClass, type RouteRequest } from "../../contracts/routing.ts";
+import type { Flooding } from "./tenant-demand.ts";
+
+/**
+ * The rank below every class: a flooding tenant's requests (tenant-demand.ts). A class is what a
+ * tenant is entitled to at its share; what it sends beyond is entitled to nothing, so it is
+ * released only to what no class needs (the batch tenants included), and shed first.
+ */
+export const EXCESS_RANK = PRIORITY_CLASSES.length;
+/** Ranks the region orders: the classes, then the excess. */
+export const RANKS = PRIORITY_CLASSES.length + 1;
+
+/** The class a rank is reported as: the excess is reported as batch (with `overShare` on the decision). */
+export function rankClass(rank: number): PriorityClass {
+  return PRIORITY_CLASSES[Math.min(rank, PRIORITY_CLASSES.length - 1)]!;
+}
+
+/** The rank a tenant's request takes, from the class it asked for and how far it floods (tenant-demand.ts). */
+export function demotedRank(asked: number, flooding: Flooding): number {
+  const batch = PRIORITY_CLASSES.length - 1;
+  if (flooding === undefined || asked >= batch) return asked;
+  return flooding === "everyone" ? EXCESS_RANK : batch;
+}
 
 /** A class's rank: 0 is released first. */
 export function classRank(c: PriorityClass | undefined): number {
@@ -56,8 +78,8 @@ interface TenantLane {
 export type Visit = "placed" | "kept" | "removed";
 
 export class AdmissionQueue {
-  private readonly lanes: Array<Map<string, TenantLane>> = PRIORITY_CLASSES.map(() => new Map());
-  private readonly clock: number[] = PRIORITY_CLASSES.map(() => 0);
+  private readonly lanes: Array<Map<string, TenantLane>> = Array.from({ length: RANKS }, () => new Map());
+  private readonly clock: number[] = new Array<number>(RANKS).fill(0);
   private readonly byId = new Map<string, QueueEntry>();
   private queuedBlocks = 0;
   private seq = 0;
@@ -81,10 +103,10 @@ export class AdmissionQueue {
     return this.byId.get(id);
   }
 
-  /** Entries per class, by rank. */
+  /** Entries per class, by rank (the excess counted as batch). */
   depthByClass(): number[] {
     const out = PRIORITY_CLASSES.map(() => 0);
-    for (const e of this.byId.values()) out[e.rank]!++;
+    for (const e of this.byId.values()) out[Math.min(e.rank, PRIORITY_CLASSES.length - 1)]!++;
     return out;
   }
 

@@ -12,13 +12,13 @@
  * region's mean rate; a node is busy with a class while a request of it waits for its first byte
  * there.
  */
-import { PRIORITY_CLASSES } from "../../contracts/routing.ts";
+import { RANKS } from "./admission-queue.ts";
 
 /** The window over which a class's demand is averaged (ms): as long as a class counts as active. */
 export const DEMAND_TAU_MS = 10_000;
 
 export class ClassReserve {
-  private readonly demand = PRIORITY_CLASSES.map(() => ({ tokens: 0, at: 0 }));
+  private readonly demand = Array.from({ length: RANKS }, () => ({ tokens: 0, at: 0 }));
   /** Requests before their first byte, per node and class. */
   private readonly pending = new Map<string, number[]>();
 
@@ -31,7 +31,7 @@ export class ClassReserve {
 
   placed(nodeId: string, rank: number): void {
     let p = this.pending.get(nodeId);
-    if (!p) this.pending.set(nodeId, (p = PRIORITY_CLASSES.map(() => 0)));
+    if (!p) this.pending.set(nodeId, (p = new Array<number>(RANKS).fill(0)));
     p[rank]!++;
   }
 

@@ -49,7 +49,7 @@ import {
 import { LongPrefixes, type RegionDigest } from "./long-prefixes.ts";
 import { RegionLedger, type LedgerEntry, type RegionHistoryView } from "./ledger.ts";
 import { buildSnapshot, type RegionSnapshot } from "./snapshot.ts";
-import { AdmissionQueue, classRank, type QueueEntry, type Visit } from "./admission-queue.ts";
+import { AdmissionQueue, classRank, demotedRank, RANKS, rankClass, type QueueEntry, type Visit } from "./admission-queue.ts";
 import { CLASS_ACTIVE_MS, dispatchBoundMs, fluidTtftMs, leastOwnCost, meetingDeadline, retryAfterSeconds, waitMs } from "./admission.ts";
 import { objectiveMs } from "./objective.ts";
 import { ClassReserve } from "./class-reserve.ts";
@@ -71,12 +71,19 @@ export interface QueueOutcome {
 /** What a request's admission carries through the steps of a placement. */
 interface Admitted {
   priority: (typeof PRIORITY_CLASSES)[number];
+  /** Its rank in the region's order (admission-queue.ts): its class's, or EXCESS_RANK. */
+  rank: number;
   objectiveMs: number;
   queuedMs: number;
 }
 
 /** Admission off: what a placement says of its class and objective. */
-const NO_ADMISSION = (req: RouteRequest): Admitted => ({ priority: req.priority ?? "standard", objectiveMs: 0, queuedMs: 0 });
+const NO_ADMISSION = (req: RouteRequest): Admitted => ({
+  priority: req.priority ?? "standard",
+  rank: classRank(req.priority),
+  objectiveMs: 0,
+  queuedMs: 0,
+});
 
 /** A ticket's joined hashes, one string per block again. */
 function chainHashes(chain: string): string[] {
@@ -205,7 +212,7 @@ export class RegionRouter {
   private outbox: QueueOutcome[] = [];
   private queueSeq = 0;
   /** When a request of each class was last seen: a class below an active one takes only idle nodes (admission.ts). */
-  private readonly classSeenAt: number[] = PRIORITY_CLASSES.map(() => -Infinity);
+  private readonly classSeenAt: number[] = new Array<number>(RANKS).fill(-Infinity);
   /** The nodes the classes below an active one may keep busy (class-reserve.ts). */
   private readonly reserve = new ClassReserve();
   /** Tenants sending more than their share, queued a class lower (tenant-demand.ts). */
@@ -424,7 +431,8 @@ export class RegionRouter {
     const meanRate = this.regionRate(found.nodes);
     const objective = objectiveMs(req, meanRate, this.settings.admission);
     const { ownMs, work } = leastOwnCost(candidates);
-    // A tenant over its share of the recent demand loses its class while it is (tenant-demand.ts),
+    // A tenant over its share of the recent demand loses the class it asked for while it is
+    // (tenant-demand.ts: below batch, unless it asked for batch),
     // and is refused (another region, else 429) if every node it may use has a queue past the fair
     // share's bound. A tenant within its share is never refused for it: the fair share judges
     // dispatched prefill, which the queue's class order tilts towards the higher classes (refused
@@ -434,8 +442,8 @@ export class RegionRouter {
     this.demand.arrived(tenant, req.tenantWeight ?? 1, work, now, asked);
     const flooding = this.demand.overShare(tenant, now);
     const share = this.admitFairShare(req, tenant, candidates, now);
-    if (!share.ok && flooding) return this.refuseOverShare(req, tenant, share, all, now);
-    const rank = flooding ? PRIORITY_CLASSES.length - 1 : asked;
+    if (!share.ok && flooding !== undefined) return this.refuseOverShare(req, tenant, share, all, now);
+    const rank = demotedRank(asked, flooding);
     this.classSeenAt[rank] = now;
     this.reserve.arrived(rank, work, now);
     const entry = {
@@ -586,7 +594,7 @@ export class RegionRouter {
   }
 
   private admittedOf(e: QueueEntry, now: number): Admitted {
-    return { priority: PRIORITY_CLASSES[e.rank]!, objectiveMs: e.objectiveMs, queuedMs: Math.max(0, now - e.enqueuedAt) };
+    return { priority: rankClass(e.rank), rank: e.rank, objectiveMs: e.objectiveMs, queuedMs: Math.max(0, now - e.enqueuedAt) };
   }
 
   /** Whether a class above `rank` is active: queued, or seen within CLASS_ACTIVE_MS. */
@@ -620,7 +628,7 @@ export class RegionRouter {
   ): RouteRefusal {
     const req = e.req;
     const at = {
-      priority: PRIORITY_CLASSES[e.rank]!,
+      priority: rankClass(e.rank),
       objectiveMs: e.objectiveMs,
       queuedMs: wasQueued ? Math.max(0, now - e.enqueuedAt) : 0,
     };
@@ -860,10 +868,10 @@ export class RegionRouter {
       touched: d.touched,
       ledger,
       trial: this.nodes.dispatched(entry, now),
-      rank: classRank(d.admitted.priority),
+      rank: d.admitted.rank,
     });
     countRouted(entry.metrics, d.decision, req.promptTokens, chosen.matchTokens, chosen.matchBlocks);
-    this.reserve.placed(chosen.id, classRank(d.admitted.priority));
+    this.reserve.placed(chosen.id, d.admitted.rank);
     return { ticket, shown };
   }
 

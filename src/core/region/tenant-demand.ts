@@ -2,12 +2,22 @@
  * Which tenants are flooding (docs/ADMISSION.md). A tenant is, while it sends more than
  * SHARE_TOLERANCE over its weighted share of the recent uncached prefill either of every tenant
  * active in the region, or of those asking for its class or a higher one (two at least in each
- * case). A flooding tenant loses its class: it is queued as batch, the lowest.
+ * case). A flooding tenant loses the class it asked for, as far as its flood reaches:
+ * - over its share of its peers' demand only, it takes from the tenants of its class and above:
+ *   queued as batch, it keeps no precedence over the lower classes beyond its fair part;
+ * - over its share of everyone's demand, it takes from every tenant: queued below batch (the
+ *   excess rank, admission-queue.ts EXCESS_RANK), after every tenant within its share. A tenant
+ *   that asked for batch keeps batch: it claimed no precedence, and among the batch tenants the
+ *   queue's weights and the fair share's bound already hold it to its share.
  * - Classes are ordered before tenants in the region's queue, so without this an interactive
  *   tenant's flood took every node from the standard and batch tenants (bench/GOODPUT.md, the mix at
  *   1x with one interactive tenant at five times its rate: the others kept about 30% of their
- *   goodput). One class lower was not enough: the flood still outranked the batch tenant (41%). As
- *   batch, it competes with the batch tenants by weight, and the flood absorbs its own shedding.
+ *   goodput). One class lower was not enough: the flood still outranked the batch tenant (41%).
+ *   Queued as batch, it competed with the batch tenant by weight and took its share (the batch
+ *   tenant kept 88% of its goodput); below batch the flood absorbs its own shedding.
+ * - Below batch only when over everyone's share: the peers' test also catches a standard RAG tenant
+ *   whose documents a batch flood evicted (its uncached demand, long documents beside chat turns,
+ *   looks like a flood of its class), and below a batch flood it was starved (0.5% of its goodput).
  * - Its peers' demand as well as everyone's: a class goes ahead of the classes below for its fair
  *   part of what that class and those above send. Judged against every tenant only, a standard
  *   tenant's flood looked small beside the batch tenant's long documents and kept its class (the
@@ -24,6 +34,9 @@ import { DEMAND_TAU_MS } from "./class-reserve.ts";
 
 /** Tenants tracked per region (the configuration's, with room to spare); idle ones are forgotten first. */
 const MAX_TENANTS = 1_024;
+
+/** Whose demand a tenant is over its share of: every active tenant's, only its peers' (its class and above), or neither. */
+export type Flooding = "everyone" | "peers" | undefined;
 
 interface Demand {
   tokens: number;
@@ -49,10 +62,13 @@ export class TenantDemand {
     d.rank = rank;
   }
 
-  /** Whether `tenant` sent more than SHARE_TOLERANCE over its weighted share of the recent prefill of every active tenant, or of those of its class and above. */
-  overShare(tenant: string, now: number): boolean {
+  /**
+   * Whether `tenant` sent more than SHARE_TOLERANCE over its weighted share of the recent prefill
+   * of every active tenant (`everyone`), or else of those of its class and above (`peers`).
+   */
+  overShare(tenant: string, now: number): Flooding {
     const own = this.tenants.get(tenant);
-    if (!own) return false;
+    if (!own) return undefined;
     let total = 0;
     let weights = 0;
     let active = 0;
@@ -71,10 +87,10 @@ export class TenantDemand {
         peers++;
       }
     }
-    if (active < 2 || total <= 0) return false;
+    if (active < 2 || total <= 0) return undefined;
     const mine = decayed(own, now);
-    if (mine > (1 + SHARE_TOLERANCE) * (own.weight / weights) * total) return true;
-    return peers >= 2 && mine > (1 + SHARE_TOLERANCE) * (own.weight / peerWeights) * peerTotal;
+    if (mine > (1 + SHARE_TOLERANCE) * (own.weight / weights) * total) return "everyone";
+    return peers >= 2 && mine > (1 + SHARE_TOLERANCE) * (own.weight / peerWeights) * peerTotal ? "peers" : undefined;
   }
 
   private forgetIdle(now: number): void {
