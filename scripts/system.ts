@@ -56,10 +56,11 @@ export interface SystemOptions {
   /** Multiplies every node's time factor (10 = ten times faster). Default 1. */
   timeFactorScale?: number;
   /**
-   * What runs the workers. Default `"wrangler-dev"` (what `npm start` runs: every worker in one
-   * wrangler dev); `"workerd"`: the deploy bundles in workerd with no development machinery, each
+   * What runs the workers. Default `"wrangler-dev"` (every worker in one wrangler dev, with its
+   * development machinery); `"workerd"`: the deploy bundles in workerd with no development machinery, each
    * worker in a process of its own, the bindings over loopback HTTP (scripts/workerd-host.ts);
-   * `"workerd-single"`: the same bundles in one workerd process, the bindings in-process.
+   * `"workerd-single"`: the same bundles in one workerd process, the bindings in-process (what
+   * `npm start` runs: wrangler dev's proxy, entry worker and log relay added ~20 ms to a request).
    */
   runtime?: "wrangler-dev" | "workerd" | "workerd-single";
   /** A full configuration document replacing wrangler.toml's WARMPATH_CONFIG (for the edge and every region's worker). */
@@ -113,7 +114,7 @@ export interface System {
   restartRouter(): Promise<{ killedAt: number; upAt: number }>;
   /**
    * Regenerates the workers' configurations from wrangler.toml (as at boot) and starts the workers
-   * again on them and on the same stores (`runtime: "wrangler-dev"`, what `npm start` runs). An
+   * again on them and on the same stores (`runtime: "workerd-single"`, what `npm start` runs, or `"wrangler-dev"`). An
    * invalid wrangler.toml leaves the running workers as they are and rejects, naming the field.
    */
   reload(): Promise<{ upAt: number }>;
@@ -362,9 +363,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   } else if (options.runtime === "workerd-single") {
     // Every worker in one workerd process, their bindings in-process as on Cloudflare: the
     // deployed path with no development machinery and no emulated network between the workers.
-    const configs = [edge, ...regions].flatMap((w) => ["--config", w.file]);
-    const args = [...configs, "--port", String(port), "--persist-to", stores, ...hostSecrets, ...hostFlags];
-    launch("router", [process.execPath, [WORKERD_HOST, ...args, "--inspector-port", String(await freePort())]], url);
+    launch("router", [process.execPath, singleArgs(deployment, await freePort())], url);
   } else {
     launch("router", [WRANGLER, wranglerDevArgs(deployment, await freePort())], url);
   }
@@ -377,6 +376,13 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     await traces?.stop();
     rmSync(state, { recursive: true, force: true });
   };
+  /** workerd-host with every worker's configuration: one process, the edge first (it takes the port). */
+  function singleArgs(d: Deployment, inspectorPort: number): string[] {
+    const w = d.workers;
+    const configs = [w.find((x) => x.kind === "edge")!, ...w.filter((x) => x.kind === "region")].flatMap((x) => ["--config", x.file]);
+    const args = [...configs, "--port", String(port), "--persist-to", stores, ...hostSecrets, ...hostFlags];
+    return [WORKERD_HOST, ...args, "--inspector-port", String(inspectorPort)];
+  }
   /** wrangler dev with every worker's configuration: one process, the edge first (it takes the port). */
   function wranglerDevArgs(d: Deployment, inspectorPort: number): string[] {
     const w = d.workers;
@@ -387,7 +393,8 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   }
   const reload = async () => {
     const runtime = options.runtime ?? "wrangler-dev";
-    if (runtime !== "wrangler-dev") throw new Error(`reload runs under wrangler dev only, not runtime "${runtime}"`);
+    if (runtime === "workerd")
+      throw new Error(`reload runs the workers of one process only (wrangler dev or workerd-single), not runtime "${runtime}"`);
     // Validated and written before anything stops: a bad wrangler.toml leaves the workers running.
     let next: Deployment;
     try {
@@ -397,7 +404,12 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     }
     const router = processes[0]!;
     await killTree(router.child);
-    router.command = [WRANGLER, wranglerDevArgs(next, await freePort())];
+    if (runtime === "wrangler-dev") router.command = [WRANGLER, wranglerDevArgs(next, await freePort())];
+    else {
+      // workerd-host bundles the code again (its bundles are cached beside the stores for crash restarts): the code as it is now.
+      rmSync(join(stores, "bundle"), { recursive: true, force: true });
+      router.command = [process.execPath, singleArgs(next, await freePort())];
+    }
     relaunch(router);
     await ready(router);
     return { upAt: Date.now() };

@@ -37,9 +37,14 @@ import { percentile } from "../e2e/load.ts";
 import { cpuMs, descendants } from "../e2e/procs.ts";
 import { startNode, type BenchNode } from "./node.ts";
 import { startRelay, type Relay } from "./relay.ts";
+import { STAGES, profileStages, type Stage } from "./stages.ts";
 
-const { values: flags } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
+const { values: flags } = parseArgs({
+  options: { quick: { type: "boolean", default: false }, "one-process": { type: "boolean", default: false } },
+});
 const QUICK = flags.quick;
+/** Only the one-process measurement (the router's own cost, per stage), into .tmp/: for working on the request path. */
+const ONE_PROCESS_ONLY = flags["one-process"];
 const RTTS = QUICK ? [0, 90] : [0, 20, 90, 130];
 const PLACES: Record<number, string> = { 0: "same machine", 20: "same continent", 90: "transatlantic", 130: "transpacific" };
 /** Requests per path one at a time (after WARMUP of each), and per path at the steady rate. */
@@ -56,10 +61,23 @@ const TARGET_P99_MS = 15;
 const TARGET_CPU_MS = 1.5;
 /** How long the router processes' idle CPU is sampled before the one-at-a-time requests. */
 const IDLE_SAMPLE_MS = 2_000;
-const OUT = QUICK ? join(ROOT, ".tmp", "bench-wan-quick") : join(ROOT, "bench", "wan");
+/** Rounds of the one-process measurement: its CPU per request is the median round's (a busy neighbour inflates a round, rarely all). */
+const CPU_ROUNDS = 3;
+/** Content events of the streamed answer that prices the relay per SSE event, and the requests per round that stream it. */
+const STREAM_EVENTS = 100;
+const STREAM_REQUESTS = QUICK ? 10 : 50;
+/** Requests of the typical chat profiled for the per-stage split, and the sampling interval asked for. */
+const PROFILE_REQUESTS = QUICK ? 40 : 200;
+const PROFILE_INTERVAL_US = 100;
+const OUT = ONE_PROCESS_ONLY
+  ? join(ROOT, ".tmp", QUICK ? "bench-wan-one-process-quick" : "bench-wan-one-process")
+  : QUICK
+    ? join(ROOT, ".tmp", "bench-wan-quick")
+    : join(ROOT, "bench", "wan");
 const KEYS = [DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3];
 const MODEL = "m-wan";
 const RETRY_MODEL = "m-wan-retry";
+const STREAM_MODEL = "m-wan-stream";
 
 type Path = "direct" | "warmpath" | "warmpath-one-process" | "single-worker";
 type Mode = "one-at-a-time" | "steady" | "retry";
@@ -85,14 +103,24 @@ interface Target {
 }
 
 let seq = 0;
-/** A streamed chat request, unique (the router indexes a new prefix each time). */
+/**
+ * The typical request: a streamed chat of about 2,000 prompt tokens (8,000 characters at the
+ * router's 4 characters a token): a system prompt every request shares (~1,000 tokens) and a user
+ * turn of its own (~1,000 tokens), so each request extends a known prefix with a new one.
+ */
+const SYSTEM_PROMPT =
+  "You are a careful assistant. Answer in plain words, cite the document you rely on, and say when you do not know. ".repeat(36);
+const USER_TURN = "Summarise the attached report in three sentences, keeping every figure it gives. ".repeat(49);
 function body(model: string): string {
   const n = seq++;
   return JSON.stringify({
     model,
     stream: true,
-    max_tokens: 1,
-    messages: [{ role: "user", content: `wan ${n}: reply "ok". ` + "pad ".repeat(40) }],
+    max_tokens: 512,
+    messages: [
+      { role: "system", content: SYSTEM_PROMPT },
+      { role: "user", content: `wan ${n}: ${USER_TURN}` },
+    ],
   });
 }
 
@@ -139,28 +167,67 @@ function row(rtt: number, path: Path, mode: Mode, samples: number[], errors: num
 
 const round = (v: number) => Math.round(v * 100) / 100;
 
+/** The one-process path's CPU per request, split by stage (bench/wan/stages.ts). */
+interface Stages {
+  requests: number;
+  samples: number;
+  cpu_rounds_ms: number[];
+  workerd_ms: number;
+  /** The workerd process's Node host (Miniflare: it relays the workers' log lines). */
+  host_ms: number;
+  stream_cpu_rounds_ms: number[];
+  relay_per_event_us: number;
+  ms: Record<Stage, number>;
+}
+
 interface CpuRow {
   rtt_ms: number;
   path: Path;
   cpu_ms_per_request: number;
 }
 
-/** Runs `work` and measures the CPU of every process of `system` (less their idle rate) per request it sent one at a time. */
-async function withCpu<T>(system: System, work: () => Promise<T>): Promise<{ result: T; cpuMsPerRequest: number }> {
-  const routerCpu = () =>
-    system
-      .processes()
-      .flatMap((p) => [p.pid, ...descendants(p.pid)])
-      .reduce((sum, pid) => sum + cpuMs(pid), 0);
-  const idleFrom = routerCpu();
+/**
+ * Runs `work` and measures the CPU of every process of `system` (less their idle rate) per request
+ * (`requests` of them, sent one at a time): in all, and in the workerd processes alone (the rest is
+ * their Node hosts: Miniflare, which also relays the workers' log lines).
+ */
+async function withCpu<T>(
+  system: System,
+  requests: number,
+  work: () => Promise<T>,
+): Promise<{ result: T; cpuMsPerRequest: number; workerdMsPerRequest: number }> {
+  const pids = () => system.processes().flatMap((p) => [p.pid, ...descendants(p.pid)]);
+  const isWorkerd = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "workerd";
+    } catch {
+      return false;
+    }
+  };
+  const sample = () => {
+    let all = 0;
+    let workerd = 0;
+    for (const pid of pids()) {
+      const used = cpuMs(pid);
+      all += used;
+      if (isWorkerd(pid)) workerd += used;
+    }
+    return { all, workerd };
+  };
+  const idleFrom = sample();
   await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
-  const idlePerMs = (routerCpu() - idleFrom) / IDLE_SAMPLE_MS;
-  const cpuFrom = routerCpu();
+  const idleTo = sample();
+  const cpuFrom = sample();
   const started = performance.now();
   const result = await work();
-  const used = routerCpu() - cpuFrom - idlePerMs * (performance.now() - started);
-  return { result, cpuMsPerRequest: round(used / (WARMUP + ONE_AT_A_TIME)) };
+  const elapsed = performance.now() - started;
+  const cpuTo = sample();
+  const per = (k: "all" | "workerd") => round((cpuTo[k] - cpuFrom[k] - ((idleTo[k] - idleFrom[k]) / IDLE_SAMPLE_MS) * elapsed) / requests);
+  return { result, cpuMsPerRequest: per("all"), workerdMsPerRequest: per("workerd") };
 }
+
+/** The median of a few values (CPU per request over rounds). */
+const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[(values.length - 1) >> 1]!;
 
 /** One at a time, the targets interleaved (each round sends one to each, in turn). */
 async function oneAtATime(targets: Record<string, Target>, model: string): Promise<Record<string, { samples: number[]; errors: number }>> {
@@ -214,7 +281,7 @@ async function retried(t: Target): Promise<{ samples: number[]; errors: number; 
 }
 
 /** The development configuration with the benchmark's nodes as static nodes of region us-east. */
-function benchConfig(answer: BenchNode[], refuse: BenchNode): unknown {
+function benchConfig(answer: BenchNode[], refuse: BenchNode, stream: BenchNode): unknown {
   const toml = parse(readFileSync(join(ROOT, "wrangler.toml"), "utf8")) as { vars: { WARMPATH_CONFIG: Record<string, unknown> } };
   const cfg = structuredClone(toml.vars.WARMPATH_CONFIG) as { regions: Array<Record<string, unknown>> };
   const node = (id: string, n: BenchNode, models: string[]) => ({ id, url: n.url, models, kv_capacity_tokens: 100_000 });
@@ -222,8 +289,9 @@ function benchConfig(answer: BenchNode[], refuse: BenchNode): unknown {
     r.name === "us-east"
       ? {
           ...r,
-          models: [MODEL, RETRY_MODEL],
+          models: [MODEL, RETRY_MODEL, STREAM_MODEL],
           nodes: [
+            node("wan-stream", stream, [STREAM_MODEL]),
             node("wan-a", answer[0]!, [MODEL, RETRY_MODEL]),
             node("wan-b", answer[1]!, [MODEL]),
             node("wan-refuse", refuse, [RETRY_MODEL]),
@@ -281,36 +349,8 @@ const routerTarget = (base: string, region = "us-east"): Target => ({
   agent: new Agent({ keepAlive: true, maxSockets: 64 }),
 });
 
-async function main(): Promise<void> {
-  const started = Date.now();
-  const answer = [await startNode("answer"), await startNode("answer")];
-  const refuse = await startNode("refuse");
-  const config = benchConfig(answer, refuse);
-  const rows: Row[] = [];
-  const cpu: CpuRow[] = [];
-  const oneProcess: Row[] = [];
-
-  // The whole path in one workerd process, the bindings in-process as on Cloudflare: the router's
-  // own cost with no emulated network between its workers (round trip 0).
-  {
-    const system = await startSystem({ port: 0, runtime: "workerd-single", fleetFile: null, config, noAssets: true });
-    try {
-      const targets = {
-        direct: { url: `${answer[0]!.url}/v1/chat/completions`, headers: {}, agent: new Agent({ keepAlive: true, maxSockets: 64 }) },
-        warmpath: routerTarget(system.url),
-      };
-      const { result: one, cpuMsPerRequest } = await withCpu(system, () => oneAtATime(targets, MODEL));
-      const d = row(0, "direct", "one-at-a-time", one.direct!.samples, one.direct!.errors);
-      const w = row(0, "warmpath-one-process", "one-at-a-time", one.warmpath!.samples, one.warmpath!.errors);
-      w.added_p50_ms = round(w.ttfb_p50_ms - d.ttfb_p50_ms);
-      w.added_p99_ms = round(w.ttfb_p99_ms - d.ttfb_p99_ms);
-      oneProcess.push(d, w);
-      cpu.push({ rtt_ms: 0, path: "warmpath-one-process", cpu_ms_per_request: cpuMsPerRequest });
-    } finally {
-      await system.stop();
-    }
-  }
-
+/** The long-haul rows: the single-worker layout (derived), then each round trip's warmpath and direct calls. */
+async function longHaul(config: unknown, answer: BenchNode[], rows: Row[], cpu: CpuRow[]): Promise<void> {
   // The single-worker layout, measured once at round trip 0; its long-haul rows are derived.
   const single = await startSingleWorker(config);
   const singleTarget = routerTarget(single.url);
@@ -347,7 +387,7 @@ async function main(): Promise<void> {
       };
       // CPU of every router process (the edge's and each region's workerd, and their hosts), less
       // their idle rate, per request answered one at a time.
-      const { result: one, cpuMsPerRequest } = await withCpu(system, () => oneAtATime(targets, MODEL));
+      const { result: one, cpuMsPerRequest } = await withCpu(system, WARMUP + ONE_AT_A_TIME, () => oneAtATime(targets, MODEL));
       cpu.push({ rtt_ms: rtt, path: "warmpath", cpu_ms_per_request: cpuMsPerRequest });
       const st = await steady(targets, MODEL);
       const re = await retried(routerTarget(system.url));
@@ -383,24 +423,130 @@ async function main(): Promise<void> {
       for (const r of relays) await r.close();
     }
   }
-  for (const n of [...answer, refuse]) await n.close();
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const answer = [await startNode("answer"), await startNode("answer")];
+  const refuse = await startNode("refuse");
+  const stream = await startNode({ events: STREAM_EVENTS });
+  const config = benchConfig(answer, refuse, stream);
+  const rows: Row[] = [];
+  const cpu: CpuRow[] = [];
+  const oneProcess: Row[] = [];
+  let stages: Stages | undefined;
+
+  // The whole path in one workerd process, the bindings in-process as on Cloudflare: the router's
+  // own cost with no emulated network between its workers (round trip 0).
+  {
+    const system = await startSystem({ port: 0, runtime: "workerd-single", fleetFile: null, config, noAssets: true });
+    try {
+      const targets = {
+        direct: { url: `${answer[0]!.url}/v1/chat/completions`, headers: {}, agent: new Agent({ keepAlive: true, maxSockets: 64 }) },
+        warmpath: routerTarget(system.url),
+      };
+      // CPU_ROUNDS rounds of the typical chat, one at a time beside the direct call: the TTFB
+      // samples pooled, the CPU per request the median round's.
+      const direct: number[] = [];
+      const ours: number[] = [];
+      let errors = { direct: 0, warmpath: 0 };
+      const rounds: Array<{ all: number; workerd: number }> = [];
+      for (let r = 0; r < CPU_ROUNDS; r++) {
+        const {
+          result: one,
+          cpuMsPerRequest,
+          workerdMsPerRequest,
+        } = await withCpu(system, WARMUP + ONE_AT_A_TIME, () => oneAtATime(targets, MODEL));
+        direct.push(...one.direct!.samples);
+        ours.push(...one.warmpath!.samples);
+        errors = { direct: errors.direct + one.direct!.errors, warmpath: errors.warmpath + one.warmpath!.errors };
+        rounds.push({ all: cpuMsPerRequest, workerd: workerdMsPerRequest });
+        console.log(`one process, round ${r + 1}: ${cpuMsPerRequest} ms CPU per request (${workerdMsPerRequest} in workerd)`);
+      }
+      const d = row(0, "direct", "one-at-a-time", direct, errors.direct);
+      const w = row(0, "warmpath-one-process", "one-at-a-time", ours, errors.warmpath);
+      w.added_p50_ms = round(w.ttfb_p50_ms - d.ttfb_p50_ms);
+      w.added_p99_ms = round(w.ttfb_p99_ms - d.ttfb_p99_ms);
+      oneProcess.push(d, w);
+      const typical = median(rounds.map((x) => x.all));
+      cpu.push({ rtt_ms: 0, path: "warmpath-one-process", cpu_ms_per_request: typical });
+
+      // The relay per SSE event: the same request answered with STREAM_EVENTS content events,
+      // each its own chunk; the CPU above the typical request's, per event.
+      const streamTarget = { warmpath: targets.warmpath };
+      const streamed: number[] = [];
+      for (let r = 0; r < CPU_ROUNDS; r++) {
+        const { cpuMsPerRequest } = await withCpu(system, STREAM_REQUESTS, async () => {
+          for (let i = 0; i < STREAM_REQUESTS; i++) await timeOne(streamTarget.warmpath, STREAM_MODEL);
+        });
+        streamed.push(cpuMsPerRequest);
+      }
+      const perEventUs = round(((median(streamed) - typical) / (STREAM_EVENTS - 1)) * 1000);
+
+      // Where the typical request's workerd CPU goes: a profile of every worker's isolate.
+      const workerdMs = median(rounds.map((x) => x.workerd));
+      const samples = await profileStages(system.router.spawnargs, PROFILE_INTERVAL_US, async () => {
+        for (let i = 0; i < PROFILE_REQUESTS; i++) await timeOne(targets.warmpath, MODEL);
+      });
+      const sampled = STAGES.reduce((n, s) => n + samples[s], 0);
+      stages = {
+        requests: PROFILE_REQUESTS,
+        samples: sampled,
+        cpu_rounds_ms: rounds.map((x) => x.all),
+        workerd_ms: workerdMs,
+        host_ms: round(typical - workerdMs),
+        stream_cpu_rounds_ms: streamed,
+        relay_per_event_us: perEventUs,
+        ms: Object.fromEntries(STAGES.map((s) => [s, round((samples[s] / Math.max(1, sampled)) * workerdMs)])) as Record<Stage, number>,
+      };
+    } finally {
+      await system.stop();
+    }
+  }
+
+  if (!ONE_PROCESS_ONLY) await longHaul(config, answer, rows, cpu);
+  for (const n of [...answer, refuse, stream]) await n.close();
 
   mkdirSync(OUT, { recursive: true });
   const meta = {
-    command: `npm run bench:wan${QUICK ? " -- --quick" : ""}`,
+    command: `npm run bench:wan${QUICK || ONE_PROCESS_ONLY ? ` --${QUICK ? " --quick" : ""}${ONE_PROCESS_ONLY ? " --one-process" : ""}` : ""}`,
     generated_at: new Date().toISOString(),
     seconds: Math.round((Date.now() - started) / 1000),
     machine: `${cpus().length} cores (${cpus()[0]?.model ?? "?"}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`,
     targets: { added_p50_ms: TARGET_P50_MS, added_p99_ms: TARGET_P99_MS },
   };
-  writeFileSync(join(OUT, "results.json"), JSON.stringify({ ...meta, rows, one_process: oneProcess, cpu }, null, 2) + "\n");
+  writeFileSync(join(OUT, "results.json"), JSON.stringify({ ...meta, rows, one_process: oneProcess, cpu, stages }, null, 2) + "\n");
   // Formatted as the repository's Markdown is (npm test checks it).
   const md = join(OUT, "RESULTS.md");
   writeFileSync(
     md,
-    await prettier.format(render(meta, rows, oneProcess, cpu), { ...((await prettier.resolveConfig(md)) ?? {}), parser: "markdown" }),
+    await prettier.format(render(meta, rows, oneProcess, cpu, stages), {
+      ...((await prettier.resolveConfig(md)) ?? {}),
+      parser: "markdown",
+    }),
   );
   console.log(`wrote ${join(OUT, "RESULTS.md")} in ${meta.seconds} s`);
+}
+
+/** The per-stage table of the one-process path's CPU. */
+function stageLines(stages: Stages | undefined, ms: (v: number | undefined) => string): string[] {
+  if (!stages) return [];
+  const us = (v: number) => `${Math.round(v * 1000)}`;
+  return [
+    "## Where the CPU goes (one process, round trip 0)",
+    "",
+    `CPU per request of the typical chat, the whole path in one workerd process: ${stages.cpu_rounds_ms.map((v) => ms(v)).join(", ")} ms in ${stages.cpu_rounds_ms.length} rounds of ${WARMUP + ONE_AT_A_TIME} requests (the median is the figure: ${ms(stages.workerd_ms + stages.host_ms)} ms), of which ${ms(stages.workerd_ms)} ms in workerd and ${ms(stages.host_ms)} ms in its Node host (Miniflare, which also carries the workers' log lines to the terminal: on Cloudflare the runtime ships them). workerd's share is split by a V8 CPU profile of every worker's isolate over ${stages.requests} more requests (${stages.samples} samples; bench/wan/stages.ts): each sample goes to the stage of the innermost frame of its stack whose source module names one, and the shares are scaled to the unprofiled CPU. The profiler slows the isolates unevenly, so each figure is an estimate to a few tens of µs. Why a median of rounds: the first round reads highest (18 ms against 9-12 ms in the next two, on a busy machine), because V8 compiles the path's code over its first few hundred requests, each isolate its own; a measurement of a few dozen requests just after boot (a quick run) is mostly that compilation.`,
+    "",
+    "| stage | µs per request | share of workerd |",
+    "| --- | ---: | ---: |",
+    ...STAGES.map(
+      (s) => `| ${s} | ${us(stages.ms[s])} | ${stages.workerd_ms > 0 ? ((stages.ms[s] / stages.workerd_ms) * 100).toFixed(0) : "–"}% |`,
+    ),
+    `| (workerd's Node host: Miniflare, log lines) | ${us(stages.host_ms)} | |`,
+    "",
+    `- **Relay per SSE event**: ${stages.relay_per_event_us.toFixed(1)} µs of CPU per content event, each its own chunk as a model node sends tokens (the same request answered with ${STREAM_EVENTS} events: ${stages.stream_cpu_rounds_ms.map((v) => ms(v)).join(", ")} ms per request in ${stages.stream_cpu_rounds_ms.length} rounds of ${STREAM_REQUESTS}; the median less the typical request's, over ${STREAM_EVENTS - 1} events). A 500-token answer streamed a token an event adds ${ms((stages.relay_per_event_us * 499) / 1000)} ms over the typical request's.`,
+    "",
+  ];
 }
 
 function render(
@@ -408,6 +554,7 @@ function render(
   rows: Row[],
   oneProcess: Row[],
   cpu: CpuRow[],
+  stages: Stages | undefined,
 ): string {
   const own = oneProcess.find((r) => r.path === "warmpath-one-process");
   const ownCpu = cpu.find((c) => c.path === "warmpath-one-process")?.cpu_ms_per_request;
@@ -420,6 +567,18 @@ function render(
       const one = rows.find((o) => o.rtt_ms === r.rtt_ms && o.path === "warmpath" && o.mode === "one-at-a-time")!;
       return { rtt: r.rtt_ms, extra: r.ttfb_p50_ms - one.ttfb_p50_ms };
     });
+  if (rows.length === 0) {
+    // --one-process: the router's own cost only.
+    return [
+      "# The router's own cost, one process (--one-process)",
+      "",
+      `Generated by \`${meta.command}\` (bench/wan/run.ts) on ${meta.generated_at.slice(0, 16).replace("T", " ")} UTC in ${meta.seconds} s; ${meta.machine}.`,
+      "",
+      `- +${ms(own?.added_p50_ms)} ms p50 / +${ms(own?.added_p99_ms)} ms p99 to the first byte over the direct call, ${ms(ownCpu)} ms of CPU per request.`,
+      "",
+      ...stageLines(stages, ms),
+    ].join("\n");
+  }
   const lines = [
     "# The long haul: time to first byte, warmpath against calling the GPUs directly",
     "",
@@ -432,6 +591,7 @@ function render(
     "- **warmpath**: the client calls the edge worker (no delay: it runs at the client's Cloudflare location), whose service binding to the region's worker crosses the relay; the region worker asks its Durable Object and calls the node on loopback (it is placed by the GPUs). Each worker runs in a workerd process of its own (scripts/system.ts, runtime `workerd`), the deploy bundles with no development machinery.",
     "- **single-worker** (DERIVED): the layout before the split, one worker at the client's edge asking the region's object and then calling the node, each across the long haul. workerd cannot put a relay between a worker and its Durable Object, so this row is that worker measured at round trip 0 (wrangler.toml's single-process composition in workerd) plus 2 round trips per request (object, node) and 4 with a retry (object, refusing node, object, next node).",
     `- **Modes**: one request at a time (${ONE_AT_A_TIME} per path after ${WARMUP} to warm up, the paths interleaved); steady, ${STEADY_RATE} requests a second per path for ${STEADY_SECONDS} s, open loop, interleaved; retry, ${RETRIES} requests whose first node answered 503 and the next answered (only those the router sent to the refusing node first: \`x-warmpath-attempts: 2\`).`,
+    "- **The request** is a typical streamed chat of about 2,000 prompt tokens: a system prompt of ~1,000 tokens every request shares and a user turn of ~1,000 tokens of its own (8 KB of JSON, `max_tokens` 512), answered with its first event and then its usage and `[DONE]`; the relay's cost per further SSE event is measured apart (below), so a longer answer's cost is that figure times its events.",
     "- The nodes answer at once (bench/wan/node.ts): what is measured is the path. Percentiles are nearest-rank; _added_ is the path's percentile less the direct call's at the same round trip (one at a time for the retry rows).",
     "",
     "## Results",
@@ -443,6 +603,7 @@ function render(
         `| ${r.rtt_ms} | ${PLACES[r.rtt_ms] ?? ""} | ${r.mode} | ${r.path}${r.derived ? " (derived)" : ""} | ${ms(r.ttfb_p50_ms)} | ${ms(r.ttfb_p99_ms)} | ${r.path === "direct" ? "" : ms(r.added_p50_ms)} | ${r.path === "direct" ? "" : ms(r.added_p99_ms)} | ${r.n} | ${r.errors} |`,
     ),
     "",
+    ...stageLines(stages, ms),
     "## Targets",
     "",
     `- warmpath's added time to first byte over the direct call at every round trip: <= ${TARGET_P50_MS} ms p50 and <= ${TARGET_P99_MS} ms p99. ${

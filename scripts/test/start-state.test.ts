@@ -2,7 +2,9 @@
  * `npm start`'s state lasts (scripts/system.ts `stateDir`, what npm start passes): the usage
  * ledger, the spent budgets and the node table are there after a stop and a start on the same
  * state folder, and `fresh` empties it. And npm start's workers end when npm start is killed with
- * SIGKILL (scripts/watchdog.ts). ~60 s: three boots of the system under wrangler dev, one of npm start.
+ * SIGKILL (scripts/watchdog.ts). And a reload (a changed wrangler.toml) starts the workers again on
+ * the same stores. ~60 s: three boots of the system as npm start runs it (runtime `workerd-single`),
+ * one of npm start.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -97,7 +99,9 @@ test(
     const config = budgetConfig();
     try {
       let spent: number;
-      let system = await startSystem({ port: 0, timeFactorScale: 20, config, stateDir });
+      // As npm start runs it: every worker in one workerd process (scripts/start.ts).
+      const runtime = "workerd-single";
+      let system = await startSystem({ port: 0, runtime, timeFactorScale: 20, config, stateDir });
       try {
         let refused: { status: number; code: string | undefined } | undefined;
         for (let i = 0; i < 40 && !refused; i++) {
@@ -116,17 +120,24 @@ test(
       }
 
       // Started again on the same state, with no fleet: what the first run left is there.
-      system = await startSystem({ port: 0, fleetFile: null, config, stateDir });
+      system = await startSystem({ port: 0, runtime, fleetFile: null, config, stateDir });
       try {
         // The fleet's six deregistered when it stopped; the stray one never did.
         assert.deepEqual(await nodeIds(system), ["stray-1"], "the node table");
         assert.equal(await ledger(system, day), spent, "the usage ledger");
         assert.deepEqual(await ask(system), { status: 429, code: "insufficient_quota" }, "the spent budget");
+        // A reload (what a changed wrangler.toml sets off) runs the workers again on the same stores.
+        const before = system.router.pid;
+        const { upAt } = await system.reload();
+        assert.notEqual(system.router.pid, before, "a new workers process");
+        assert.ok(upAt <= Date.now());
+        assert.deepEqual(await nodeIds(system), ["stray-1"], "the node table after a reload");
+        assert.equal(await ledger(system, day), spent, "the usage ledger after a reload");
       } finally {
         await system.stop();
       }
 
-      system = await startSystem({ port: 0, fleetFile: null, config, stateDir, fresh: true });
+      system = await startSystem({ port: 0, runtime, fleetFile: null, config, stateDir, fresh: true });
       try {
         assert.deepEqual(await nodeIds(system), [], "fresh: no node");
         assert.equal(await ledger(system, day), 0, "fresh: no usage");

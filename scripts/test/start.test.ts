@@ -1,6 +1,8 @@
 /**
  * `npm start` boots the whole system, answers a real streamed chat completion, and on Ctrl-C
- * (SIGINT) stops everything: no port left listening, no process left behind. ~10 s.
+ * (SIGINT) stops everything: no port left listening, no process left behind. ~10 s. With
+ * `--verbose` on a machine offline, its output holds no stack trace and no warning (under wrangler
+ * dev it held two `ENOTFOUND workers.cloudflare.com` traces and three "types might be out of date").
  */
 import { once } from "node:events";
 import { test } from "node:test";
@@ -78,7 +80,7 @@ test("npm start boots, serves a streamed completion, and leaves nothing behind o
   // so that SIGINT to the group is what Ctrl-C in a terminal sends.
   // A state folder of its own (npm start's default, .warmpath/state, is the developer's).
   const stateDir = mkdtempSync(join(tmpdir(), "warmpath-start-test-"));
-  const args = ["--port", String(port), "--time-factor", "10", "--state", stateDir];
+  const args = ["--port", String(port), "--time-factor", "10", "--state", stateDir, "--verbose"];
   const child = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), ...args], {
     cwd: ROOT,
     detached: true,
@@ -107,12 +109,15 @@ test("npm start boots, serves a streamed completion, and leaves nothing behind o
     );
     assert.equal(nodePorts.length, 6, `six nodes in the banner:\n${stdout}`);
 
-    // Everything npm start runs: itself, wrangler (its own process group), workerd.
+    // Everything npm start runs: itself, the workers' host (its own process group), and one
+    // workerd running the edge and every region's worker: no wrangler dev.
     spawned = tree(child.pid!);
-    assert.ok(
-      spawned.some((p) => p.cmdline.includes("workerd")),
-      spawned.map((p) => p.cmdline).join("\n"),
-    );
+    const listed = spawned.map((p) => p.cmdline).join("\n");
+    assert.equal(spawned.filter((p) => /\/workerd serve/.test(p.cmdline)).length, 1, listed);
+    assert.ok(!spawned.some((p) => /wrangler(-dist\/cli\.js)? dev\b/.test(p.cmdline)), listed);
+    // A clean start says nothing alarming (offline, as here: no fetch of Request.cf, no types check).
+    const output = stdout + stderr;
+    assert.doesNotMatch(output, /ENOTFOUND|types might be out of date|\n\s+at /, output);
 
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: "POST",

@@ -266,7 +266,7 @@ function clientAnswer(rc: RequestContext, response: Response, stream: boolean): 
   if (response.body && sse) rc.trace.deferred = true;
   const body =
     response.body && sse
-      ? guardStream(response.body, true, rc.requestId, (end) =>
+      ? guardStream(response.body, rc.requestId, (end) =>
           rc.trace.finish({ "warmpath.end": end }, end === "region-stream-lost" ? "the region's stream was lost" : undefined),
         )
       : response.body;

@@ -92,20 +92,68 @@ export interface RelayOptions {
 /** What a read of the node's body came to: a chunk, its end, or a timeout. */
 type Read = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>> | { timeout: "idle" | "deadline" };
 
-/** The node's next chunk, or a timeout: the idle wait or the request's deadline, whichever is first. */
-function readWithin(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  idleMs: number | undefined,
-  deadlineAt: number | undefined,
-): Promise<Read> {
-  const untilDeadline = deadlineAt === undefined ? Infinity : Math.max(0, deadlineAt - Date.now());
-  const wait = Math.min(idleMs ?? Infinity, untilDeadline);
-  if (!Number.isFinite(wait)) return reader.read();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<Read>((resolve) => {
-    timer = setTimeout(() => resolve({ timeout: wait === untilDeadline ? "deadline" : "idle" }), wait);
-  });
-  return Promise.race([reader.read(), timeout]).finally(() => clearTimeout(timer));
+/**
+ * The node's next chunk, or a timeout: the idle wait or the request's deadline, whichever is first.
+ *
+ * One timer serves every read of a body, not one per read: a timer set and cleared around each
+ * chunk (with a `Promise.race` and its `finally`) cost ~15 µs of CPU per SSE event in workerd, as
+ * much as the rest of the relay's JavaScript (bench/wan/RESULTS.md, "relay per SSE event"). The
+ * timer is armed for the read waiting when it is set; when it fires early (a later read started
+ * since), it is set again for what is left of that read's wait.
+ */
+class ReadClock {
+  private waiting: { due: number; kind: "idle" | "deadline"; settle: (r: Read) => void } | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly idleMs: number | undefined;
+  private readonly deadlineAt: number | undefined;
+
+  constructor(idleMs: number | undefined, deadlineAt: number | undefined) {
+    this.idleMs = idleMs;
+    this.deadlineAt = deadlineAt;
+  }
+
+  read(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<Read> {
+    const now = Date.now();
+    const untilDeadline = this.deadlineAt === undefined ? Infinity : Math.max(0, this.deadlineAt - now);
+    const wait = Math.min(this.idleMs ?? Infinity, untilDeadline);
+    if (!Number.isFinite(wait)) return reader.read();
+    return new Promise<Read>((resolve, reject) => {
+      const waiting = { due: now + wait, kind: wait === untilDeadline ? ("deadline" as const) : ("idle" as const), settle: resolve };
+      this.waiting = waiting;
+      reader.read().then(
+        (r) => {
+          if (this.waiting !== waiting) return; // timed out first
+          this.waiting = undefined;
+          resolve(r);
+        },
+        (e: unknown) => {
+          if (this.waiting !== waiting) return;
+          this.waiting = undefined;
+          reject(e);
+        },
+      );
+      this.timer ??= setTimeout(() => this.fire(), wait);
+    });
+  }
+
+  /** The body ended: its timer goes (it must not outlive the answer by the idle wait); a read still out settles as it comes. */
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private fire(): void {
+    this.timer = undefined;
+    const waiting = this.waiting;
+    if (!waiting) return;
+    const left = waiting.due - Date.now();
+    if (left > 0) {
+      this.timer = setTimeout(() => this.fire(), left);
+      return;
+    }
+    this.waiting = undefined;
+    waiting.settle({ timeout: waiting.kind });
+  }
 }
 
 /** A failure's message and code for the client's error event. */
@@ -138,6 +186,7 @@ export function relay({
   let tail = "";
   let bytes = 0;
   let ended = false;
+  const clock = new ReadClock(idleTimeoutMs, deadlineAt);
   const observe = (chunk: Uint8Array) => {
     bytes += chunk.byteLength;
     tail += decoder.decode(chunk, { stream: true });
@@ -161,6 +210,7 @@ export function relay({
   const end = (how: RelayEnd) => {
     if (ended) return;
     ended = true;
+    clock.stop();
     // After the task that closed the stream: the client's last byte leaves first, then the usage
     // is parsed, the decision line written and the region told (bench/e2e: the line and the RPC
     // in the closing task held the end of the body back by ~1 ms).
@@ -268,7 +318,7 @@ export function relay({
    * again), "done" when a chunk was enqueued or the stream ended, or how the node failed.
    */
   async function pullOnce(controller: ReadableStreamDefaultController<Uint8Array>): Promise<Step> {
-    const read = await readWithin(reader, idleTimeoutMs, deadlineAt);
+    const read = await clock.read(reader);
     if ("timeout" in read) {
       // The node went silent (or the request ran out of time): stop the node's work on it.
       console.log(JSON.stringify({ event: `upstream_stream_${read.timeout}_timeout`, request_id: requestId }));

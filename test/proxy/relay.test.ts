@@ -195,3 +195,65 @@ describe("relay with resume", () => {
     expect(resumes).toBe(0);
   });
 });
+
+describe("relay timeouts (one timer per body, not per read)", () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** A node's body that sends `chunks`, waiting `gapsMs[i]` before chunk i (the last gap before its end). */
+  function paced(chunks: string[], gapsMs: number[]): ReadableStreamDefaultReader<Uint8Array> {
+    let i = 0;
+    return new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          await sleep(gapsMs[i] ?? 0);
+          if (i < chunks.length) controller.enqueue(enc.encode(chunks[i++]!));
+          else controller.close();
+        },
+      },
+      { highWaterMark: 0 },
+    ).getReader();
+  }
+  function timed(reader: ReadableStreamDefaultReader<Uint8Array>, idleTimeoutMs: number, deadlineAt?: number) {
+    const ends: RelayEnd[] = [];
+    const stream = relay({ first: undefined, reader, sse: true, requestId: "r", onEnd: (e) => ends.push(e), idleTimeoutMs, deadlineAt });
+    return { stream, ends };
+  }
+
+  it("never cuts a stream whose chunks each come within the idle wait, though the whole lasts several idle waits", async () => {
+    const chunks = [0, 1, 2, 3, 4, 5, 6, 7].map(content).concat("data: [DONE]\n\n");
+    const { stream, ends } = timed(
+      paced(
+        chunks,
+        chunks.map(() => 60),
+      ),
+      150,
+    );
+    const text = await readAll(stream);
+    expect(text).toBe(chunks.join(""));
+    expect(ends).toEqual(["ok"]);
+  });
+
+  it("ends a stream whose node goes silent for longer than the idle wait mid-answer, though earlier chunks came quickly", async () => {
+    const { stream, ends } = timed(paced([content(0), content(1), content(2)], [0, 10, 600]), 150);
+    const text = await readAll(stream);
+    expect(text.startsWith(content(0) + content(1))).toBe(true);
+    expect(text).not.toContain(content(2));
+    expect(text).toContain('"code":"upstream_stream_timeout"');
+    expect(ends).toEqual(["stream-error"]);
+  });
+
+  it("ends a stream at the request's deadline even while chunks keep coming within the idle wait", async () => {
+    const chunks = Array.from({ length: 40 }, (_, i) => content(i));
+    const { stream, ends } = timed(
+      paced(
+        chunks,
+        chunks.map(() => 40),
+      ),
+      1_000,
+      Date.now() + 250,
+    );
+    const text = await readAll(stream);
+    expect(text).toContain('"code":"request_deadline_exceeded"');
+    expect(text).not.toContain(content(39));
+    expect(ends).toEqual(["stream-error"]);
+  });
+});

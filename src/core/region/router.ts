@@ -217,6 +217,9 @@ export class RegionRouter {
   private readonly reserve = new ClassReserve();
   /** Tenants sending more than their share, queued a class lower (tenant-demand.ts). */
   private readonly demand = new TenantDemand();
+  /** Placements so far, and an arrival's candidates as admit() built them: the queue serving it in the same call, nothing placed since, reuses them (built once, not twice). */
+  private placements = 0;
+  private arrival: { id: string; placements: number; found: ReturnType<typeof eligibleNodes>; candidates: Candidate[] } | undefined;
 
   constructor(settings: RegionSettings, instanceId = "0") {
     this.settings = settings;
@@ -463,11 +466,13 @@ export class RegionRouter {
     entry.key = this.settings.admission.order === "deadline" ? entry.deadlineAt : work;
     const added = this.queue.add(entry);
     let mine: RouteResult | undefined;
+    this.arrival = { id: entry.id, placements: this.placements, found, candidates };
     this.serveQueue(now, (id, result) => {
       if (id !== entry.id) return false;
       mine = result;
       return true;
     });
+    this.arrival = undefined;
     if (mine) return mine;
     // Worth waiting only if, served after everything the region releases first, it would still be in time.
     const bound = dispatchBoundMs(this.settings.admission.dispatchWaitMs, this.higherActive(rank, now));
@@ -564,14 +569,15 @@ export class RegionRouter {
    */
   private tryPlace(e: QueueEntry, boundMs: number, now: number): RouteResult | undefined {
     const req = e.req;
-    const found = eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode, this.settings.nodeTenants);
+    const fresh = this.arrival?.id === e.id && this.arrival.placements === this.placements ? this.arrival : undefined;
+    const found = fresh?.found ?? eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode, this.settings.nodeTenants);
     if (found.servesModel === 0) {
       this.queue.remove(e);
       return this.refuseUnservable(req, 0, now);
     }
     if (found.nodes.length === 0) return undefined;
     const all: CandidateField = {
-      candidates: buildCandidates(found.nodes, this.index, req, this.settings.blockTokens, now, this.active),
+      candidates: fresh?.candidates ?? buildCandidates(found.nodes, this.index, req, this.settings.blockTokens, now, this.active),
       eligible: found.nodes,
     };
     const admission = this.admitFairShare(req, e.tenant, all.candidates, now);
@@ -771,6 +777,7 @@ export class RegionRouter {
     admitted: Admitted,
     now: number,
   ): RouteResult {
+    this.placements++;
     const chosen = field.candidates[choice.index]!;
     const entry = field.eligible[choice.index]!;
     const decision = decisionOf(req, choice);
