@@ -40,7 +40,8 @@ import * as prettier from "prettier";
 import { parse as parseToml } from "smol-toml";
 import { parseFleet, type FleetConfig } from "../../fleet/config.ts";
 import { ROOT, startSystem, type System } from "../../scripts/system.ts";
-import { percentile, type LoadCommand, type StepResult, type Variant } from "./load.ts";
+import { percentileOf } from "../../src/core/stats.ts";
+import type { LoadCommand, StepResult, Variant } from "./load.ts";
 import {
   commandLine,
   cpuMs,
@@ -374,7 +375,7 @@ function stepRow(r: Running, label: string, offered: number | undefined, m: Meas
     for (const v of vs) for (const [k, c] of Object.entries(v.errors)) out[k] = (out[k] ?? 0) + c;
     return out;
   };
-  const pct = (name: string, what: "ttfb" | "total", p: number) => percentile(by.get(name)?.[what] ?? [], p);
+  const pct = (name: string, what: "ttfb" | "total", p: number) => percentileOf(by.get(name)?.[what] ?? [], p);
   const lines = r.decisions.filter((d) => d.step === label);
   return {
     label,
@@ -388,16 +389,16 @@ function stepRow(r: Running, label: string, offered: number | undefined, m: Meas
     latency: (["json", "stream"] as const).map((kind) => ({
       kind,
       router: {
-        ttfb50: pct(`router ${kind}`, "ttfb", 50),
-        ttfb99: pct(`router ${kind}`, "ttfb", 99),
-        end50: pct(`router ${kind}`, "total", 50),
-        end99: pct(`router ${kind}`, "total", 99),
+        ttfb50: pct(`router ${kind}`, "ttfb", 0.5),
+        ttfb99: pct(`router ${kind}`, "ttfb", 0.99),
+        end50: pct(`router ${kind}`, "total", 0.5),
+        end99: pct(`router ${kind}`, "total", 0.99),
       },
       direct: {
-        ttfb50: pct(`direct ${kind}`, "ttfb", 50),
-        ttfb99: pct(`direct ${kind}`, "ttfb", 99),
-        end50: pct(`direct ${kind}`, "total", 50),
-        end99: pct(`direct ${kind}`, "total", 99),
+        ttfb50: pct(`direct ${kind}`, "ttfb", 0.5),
+        ttfb99: pct(`direct ${kind}`, "ttfb", 0.99),
+        end50: pct(`direct ${kind}`, "total", 0.5),
+        end99: pct(`direct ${kind}`, "total", 0.99),
       },
     })),
     cpuPerRouterRequest: Object.fromEntries(Object.entries(m.cpu).map(([k, v]) => [k, answered > 0 ? v / answered : NaN])),
@@ -408,17 +409,17 @@ function stepRow(r: Running, label: string, offered: number | undefined, m: Meas
       lines.length > 0
         ? {
             lines: lines.length,
-            firstByte50: percentile(
+            firstByte50: percentileOf(
               lines.map((l) => l.firstByteMs),
-              50,
+              0.5,
             ),
-            duration50: percentile(
+            duration50: percentileOf(
               lines.map((l) => l.durationMs),
-              50,
+              0.5,
             ),
-            duration99: percentile(
+            duration99: percentileOf(
               lines.map((l) => l.durationMs),
-              99,
+              0.99,
             ),
           }
         : undefined,
@@ -483,20 +484,20 @@ async function blocks(r: Running, idle: CpuSnapshot): Promise<BlockRow[]> {
       label: x.label,
       requests: a.requests,
       errors: a.errors,
-      end50: percentile(a.total, 50),
-      end99: percentile(a.total, 99),
+      end50: percentileOf(a.total, 0.5),
+      end99: percentileOf(a.total, 0.99),
       cpuPerRequest: Object.fromEntries(Object.entries(a.cpu).map(([k, c]) => [k, c / Math.max(1, a.requests)])),
       otherCores: a.otherMs / a.wallMs,
       workerFirstByte50: lines.length
-        ? percentile(
+        ? percentileOf(
             lines.map((l) => l.firstByteMs),
-            50,
+            0.5,
           )
         : undefined,
       workerDuration50: lines.length
-        ? percentile(
+        ? percentileOf(
             lines.map((l) => l.durationMs),
-            50,
+            0.5,
           )
         : undefined,
     };
