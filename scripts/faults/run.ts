@@ -68,6 +68,7 @@ import { loadFleet, type Faults, type FleetConfig } from "../../fleet/config.ts"
 import { planAnswer, planToken } from "../../fleet/continuation.ts";
 import { countTokens, renderChat } from "../../fleet/prompt.ts";
 import { DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3 } from "../../src/config/dev-credentials.ts";
+import { parseLogLine, type StreamContinuedLine } from "../../src/contracts/decision-line.ts";
 import { adminRegionStateSchema } from "../../src/contracts/admin.ts";
 import type { UsageRow } from "../../src/contracts/usage.ts";
 import { percentile } from "../../src/core/stats.ts";
@@ -886,32 +887,19 @@ async function routerContinuations(s: System): Promise<Record<string, number>> {
 const routerLog = new Map<string, string[]>();
 
 function keepRouterLine(line: string): void {
-  const at = line.indexOf("{");
-  if (at < 0 || !line.includes('"request_id"')) return;
-  let j: { event?: unknown; request_id?: unknown; status?: unknown; end?: unknown; continuations?: unknown };
-  try {
-    j = JSON.parse(line.slice(at)) as typeof j;
-  } catch {
-    return;
-  }
-  if (typeof j.request_id !== "string") return;
-  const clean =
-    j.event === "request" &&
-    typeof j.status === "number" &&
-    j.status < 400 &&
-    (j.end === undefined || j.end === "ok") &&
-    j.continuations === undefined;
+  const parsed = parseLogLine(line);
+  if (!parsed || typeof parsed.json.request_id !== "string") return;
+  const d = parsed.decision;
+  const clean = d !== undefined && d.status < 400 && (d.end === undefined || d.end === "ok") && d.continuations === undefined;
   if (clean) return;
-  const lines = routerLog.get(j.request_id) ?? [];
-  lines.push(line.slice(at));
-  routerLog.set(j.request_id, lines);
+  const lines = routerLog.get(parsed.json.request_id) ?? [];
+  lines.push(line.slice(line.indexOf("{")));
+  routerLog.set(parsed.json.request_id, lines);
 }
 
-/** The `stream_continued` lines logged for a request. */
-function continuedLines(tag: string): Array<{ tokens_carried?: number; first_byte_ms?: number; reason?: string }> {
-  return (routerLog.get(tag) ?? [])
-    .map((l) => JSON.parse(l) as { event?: string; tokens_carried?: number; first_byte_ms?: number; reason?: string })
-    .filter((j) => j.event === "stream_continued");
+/** The `stream_continued` lines logged for a request (src/contracts/decision-line.ts). */
+function continuedLines(tag: string): StreamContinuedLine[] {
+  return (routerLog.get(tag) ?? []).flatMap((l) => parseLogLine(l)?.continued ?? []);
 }
 
 /** A scenario's continuations for the notes: the tokens carried and the gap the client saw, from the router's log. */
