@@ -3,14 +3,8 @@
  * matching, the allow-list, and the addresses refused whatever the allow-list says.
  */
 import { describe, expect, it } from "vitest";
-import {
-  checkNodeUrl,
-  originPolicy,
-  originTokenAllowed,
-  parseIpv6,
-  parseOriginPattern,
-  type OriginPolicy,
-} from "../../src/core/origins.ts";
+import { checkNodeUrl, originPolicy, originTokenAllowed, parseOriginPattern, type OriginPolicy } from "../../src/core/origins.ts";
+import { parseIpv6 } from "../../src/core/origin-hosts.ts";
 import { configSchema } from "../../src/config/schema.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { TEST_CONFIG } from "../fixtures/config.ts";
