@@ -364,6 +364,8 @@ export async function runMidstream(parts: LlamaParts, log: (line: string) => voi
   const watched: Watched[] = [];
   const agents: ChildProcess[] = [];
   const decisionLines: Array<DecisionLine | StreamContinuedLine> = [];
+  /** The same lines as logged (the contract's parse leaves out fields it does not name), for decisions.jsonl. */
+  const decisionJson: Array<Record<string, unknown>> = [];
   const routerReloads: string[] = [];
   let system: System | undefined;
   try {
@@ -395,7 +397,10 @@ export async function runMidstream(parts: LlamaParts, log: (line: string) => voi
         if (j?.invalid !== undefined)
           log(`[e2e] a ${String(j.json.event)} line not as src/contracts/decision-line.ts has it: ${j.invalid}`);
         const known = j?.decision ?? j?.continued;
-        if (known) decisionLines.push(known);
+        if (known) {
+          decisionLines.push(known);
+          decisionJson.push(j!.json);
+        }
       },
     });
     const sys = system;
@@ -486,7 +491,7 @@ export async function runMidstream(parts: LlamaParts, log: (line: string) => voi
     await system?.stop();
     await Promise.all(watched.map((w) => w.server.stop()));
     if (process.env.WARMPATH_KEEP_LLAMA_LOGS) {
-      writeFileSync(join(logDir, "decisions.jsonl"), decisionLines.map((d) => JSON.stringify(d)).join("\n") + "\n");
+      writeFileSync(join(logDir, "decisions.jsonl"), decisionJson.map((d) => JSON.stringify(d)).join("\n") + "\n");
       log(`[e2e] mid-stream: engine logs and prompts kept in ${logDir}`);
     } else rmSync(logDir, { recursive: true, force: true });
   }
