@@ -17,6 +17,7 @@ import { prefixKey, DEFAULT_PREFIX_SETTINGS } from "../src/core/prefix.ts";
 import { BLOCKS_PER_DOUBLING, FINE_BLOCKS } from "../src/core/block-layout.ts";
 import type { CanonicalPrompt } from "../src/core/canonical.ts";
 import { chatPrompt } from "./text.ts";
+import { percentile } from "../src/core/stats.ts";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { values } = parseArgs({
@@ -39,7 +40,7 @@ function measure(runs: number, chars: number): { median: number; p90: number; bl
     sink += blocks;
   }
   times.sort((a, b) => a - b);
-  return { median: times[Math.floor(times.length / 2)]!, p90: times[Math.floor(times.length * 0.9)]!, blocks };
+  return { median: percentile(times, 0.5), p90: percentile(times, 0.9), blocks };
 }
 
 // Up to 1M tokens (4M characters): the long-context sizes the block layout was chosen for.

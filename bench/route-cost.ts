@@ -19,6 +19,7 @@ import { DEFAULT_PREFIX_SETTINGS, hashCanonicalText } from "../src/core/prefix.t
 import { hashToHex } from "../src/core/hash.ts";
 import { DEFAULT_MAX_INDEX_ENTRIES, indexMemoryBound, PrefixIndex } from "../src/core/prefix-index.ts";
 import { entityText, KIND } from "./text.ts";
+import { percentile } from "../src/core/stats.ts";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { values } = parseArgs({
@@ -142,11 +143,11 @@ function measure(nodes: number, chars: number, requests: number, poolSize: numbe
     if (i >= warmup) times.push(Number(process.hrtime.bigint() - t0) / 1000);
   }
   times.sort((a, b) => a - b);
-  const median = times[Math.floor(times.length / 2)]!;
+  const median = percentile(times, 0.5);
   const mean = times.reduce((s, t) => s + t, 0) / times.length;
   return {
     median,
-    p99: times[Math.floor(times.length * 0.99)]!,
+    p99: percentile(times, 0.99),
     perSecond: 1e6 / mean,
     entries: router.snapshot(now).index.entries,
     blocks: pool[0]!.hashes.length,

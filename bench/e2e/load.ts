@@ -11,6 +11,7 @@
  */
 import http from "node:http";
 import { seededRandom } from "../../src/core/random.ts";
+import { percentileOf } from "../../src/core/stats.ts";
 
 export const MODEL = "llama-3.1-8b-instruct";
 
@@ -95,11 +96,13 @@ export function chatBody(seq: number, stream: boolean): string {
   });
 }
 
-/** Nearest-rank percentile of an unsorted sample (NaN when empty). */
+/**
+ * Nearest-rank percentile of an unsorted sample, `p` in percent (NaN when empty): src/core/stats.ts's
+ * {@link percentileOf}, kept under this name for bench/wan/run.ts, its last caller.
+ * @deprecated import percentileOf from src/core/stats.ts (p as a fraction).
+ */
 export function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+  return percentileOf(values, p / 100);
 }
 
 interface Outcome {
@@ -258,8 +261,8 @@ export class LoadGenerator {
     return {
       variants: [...results.values()],
       wallMs: performance.now() - t0,
-      lagP50Ms: percentile(lags, 50),
-      lagP99Ms: percentile(lags, 99),
+      lagP50Ms: percentileOf(lags, 0.5),
+      lagP99Ms: percentileOf(lags, 0.99),
     };
   }
 }

@@ -13,6 +13,7 @@
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Profiler } from "node:inspector";
+import { percentile } from "../../src/core/stats.ts";
 
 /** A Chrome DevTools Protocol session over WebSocket (Node's global WebSocket, from undici). */
 export class Inspector {
@@ -290,7 +291,7 @@ export function summarise(profile: Profiler.Profile, requests: number, bundleSou
     jsShare,
     samples,
     samplesPerRequest: samples / requests,
-    medianIntervalUs: deltas[deltas.length >> 1] ?? NaN,
+    medianIntervalUs: percentile(deltas, 0.5),
     otherModules,
   };
 }

@@ -44,6 +44,7 @@ import { startFleet, type Fleet } from "../../fleet/fleet.ts";
 import { freePort } from "../../scripts/ports.ts";
 import { ROOT, startSystem, type System } from "../../scripts/system.ts";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
+import { parseLogLine } from "../../src/contracts/decision-line.ts";
 import { cpuMs, descendants } from "../e2e/procs.ts";
 import { monitorLoopLag, type LoopLag, type ReplayResult, type RequestRecord } from "./client.ts";
 import type { ReplayCommand } from "./client-child.ts";
@@ -211,13 +212,11 @@ async function bootWarmpath(): Promise<Running> {
     onRouterOutput: (line) => {
       const at = line.indexOf('{"event":"');
       if (at < 0) return;
-      try {
-        const e = JSON.parse(line.slice(at)) as { event?: string; status?: number; decision?: string };
-        if (e.event === "request") bump(decisions, `${e.status} ${e.decision ?? "-"}`);
-        else if (e.event) bump(events, e.event);
-      } catch {
-        // a line cut short: not counted
-      }
+      // A line cut short parses to nothing: not counted.
+      const e = parseLogLine(line.slice(at));
+      if (e?.decision) bump(decisions, `${e.decision.status} ${e.decision.decision ?? "-"}`);
+      else if (e?.invalid !== undefined) bump(events, `${String(e.json.event)} (not the contract's: src/contracts/decision-line.ts)`);
+      else if (typeof e?.json.event === "string" && e.json.event) bump(events, e.json.event);
     },
   });
   return {

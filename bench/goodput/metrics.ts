@@ -5,6 +5,7 @@
  * missed (refused, by reason; or placed and late).
  */
 import type { Fleet, Live } from "../fleet.ts";
+import { percentile } from "../../src/core/stats.ts";
 
 /** Counts of one group of requests (all, a class, a tenant). */
 export interface GroupFigures {
@@ -134,7 +135,7 @@ export function goodputOf(
     lateMeanMs: all.late > 0 ? lateSum / all.late : 0,
     heldPlaced,
     heldMeanMs: heldPlaced > 0 ? heldSum / heldPlaced : 0,
-    goodTtftP50: goodTtfts.length > 0 ? goodTtfts[Math.floor((goodTtfts.length - 1) / 2)]! : NaN,
+    goodTtftP50: percentile(goodTtfts, 0.5),
     hitRate: prompt > 0 ? cached / prompt : 0,
     prefillBusy: busy / (fleet.nodes.length * span),
   };

@@ -1,34 +1,11 @@
 /**
  * bench/workerd/timing.ts: the arithmetic that turns whole-batch wall times into a cost per call.
- * Every workerd figure depends on it, so its subtraction, its quantiles and its batch sizing are
- * checked on timings whose answer is known.
+ * Every workerd figure depends on it, so its subtraction and its batch sizing are checked on timings
+ * whose answer is known (its medians and percentiles, src/core/stats.ts's, in test/core/stats.test.ts).
  */
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
-import { batchSizeFor, MAX_BATCH_CALLS, median, perCallFromBatches, quantile } from "../workerd/timing.ts";
-
-describe("quantile and median", () => {
-  test("nearest rank on an unsorted input, which is left as it was", () => {
-    const xs = [5, 1, 4, 2, 3];
-    assert.equal(quantile(xs, 0), 1);
-    assert.equal(quantile(xs, 0.5), 3);
-    assert.equal(quantile(xs, 0.99), 5);
-    assert.equal(quantile(xs, 1), 5);
-    assert.deepEqual(xs, [5, 1, 4, 2, 3]);
-  });
-
-  test("p99 of 100 values is the 99th, not the maximum", () => {
-    const xs = Array.from({ length: 100 }, (_, i) => i + 1);
-    assert.equal(quantile(xs, 0.99), 99);
-  });
-
-  test("median averages the middle pair of an even count; empty inputs are NaN", () => {
-    assert.equal(median([4, 1, 3, 2]), 2.5);
-    assert.equal(median([7]), 7);
-    assert.ok(Number.isNaN(median([])));
-    assert.ok(Number.isNaN(quantile([], 0.5)));
-  });
-});
+import { batchSizeFor, MAX_BATCH_CALLS, perCallFromBatches } from "../workerd/timing.ts";
 
 describe("perCallFromBatches", () => {
   test("subtracts the empty batch's median overhead and divides by K", () => {

@@ -27,7 +27,8 @@ import { build } from "esbuild";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { parse as parseToml } from "smol-toml";
 import { format, resolveConfig } from "prettier";
-import { batchSizeFor, median, perCallFromBatches, quantile, type PerCall } from "./timing.ts";
+import { median, percentileOf } from "../../src/core/stats.ts";
+import { batchSizeFor, perCallFromBatches, type PerCall } from "./timing.ts";
 import {
   chatPrompt,
   FILL_TARGET,
@@ -385,7 +386,7 @@ for (const entries of profile.routeEntries) {
     fillSeconds: filled.seconds,
     timed,
     runtime: "node",
-    single: { p50: median(single), p99: quantile(single, 0.99) },
+    single: { p50: median(single), p99: percentileOf(single, 0.99) },
   });
 }
 
@@ -459,7 +460,7 @@ async function httpLevel(c: number, path: "/pair" | "/noop"): Promise<HttpRow> {
     path,
     perSecond: latencies.length / seconds,
     p50: median(latencies),
-    p99: quantile(latencies, 0.99),
+    p99: percentileOf(latencies, 0.99),
     count: latencies.length,
   };
 }

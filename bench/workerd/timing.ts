@@ -10,23 +10,10 @@
  * so the overhead's jitter (tenths of a millisecond) is a small part of each measurement.
  *
  * Pure functions, no runtime dependency: the driver (Node) uses them, and bench/test checks them.
+ * Medians and percentiles are src/core/stats.ts's, as every benchmark's.
  */
 
-/** The value at quantile `q` (0..1) of `values` (nearest rank on a sorted copy); NaN when empty. */
-export function quantile(values: readonly number[], q: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[rank]!;
-}
-
-/** The median of `values` (the mean of the two middle values for an even count); NaN when empty. */
-export function median(values: readonly number[]): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
+import { median, percentileOf } from "../../src/core/stats.ts";
 
 /** Cost per call derived from batch timings. */
 export interface PerCall {
@@ -55,7 +42,7 @@ export function perCallFromBatches(full: readonly number[], empty: readonly numb
   const perBatchUs = full.map((ms) => ((ms - overheadMs) * 1000) / k);
   return {
     medianUs: ((median(full) - overheadMs) * 1000) / k,
-    p99Us: quantile(perBatchUs, 0.99),
+    p99Us: percentileOf(perBatchUs, 0.99),
     overheadMs,
     k,
     batches: full.length,

@@ -40,6 +40,7 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
+import { parseLogLine, type ContinuationLog, type DecisionLine, type StreamContinuedLine } from "../../src/contracts/decision-line.ts";
 import { startSystem, type System } from "../system.ts";
 import type { LlamaParts } from "./ensure.ts";
 import { configFor, MODEL, nodes, startAgent, stopAgent, until } from "./harness.ts";
@@ -81,16 +82,8 @@ export interface ClientStream {
   ms: number;
 }
 
-/** One continuation as the router's decision line tells it. */
-export interface LoggedContinuation {
-  node: string;
-  reason: string;
-  tokens_carried: number;
-  outcome: string;
-  detail?: string;
-  to_node?: string;
-  first_byte_ms?: number;
-}
+/** One continuation as the router's decision line tells it (src/contracts/decision-line.ts). */
+export type LoggedContinuation = ContinuationLog;
 
 /** What one engine's own log and prompt files say about one request. */
 export interface EngineSide {
@@ -370,7 +363,9 @@ export async function runMidstream(parts: LlamaParts, log: (line: string) => voi
   const logDir = mkdtempSync(join(tmpdir(), "warmpath-midstream-"));
   const watched: Watched[] = [];
   const agents: ChildProcess[] = [];
-  const decisionLines: Array<Record<string, unknown>> = [];
+  const decisionLines: Array<DecisionLine | StreamContinuedLine> = [];
+  /** The same lines as logged (the contract's parse leaves out fields it does not name), for decisions.jsonl. */
+  const decisionJson: Array<Record<string, unknown>> = [];
   const routerReloads: string[] = [];
   let system: System | undefined;
   try {
@@ -398,11 +393,13 @@ export async function runMidstream(parts: LlamaParts, log: (line: string) => voi
         if (/Reloading local server|Local server updated/.test(line)) routerReloads.push(line.trim());
         const at = line.indexOf('{"event":"');
         if (at < 0) return;
-        try {
-          const j = JSON.parse(line.slice(at)) as Record<string, unknown>;
-          if (j.event === "request" || j.event === "stream_continued") decisionLines.push(j);
-        } catch {
-          /* not a decision line */
+        const j = parseLogLine(line.slice(at));
+        if (j?.invalid !== undefined)
+          log(`[e2e] a ${String(j.json.event)} line not as src/contracts/decision-line.ts has it: ${j.invalid}`);
+        const known = j?.decision ?? j?.continued;
+        if (known) {
+          decisionLines.push(known);
+          decisionJson.push(j!.json);
         }
       },
     });
@@ -452,7 +449,7 @@ export async function runMidstream(parts: LlamaParts, log: (line: string) => voi
     ).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 500));
     const decision = decisionLines.slice(decisionsBefore).find((d) => d.event === "request");
-    const continuations = decision?.continuations as LoggedContinuation[] | undefined;
+    const continuations = decision?.event === "request" ? decision.continuations : undefined;
 
     const referenceWatched = watched.find((w) => w.id === reference.node);
     const referenceEngine = referenceWatched
@@ -494,7 +491,7 @@ export async function runMidstream(parts: LlamaParts, log: (line: string) => voi
     await system?.stop();
     await Promise.all(watched.map((w) => w.server.stop()));
     if (process.env.WARMPATH_KEEP_LLAMA_LOGS) {
-      writeFileSync(join(logDir, "decisions.jsonl"), decisionLines.map((d) => JSON.stringify(d)).join("\n") + "\n");
+      writeFileSync(join(logDir, "decisions.jsonl"), decisionJson.map((d) => JSON.stringify(d)).join("\n") + "\n");
       log(`[e2e] mid-stream: engine logs and prompts kept in ${logDir}`);
     } else rmSync(logDir, { recursive: true, force: true });
   }

@@ -1,5 +1,5 @@
 /**
- * The fast fault-injection suite (scripts/faults/run.ts).
+ * The fast fault-injection suite (scripts/faults/run.ts and the modules it is made of).
  *
  * First the runner's pure parts, in milliseconds: the check that an answer is, event for event,
  * what one uninterrupted node streams (a token repeated or missing at a seam between two nodes, a
@@ -22,19 +22,13 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { chunk, usage, usageChunk, type StreamIds } from "../../fleet/openai.ts";
-import {
-  SCENARIOS,
-  answerProblem,
-  continuationCell,
-  continuationCounts,
-  duplicatedTags,
-  expectedAnswer,
-  increase,
-  runScenario,
-  startFaultSystem,
-  tagCounts,
-  type ScenarioResult,
-} from "../faults/run.ts";
+import { answerProblem, expectedAnswer } from "../faults/answers.ts";
+import { continuationCounts, duplicatedTags, increase, tagCounts } from "../faults/counters.ts";
+import { continuationCell } from "../faults/report.ts";
+import type { ScenarioResult } from "../faults/results.ts";
+import { runScenario } from "../faults/scenario.ts";
+import { SCENARIOS } from "../faults/scenarios.ts";
+import { startFaultSystem } from "../faults/system.ts";
 import type { System } from "../system.ts";
 
 /**

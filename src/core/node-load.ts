@@ -27,6 +27,7 @@
  * the benchmark's simulated time.
  */
 
+import { PrefillRate, type RateEvidence } from "./prefill-rate.ts";
 import { expectedResidual } from "./residual.ts";
 
 /**
@@ -48,37 +49,8 @@ export interface LoadReport {
   at: number;
 }
 
-/** Bounds on the learned prefill rate, relative to the configured one. */
-const MIN_RATE_FACTOR = 0.1;
-const MAX_RATE_FACTOR = 10;
 /** Weight of a new sample in the request-size moving average. */
 const EWMA_WEIGHT = 0.2;
-/**
- * Weight of a new sample in the prefill-rate average once the node is measured. Smaller than the
- * request-size weight (benchmark-tuned): a node's hardware rate changes rarely, and with
- * per-request noise in prefill time a jumpy estimate makes identical nodes look different, which
- * misroutes.
- */
-const RATE_EWMA_WEIGHT = 0.02;
-/**
- * Weight of the configured rate, counted as this many samples, in the first estimates. Operators
- * rarely know a node's rate to within 2x (it moves with batch mix, quantisation, context length),
- * so the configured figure is a prior worth one measurement: until 1 / RATE_EWMA_WEIGHT samples
- * have been seen the estimate is the plain mean of the prior and the samples (weight 1 / (n + 1)),
- * which is the least-noisy estimate for that many samples, and only then does it become a moving
- * average. With a rate configured 4x wrong, ten samples bring the estimate within 30% (the bench's
- * rate check); the moving average alone needed about 70.
- */
-const RATE_PRIOR_SAMPLES = 1;
-/** Smallest uncached prefill (tokens) that is a trustworthy rate sample: shorter ones are dominated by network and scheduling latency. */
-const MIN_RATE_SAMPLE_TOKENS = 2_000;
-/**
- * Spread (lognormal sigma) of real over predicted prefill time assumed before any is measured: a
- * middle value, so that an overrunning prefill is neither taken as done nor as endless. It is
- * worth PRIOR_SPREAD_SAMPLES measurements; the measured spread takes over from there.
- */
-const PRIOR_SPREAD = 0.5;
-const PRIOR_SPREAD_SAMPLES = 5;
 
 /**
  * Time constant of the node's recent prefill work (ms): long enough to see who has been given the
@@ -105,20 +77,8 @@ export class NodeLoad {
   private meanUncached: number;
   lastReport: LoadReport | undefined;
 
-  private readonly configuredRate: number;
-  /** The rate in use, as milliseconds per uncached token: the node's own, or the region's pooled estimate (rate-pool.ts). */
-  private msPerToken: number;
-  /** The node's own measured rate, as milliseconds per uncached token (what is averaged; see firstByte). */
-  private ownMsPerToken: number;
-  /** The spread in use (lognormal sigma of real over predicted prefill time): the node's own, or the region's. */
-  private spreadInUse = PRIOR_SPREAD;
-  /** Rate samples taken so far. */
-  private rateSamples = 0;
-  /** Mean and mean square of ln(real / predicted prefill time) over the rate samples. */
-  private logRatioMean = 0;
-  private logRatioSquare = PRIOR_SPREAD * PRIOR_SPREAD;
-  /** Mean of ln(milliseconds per token) over the rate samples: what nodes are compared on (rate-pool.ts). */
-  private logMsMean = 0;
+  /** The prefill rate and spread, measured at each first byte (prefill-rate.ts); `prefillRate` is its rate in use. */
+  private readonly rate: PrefillRate;
   /**
    * Requests before their first byte, in dispatch (= service) order, keyed by the object
    * {@link dispatch} returned, which the caller hands back to firstByte / releaseBeforeFirstByte.
@@ -138,10 +98,8 @@ export class NodeLoad {
   private recentAt = 0;
 
   constructor(configuredRate: number) {
-    this.configuredRate = configuredRate;
+    this.rate = new PrefillRate(configuredRate);
     this.prefillRate = configuredRate;
-    this.msPerToken = 1000 / configuredRate;
-    this.ownMsPerToken = this.msPerToken;
     this.meanUncached = configuredRate / 4;
   }
 
@@ -180,7 +138,7 @@ export class NodeLoad {
       // its expected remainder given how long it has run (residual.ts): exact progress when
       // prefill times are predictable, a growing remainder for an overrun when they are not.
       const elapsedMs = Math.max(0, now - Math.max(head.dispatchedAt, this.lastFirstByteAt));
-      const predictedMs = head.uncachedTokens * this.msPerToken;
+      const predictedMs = head.uncachedTokens * this.rate.msPerToken;
       const left = predictedMs > 0 ? head.uncachedTokens * expectedResidual(elapsedMs / predictedMs, this.spread()) : 0;
       tokens += left - head.uncachedTokens;
     }
@@ -203,7 +161,7 @@ export class NodeLoad {
 
   /** Spread (lognormal sigma) of real over predicted prefill times, as in use. */
   spread(): number {
-    return this.spreadInUse;
+    return this.rate.spread();
   }
 
   /** Seconds until a request with `uncachedTokens` of prefill would get its first token. */
@@ -241,55 +199,26 @@ export class NodeLoad {
   firstByte(now: number, dispatchedAt: number, predicted: { startAt: number; prefillEnd: number }, uncachedTokens: number): boolean {
     this.prefilling = Math.max(0, this.prefilling - 1);
     this.forget(predicted);
-    // Every request measures the node's prefill rate. Benchmark-tuned, two changes from the first
-    // version: (1) the prefill started at the previous first byte or at dispatch, whichever is
-    // later, so a request queued behind others is a sample too (before, only one the model
-    // believed started on an empty backlog was, and under noise that belief was often wrong and
-    // the wait counted as prefill); (2) the average is over milliseconds per token, not tokens per
-    // second: with per-request noise of mean 1 the mean of the *rates* is biased high (by
-    // e^(sigma^2), 2.7x at sigma 1), the mean of the times is not.
+    // Every request measures the node's prefill rate (prefill-rate.ts). Benchmark-tuned: the
+    // prefill started at the previous first byte or at dispatch, whichever is later, so a request
+    // queued behind others is a sample too (before, only one the model believed started on an
+    // empty backlog was, and under noise that belief was often wrong and the wait counted as prefill).
     const serviceStart = Math.max(dispatchedAt, this.lastFirstByteAt);
     if (now > this.lastFirstByteAt) this.lastFirstByteAt = now;
-    const elapsed = now - serviceStart;
-    if (!(uncachedTokens >= MIN_RATE_SAMPLE_TOKENS && elapsed > 0)) return false;
-    const sample = elapsed / uncachedTokens;
-    this.rateSamples++;
-    const spreadWeight = Math.max(RATE_EWMA_WEIGHT, 1 / (this.rateSamples + PRIOR_SPREAD_SAMPLES));
-    const logRatio = Math.log(sample / this.ownMsPerToken);
-    this.logRatioMean += spreadWeight * (logRatio - this.logRatioMean);
-    this.logRatioSquare += spreadWeight * (logRatio * logRatio - this.logRatioSquare);
-    const weight = Math.max(RATE_EWMA_WEIGHT, 1 / (this.rateSamples + RATE_PRIOR_SAMPLES));
-    this.ownMsPerToken += weight * (sample - this.ownMsPerToken);
-    this.logMsMean += Math.max(RATE_EWMA_WEIGHT, 1 / this.rateSamples) * (Math.log(sample) - this.logMsMean);
-    // Alone, the node's own estimate is the one in use; in a region the pool replaces it (rate-pool.ts).
-    this.useEstimate(this.ownMsPerToken, this.ownSpread());
-    return true;
+    const sampled = this.rate.sample(now - serviceStart, uncachedTokens);
+    this.prefillRate = this.rate.tokensPerSecond;
+    return sampled;
   }
 
-  /**
-   * What the node's own measurements say: its mean milliseconds per token (and mean of their
-   * logarithms), how many samples back it (as an effective count: a moving average remembers about 1 / RATE_EWMA_WEIGHT), and
-   * its measured spread.
-   */
-  rateEvidence(): { msPerToken: number; logMs: number; samples: number; spread: number } {
-    return {
-      msPerToken: this.ownMsPerToken,
-      logMs: this.logMsMean,
-      samples: Math.min(this.rateSamples, 1 / RATE_EWMA_WEIGHT),
-      spread: this.ownSpread(),
-    };
+  /** What the node's own measurements say (prefill-rate.ts): what the region pools (rate-pool.ts). */
+  rateEvidence(): RateEvidence {
+    return this.rate.evidence();
   }
 
   /** Sets the rate and spread in use (the region's estimate for this node), within the bounds around the configured rate. */
   useEstimate(msPerToken: number, spread: number): void {
-    const configuredMsPerToken = 1000 / this.configuredRate;
-    this.msPerToken = Math.min(configuredMsPerToken / MIN_RATE_FACTOR, Math.max(configuredMsPerToken / MAX_RATE_FACTOR, msPerToken));
-    this.prefillRate = 1000 / this.msPerToken;
-    this.spreadInUse = spread;
-  }
-
-  private ownSpread(): number {
-    return Math.sqrt(Math.max(0, this.logRatioSquare - this.logRatioMean * this.logRatioMean));
+    this.rate.use(msPerToken, spread);
+    this.prefillRate = this.rate.tokensPerSecond;
   }
 
   /** A dispatched request finished (or failed) without a first byte having been seen. */

@@ -7,6 +7,9 @@
  * region and node, the decision and the candidates weighed, tokens and timings. Never a prompt, a
  * key, a header or a node's answer: the line is built from routing results and usage counts only.
  *
+ * The line's shape is a contract (src/contracts/decision-line.ts): its type is derived from the zod
+ * schema the readers (scripts/faults/, scripts/llama/, bench/) parse it with.
+ *
  * What a client can cause is bounded (docs/OBSERVABILITY.md, "Decision log"): a line of an answer
  * with a success status (the node computed it and the tenant is billed for it, so each line costs
  * its client tokens) is never dropped; a line of a node's own error (a 400 context-length error, a
@@ -15,9 +18,8 @@
  * {@link ERROR_LINES_PER_SECOND} a second for each status, the rest counted in one
  * `decisions_suppressed` line a second.
  */
-import type { Considered, Decision, PriorityClass } from "../contracts/routing.ts";
+import type { DecisionLine } from "../contracts/decision-line.ts";
 import { LogLimiter } from "./log-limit.ts";
-import type { Usage } from "./usage.ts";
 
 /**
  * Decision lines a second per isolate for one error status (a node's own errors); the rest are
@@ -28,80 +30,6 @@ export const ERROR_LINES_PER_SECOND = 20;
 
 /** The status from which a decision line is a node's own error, bounded; below it, never dropped. */
 const ERROR_STATUS = 400;
-
-/** One continuation, as src/region/continue.ts records it. */
-export interface ContinuationLog {
-  node: string;
-  reason: string;
-  tokens_carried: number;
-  outcome: string;
-  detail?: string;
-  to_node?: string;
-  first_byte_ms?: number;
-}
-
-/** One request, as logged. Fields absent from a request no region could place are left out. */
-export interface DecisionLine {
-  event: "request";
-  request_id: string;
-  /** The request's W3C trace id (docs/OBSERVABILITY.md, "Traces"); set by {@link recordDecision} from its sinks. */
-  trace_id?: string | undefined;
-  tenant: string;
-  model: string;
-  /** The HTTP status the client got. */
-  status: number;
-  region?: string;
-  /** Why the region was not the nearest: a long prompt sent to one that holds its prefix (src/core/warm-region.ts). */
-  region_choice?:
-    | {
-        reason: "warm-prefix";
-        nearest: string;
-        held_tokens: number;
-        nearest_held_tokens: number;
-        saved_ms: number;
-        extra_round_trip_ms: number;
-      }
-    | undefined;
-  /** The shard that decided, in a sharded region (src/core/shard.ts). */
-  shard?: number | undefined;
-  node?: string;
-  decision?: Decision;
-  policy?: string;
-  prefix_match_blocks?: number;
-  prefix_total_blocks?: number;
-  prompt_tokens_estimated: number;
-  predicted_cached_tokens?: number;
-  work_ahead_tokens?: number;
-  estimated_ttft_ms?: number;
-  /** Admission (docs/ADMISSION.md): its class, its time-to-first-token objective and the time it waited in the region's queue (ms). */
-  priority?: PriorityClass | undefined;
-  objective_ms?: number | undefined;
-  queued_ms?: number | undefined;
-  candidates?: number;
-  /** Nodes held for the region's other tenants that this request was kept off (fair share). */
-  held_for_others?: number;
-  /** The best candidates as the region saw them: why this node and not another. */
-  considered?: Considered[];
-  /** Every region and node tried, and how each attempt ended. */
-  attempts: Array<{ region: string; node?: string; outcome: string }>;
-  /**
-   * A stream whose node failed after its first byte: each continuation (the failed node, how it
-   * failed, tokens carried over, what became of it, the node that carried on and how soon its
-   * first byte came). `usage` and `measured_cached_tokens` are then the last node's.
-   */
-  continuations?: ContinuationLog[] | undefined;
-  first_byte_ms?: number;
-  duration_ms: number;
-  /** How the answer's body ended (`ok`, `stream-error`, `cancelled`). */
-  end?: string;
-  bytes?: number;
-  /** The node's usage, once checked (src/proxy/usage-check.ts): absent when it reported none or it was refused. */
-  usage?: Usage | undefined;
-  /** A usage the node reported that was refused (and the estimate billed instead): why, the bound it broke, its figures. */
-  usage_rejected?: { reason: string; limit: number | undefined; reported: Usage } | undefined;
-  /** The node's cached tokens, or null when it did not report them (not the same as none). */
-  measured_cached_tokens: number | null;
-}
 
 /**
  * Whether the line is written: every request that did not end cleanly (an error status, a broken

@@ -22,6 +22,7 @@
  *   estimated tokens) but costs a vision model ~1,000 to 16,000.
  */
 import type { Usage } from "./usage.ts";
+import type { UsageRejection } from "../contracts/decision-line.ts";
 
 /** Completion tokens a node may report past the request's `max_tokens` and past the bytes relayed. */
 export const COMPLETION_SLACK_TOKENS = 16;
@@ -33,14 +34,7 @@ export const PROMPT_ESTIMATE_FACTOR = 8;
 export const PROMPT_ALLOWANCE_TOKENS = 1024;
 
 /** Why a node's usage was not billed (the `usage_rejected` line's and the data point's `reason`). */
-export type UsageRejection =
-  | "not-counts"
-  | "cached-over-prompt"
-  | "over-max-tokens"
-  | "over-relayed"
-  | "under-relayed"
-  | "prompt-over-estimate"
-  | "prompt-under-estimate";
+export type { UsageRejection };
 
 /** What the router knows to check a usage against. */
 export interface UsageBounds {

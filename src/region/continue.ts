@@ -17,6 +17,7 @@
  * engine that can continue (the failure's own code, its message saying so).
  */
 import { continuationOutcomeSchema, type ContinuationOutcome, type StreamFailureKind } from "../contracts/routing.ts";
+import type { ContinuationLog, StreamContinuedLine } from "../contracts/decision-line.ts";
 import type { Attempt } from "../contracts/region-service.ts";
 import { concatBytes } from "../http/body.ts";
 import type { Segment, StreamEnding } from "../proxy/relay.ts";
@@ -36,20 +37,8 @@ export interface Live {
   continuation?: { reason: StreamFailureKind; outcome: ContinuationOutcome } | undefined;
 }
 
-/** One continuation, as the decision line records it. */
-export interface ContinuationRecord {
-  /** The node that failed. */
-  node: string;
-  reason: StreamFailureKind;
-  /** Completion tokens the client already had (measured or estimated), carried into the new prompt. */
-  tokens_carried: number;
-  outcome: ContinuationOutcome;
-  /** Why not, when the request or its stream could not be continued. */
-  detail?: string;
-  /** The node that carried on, and how long after the failure its first byte came (ms). */
-  to_node?: string;
-  first_byte_ms?: number;
-}
+/** One continuation, as the decision line records it (src/contracts/decision-line.ts). */
+export type ContinuationRecord = ContinuationLog;
 
 export interface ContinuationContext {
   rc: RegionContext;
@@ -211,7 +200,7 @@ async function continueOnce(
         request_id: cc.rc.request.requestId,
         region: cc.rc.region.config.name,
         ...record,
-      }),
+      } satisfies StreamContinuedLine),
     );
     const reader = tried.upstream.reader ?? ended();
     return { first: tried.upstream.first, reader };

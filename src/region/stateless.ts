@@ -7,18 +7,23 @@
  * state. Without the object there is no index and no load model, so a request goes to the node
  * that rendezvous hashing of its first block picks (the same prompt prefix lands on the same node,
  * so prefixes still meet their cache while the object is away), skipping a node this isolate
- * already has more than BOUNDED_LOAD_FACTOR x its fair share of requests in flight on (consistent
- * hashing with bounded loads). Affinity returns when the object does. The answer says
+ * already has more than BOUNDED_LOAD_FACTOR x its fair share of requests in flight on: consistent
+ * hashing with bounded loads, src/core/policies/placement.ts's (the `consistent-hash` policy's),
+ * with the router's own rendezvous score rather than a hash of its own. Affinity returns when the object does. The answer says
  * `x-warmpath-decision: stateless`.
  */
 
 import type { NodeEngine } from "../contracts/node.ts";
+import { boundedLoadChoice } from "../core/policies/placement.ts";
 
 /** How long a node seen in a routing result is remembered: past it, it may be gone. */
 export const NODE_MEMORY_MS = 5 * 60_000;
 /** Nodes remembered per region. */
 const MAX_NODES_PER_REGION = 256;
-/** A node with more than this times the mean in-flight requests (plus one) of this isolate is skipped. */
+/**
+ * A node with more than this times the mean of this isolate's requests in flight (the new one
+ * counted) is skipped: 1.25, the `consistent-hash` policy's default `load_factor`.
+ */
 const BOUNDED_LOAD_FACTOR = 1.25;
 
 interface KnownNode {
@@ -54,20 +59,12 @@ export function rememberNode(region: string, nodeId: string, url: string, model:
   nodes.set(nodeId, { url, engine, models: new Set([model]), seenAt: now, inflight: 0 });
 }
 
-/** 32-bit FNV-1a, for rendezvous weights (no I/O, no crypto: this runs only when the object is away). */
-function fnv1a(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
 /**
- * The node for a request without the object: highest rendezvous weight for its first block among
- * the remembered nodes serving `model` (not excluded, seen within NODE_MEMORY_MS, within the load
- * bound), or undefined if none is known.
+ * The node for a request without the object: among the remembered nodes serving `model` (not
+ * excluded, seen within NODE_MEMORY_MS, allowed), the first in its first block's rendezvous order
+ * within the load bound, by the same consistent hashing with bounded loads as the
+ * `consistent-hash` policy (src/core/policies/placement.ts: load is this isolate's requests in
+ * flight, the new one counted); undefined if none is known.
  */
 export function chooseStateless(
   region: string,
@@ -83,17 +80,15 @@ export function chooseStateless(
     ([id, n]) => n.models.has(model) && !exclude.includes(id) && now - n.seenAt <= NODE_MEMORY_MS && allowed(id, n.engine),
   );
   if (eligible.length === 0) return undefined;
-  const mean = eligible.reduce((s, [, n]) => s + n.inflight, 0) / eligible.length;
-  const bound = Math.ceil((mean + 1) * BOUNDED_LOAD_FACTOR);
-  let best: [string, KnownNode] | undefined;
-  let bestWeight = -1;
-  for (const entry of eligible) {
-    if (entry[1].inflight >= bound) continue;
-    const weight = fnv1a(firstHash + "/" + entry[0]);
-    if (weight > bestWeight) [best, bestWeight] = [entry, weight];
-  }
-  best ??= eligible.reduce((a, b) => (b[1].inflight < a[1].inflight ? b : a));
-  return { nodeId: best[0], url: best[1].url, engine: best[1].engine };
+  const { index } = boundedLoadChoice(
+    eligible.map(([id]) => ({ id })),
+    firstHash,
+    eligible.map(([, n]) => n.inflight),
+    1,
+    BOUNDED_LOAD_FACTOR,
+  );
+  const [nodeId, best] = eligible[index]!;
+  return { nodeId, url: best.url, engine: best.engine };
 }
 
 /** Counts a stateless request in flight on a node (+1 when sent, -1 when it ends). */

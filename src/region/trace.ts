@@ -12,7 +12,7 @@
  * node is a sibling in the same trace. The region's spans are logged when the answer ends (the
  * decision line's hook, {@link RegionTrace.onLine}) or when the region refuses the request.
  */
-import type { DecisionLine } from "../proxy/decision-log.ts";
+import type { DecisionLine } from "../contracts/decision-line.ts";
 import type { DispatchRequest } from "../contracts/region-service.ts";
 import { TRACEPARENT, TRACESTATE } from "../contracts/headers.ts";
 import type { RouteResult } from "../contracts/routing.ts";

@@ -8,7 +8,8 @@ import { env } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import worker from "../../src/index.ts";
-import { dataPoint, ERROR_LINES_PER_SECOND, errorLineBound, shouldLog, type DecisionLine } from "../../src/proxy/decision-log.ts";
+import { parseLogLine, type DecisionLine } from "../../src/contracts/decision-line.ts";
+import { dataPoint, ERROR_LINES_PER_SECOND, errorLineBound, shouldLog } from "../../src/proxy/decision-log.ts";
 import { LogLimiter } from "../../src/proxy/log-limit.ts";
 import { ACME_KEY } from "../fixtures/config.ts";
 import { BASE, CF_VIRGINIA, registerAll, withRegionService } from "../helpers.ts";
@@ -211,6 +212,19 @@ describe("Analytics Engine data point", () => {
       expect(points[0]!.blobs!.slice(0, 5)).toEqual(["acme", "us", "ae-1", "m-meter", ok.headers.get("x-warmpath-decision")]);
       expect(points[0]!.doubles![0]).toBe(200);
       expect(points[0]!.doubles![3]).toBe(1); // the fake node reports cached tokens
+      // The line written is the contract's (src/contracts/decision-line.ts), as its readers parse it.
+      const written = log.mock.calls
+        .map((c) => parseLogLine(String(c[0])))
+        .find((p) => p?.json.event === "request" && p.json.request_id === ok.headers.get("x-request-id"));
+      expect(written?.invalid).toBeUndefined();
+      expect(written?.decision).toMatchObject({
+        event: "request",
+        tenant: "acme",
+        model: "m-meter",
+        status: 200,
+        region: "us",
+        node: "ae-1",
+      });
       // A request no node can take is a point too (status 503, no node).
       const none = await send("m-none");
       expect(none.status).toBe(503);

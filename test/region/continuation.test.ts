@@ -5,6 +5,7 @@
  * text they are given.
  */
 import { describe, expect, it, vi } from "vitest";
+import { parseLogLine } from "../../src/contracts/decision-line.ts";
 import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { STORY_PROMPT_TOKENS, STORY_TOKENS, storyText } from "../fixtures/story-node.ts";
 import { HUGE_TEXT_CHUNKS, HUGE_TEXT_CHUNK_CHARS } from "../fixtures/fake-node.ts";
@@ -298,6 +299,18 @@ describe("a stream whose node fails after its first byte is finished by another 
       // clean end without [DONE] (a transport turning a reset into an end, as a proxy may).
       expect(["connection", "truncated"]).toContain(continuations[0]!.reason);
       expect(continuations[0]!.first_byte_ms).toEqual(expect.any(Number));
+      // Both lines are the contract's (src/contracts/decision-line.ts), as scripts/faults/ and scripts/llama/ parse them.
+      const contract = spy.mock.calls
+        .map((c) => parseLogLine(String(c[0])))
+        .filter((p) => p?.json.request_id === res.headers.get("x-request-id"));
+      expect(contract.map((p) => p?.invalid)).toEqual(contract.map(() => undefined));
+      expect(contract.find((p) => p?.decision)?.decision?.continuations?.[0]).toMatchObject({ node: "log-a", outcome: "continued" });
+      expect(contract.find((p) => p?.continued)?.continued).toMatchObject({
+        event: "stream_continued",
+        node: "log-a",
+        to_node: "log-b",
+        tokens_carried: 5,
+      });
     } finally {
       spy.mockRestore();
     }

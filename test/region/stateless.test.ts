@@ -7,6 +7,7 @@ import { env, exports } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index.ts";
+import { rendezvousOrder } from "../../src/core/policies/placement.ts";
 import { chooseStateless, countStateless, forgetNodes, NODE_MEMORY_MS, rememberNode } from "../../src/region/stateless.ts";
 import { ACME_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import type { UsageRow } from "../../src/contracts/usage.ts";
@@ -31,6 +32,20 @@ describe("stateless chooser", () => {
     // Different prefixes spread over the nodes.
     const spread = new Set(Array.from({ length: 40 }, (_, i) => chooseStateless("r", "m", `prefix-${i}`.padEnd(16, "0"), [], 50)!.nodeId));
     expect(spread.size).toBe(3);
+  });
+
+  it("places a prefix as the consistent-hash policy does: its first node in rendezvous order (src/core/policies/placement.ts)", () => {
+    const ids = ["a", "b", "c", "d"];
+    for (const id of ids) rememberNode("r", id, `http://${id}`, "m", 0);
+    for (let i = 0; i < 20; i++) {
+      const key = `${i}`.padStart(16, "0");
+      const order = rendezvousOrder(
+        ids.map((id) => ({ id })),
+        key,
+      );
+      expect(chooseStateless("r", "m", key, [], 1)!.nodeId).toBe(ids[order[0]!]);
+      expect(chooseStateless("r", "m", key, [ids[order[0]!]!], 1)!.nodeId).toBe(ids[order[1]!]);
+    }
   });
 
   it("knows nothing of a node unseen for too long, or of a model it was never sent", () => {

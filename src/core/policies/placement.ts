@@ -4,8 +4,12 @@
 import { rendezvousScore } from "../hash.ts";
 import type { Candidate } from "./types.ts";
 
-/** Candidate indices ordered by rendezvous score for `key` (best first). Deterministic per key. */
-export function rendezvousOrder(candidates: readonly Candidate[], key: string): number[] {
+/**
+ * Candidate indices ordered by rendezvous score for `key` (best first). Deterministic per key. Only
+ * the ids are read, so the region worker's stateless fallback (src/region/stateless.ts), which has
+ * no load model, passes bare ids.
+ */
+export function rendezvousOrder(candidates: readonly Pick<Candidate, "id">[], key: string): number[] {
   const scored = candidates.map((c, i) => ({ i, s: rendezvousScore(key, c.id) }));
   scored.sort((a, b) => b.s - a.s || a.i - b.i);
   return scored.map((x) => x.i);
@@ -23,7 +27,7 @@ export function rendezvousOrder(candidates: readonly Candidate[], key: string): 
  * @returns index into `candidates`, and whether it was the key's first choice
  */
 export function boundedLoadChoice(
-  candidates: readonly Candidate[],
+  candidates: readonly Pick<Candidate, "id">[],
   key: string,
   loads: readonly number[],
   cost: number,
