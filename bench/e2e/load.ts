@@ -96,15 +96,6 @@ export function chatBody(seq: number, stream: boolean): string {
   });
 }
 
-/**
- * Nearest-rank percentile of an unsorted sample, `p` in percent (NaN when empty): src/core/stats.ts's
- * {@link percentileOf}, kept under this name for bench/wan/run.ts, its last caller.
- * @deprecated import percentileOf from src/core/stats.ts (p as a fraction).
- */
-export function percentile(values: readonly number[], p: number): number {
-  return percentileOf(values, p / 100);
-}
-
 interface Outcome {
   ok: boolean;
   error?: string;

@@ -33,7 +33,7 @@ import { parse } from "smol-toml";
 import { DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3 } from "../../src/config/dev-credentials.ts";
 import { ROOT, startSystem, type System } from "../../scripts/system.ts";
 import { freePort } from "../../scripts/ports.ts";
-import { percentile } from "../e2e/load.ts";
+import { percentileOf } from "../../src/core/stats.ts";
 import { cpuMs, descendants } from "../e2e/procs.ts";
 import { startNode, type BenchNode } from "./node.ts";
 import { startRelay, type Relay } from "./relay.ts";
@@ -157,8 +157,8 @@ function row(rtt: number, path: Path, mode: Mode, samples: number[], errors: num
     rtt_ms: rtt,
     path,
     mode,
-    ttfb_p50_ms: round(percentile(samples, 50) + add),
-    ttfb_p99_ms: round(percentile(samples, 99) + add),
+    ttfb_p50_ms: round(percentileOf(samples, 0.5) + add),
+    ttfb_p99_ms: round(percentileOf(samples, 0.99) + add),
     n: samples.length,
     errors,
     derived: derivedFrom !== undefined,
