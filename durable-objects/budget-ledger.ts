@@ -23,7 +23,7 @@ import { DEFAULT_RETENTION_DAYS, type UsageStore } from "./usage-store.ts";
 const EXPIRE_INTERVAL_MS = 1_000;
 
 /** Where a region object stands when it talks to the ledger. */
-export interface LedgerLinkContext {
+interface LedgerLinkContext {
   /** The object's region (its router's), once it has one. */
   region: string | undefined;
   /** Its shard in a sharded region, once it has routed as one. */

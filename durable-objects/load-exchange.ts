@@ -162,7 +162,7 @@ export class LoadExchange {
 }
 
 /** What a shard's link needs of its region object. */
-export interface ShardHost {
+interface ShardHost {
   /** The router in force now: an exchange's answer for a router since replaced (a new configuration) is dropped. */
   router(): RegionRouter | undefined;
   /** Applies a report from the feed to the router (durable-objects/region.ts, `applyReport`). */

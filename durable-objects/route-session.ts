@@ -6,7 +6,7 @@ import { RpcTarget } from "cloudflare:workers";
 import type { CompletionOutcome, RouteSessionApi } from "../src/contracts/region-object.ts";
 
 /** What a session asks of the object that placed its request (RegionDurableObject). */
-export interface TicketHolder {
+interface TicketHolder {
   ticketFirstByte(ticket: string, responseId?: string): void;
   ticketComplete(ticket: string, outcome: CompletionOutcome): boolean;
 }

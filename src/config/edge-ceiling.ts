@@ -16,7 +16,7 @@
 import type { WarmpathConfig } from "./schema.ts";
 
 /** How far above the largest budget the ceiling sits. */
-export const EDGE_CEILING_FACTOR = 2;
+const EDGE_CEILING_FACTOR = 2;
 /** The binding's period (Cloudflare allows 10 or 60 s). */
 export const EDGE_CEILING_PERIOD_SECONDS = 60;
 

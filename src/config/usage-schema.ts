@@ -12,7 +12,7 @@ const MAX_PRICE = 100_000;
 const usdPerMillion = (what: string) => z.number().min(0).max(MAX_PRICE).describe(`USD per million ${what}.`);
 
 /** One model's prices (USD per million tokens), as providers list them. */
-export const priceSchema = z.strictObject({
+const priceSchema = z.strictObject({
   model: z.string().min(1).max(256).describe("The model name, as requests name it."),
   input: usdPerMillion("prompt tokens not read from the cache"),
   cached_input: z
@@ -60,7 +60,6 @@ export const usageSchema = z.strictObject({
       "How often a region object writes the usage it has counted to its storage and tells the budget ledger what its tenants spent. Usage in memory between two flushes is lost only if the object crashes (a restart through the admin API or a deploy's restart flushes first); the budget's overshoot grows with it (docs/USAGE.md).",
     ),
 });
-export type UsageConfig = z.output<typeof usageSchema>;
 
 /** The largest `reserve_max_tokens`: 10M tokens, the largest context window served today. */
 const MAX_RESERVE_MAX_TOKENS = 10_000_000;
@@ -93,4 +92,3 @@ export const budgetSchema = z
   .refine((b) => [b.tokens_per_day, b.tokens_per_month, b.usd_per_day, b.usd_per_month].some((v) => v !== undefined), {
     message: "name at least one of tokens_per_day, tokens_per_month, usd_per_day, usd_per_month",
   });
-export type BudgetConfig = z.output<typeof budgetSchema>;

@@ -15,7 +15,7 @@ import { consideredSchema, decisionSchema, failureReasonSchema, completionOutcom
 
 const count = z.number().min(0);
 
-export const nodeMetricsSchema = z.object({
+const nodeMetricsSchema = z.object({
   routed: count,
   decisions: z.record(z.string(), count),
   completed: count,
@@ -45,9 +45,9 @@ export const nodeMetricsSchema = z.object({
   matchedBlocksSum: count,
 });
 
-export const loadReportSchema = z.object({ running: count, waiting: count, kvUsage: z.number(), at: z.number() });
+const loadReportSchema = z.object({ running: count, waiting: count, kvUsage: z.number(), at: z.number() });
 
-export const snapshotNodeSchema = z.object({
+const snapshotNodeSchema = z.object({
   id: z.string(),
   url: z.string(),
   models: z.array(z.string()),
@@ -70,7 +70,7 @@ export const snapshotNodeSchema = z.object({
   metrics: nodeMetricsSchema,
 });
 
-export const tenantCountersSchema = z.object({
+const tenantCountersSchema = z.object({
   requests: count,
   promptTokens: z.number(),
   predictedCachedTokens: z.number(),
@@ -89,7 +89,7 @@ const classGoodputSchema = z.object({
 });
 
 /** GoodputCounters (src/core/region/goodput-counters.ts). */
-export const goodputCountersSchema = z.object({
+const goodputCountersSchema = z.object({
   classes: z.object({ interactive: classGoodputSchema, standard: classGoodputSchema, batch: classGoodputSchema }),
   tenants: z.record(z.string(), z.object({ within: count, late: count, shed: count })),
 });
@@ -130,7 +130,7 @@ export type AdminRegionState = z.infer<typeof adminRegionStateSchema>;
 export const adminStateSchema = z.object({ at: z.number(), regions: z.array(adminRegionStateSchema) });
 export type AdminState = z.infer<typeof adminStateSchema>;
 
-export const nodeHistorySchema = z.object({
+const nodeHistorySchema = z.object({
   routed: count,
   prefillTokens: count,
   cachedTokens: count,
@@ -138,7 +138,7 @@ export const nodeHistorySchema = z.object({
   failed: count,
 });
 
-export const historyBucketSchema = z.object({
+const historyBucketSchema = z.object({
   start: z.number(),
   routed: count,
   rejected: count,
@@ -149,7 +149,7 @@ export const historyBucketSchema = z.object({
   nodes: z.record(z.string(), nodeHistorySchema),
 });
 
-export const decisionRecordSchema = z.object({
+const decisionRecordSchema = z.object({
   at: z.number(),
   requestId: z.string(),
   tenant: z.string().nullable(),
@@ -187,4 +187,3 @@ export type RegionHistoryAnswer = z.infer<typeof regionHistorySchema>;
 
 /** `GET /admin/history`: every region's. */
 export const adminHistorySchema = z.object({ at: z.number(), regions: z.array(regionHistorySchema) });
-export type AdminHistory = z.infer<typeof adminHistorySchema>;

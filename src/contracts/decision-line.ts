@@ -28,7 +28,7 @@ import {
 export const MAX_LOG_LINE_CHARS = 65_536;
 
 /** Why a node's usage was not billed (src/proxy/usage-check.ts; the line's `usage_rejected.reason`). */
-export const usageRejectionSchema = z.enum([
+const usageRejectionSchema = z.enum([
   "not-counts",
   "cached-over-prompt",
   "over-max-tokens",
@@ -40,7 +40,7 @@ export const usageRejectionSchema = z.enum([
 export type UsageRejection = z.infer<typeof usageRejectionSchema>;
 
 /** One continuation (src/region/continue.ts): the failed node, how it failed, tokens carried over, what became of it. */
-export const continuationLogSchema = z.object({
+const continuationLogSchema = z.object({
   /** The node that failed. */
   node: z.string(),
   reason: streamFailureSchema,
@@ -66,7 +66,7 @@ const regionChoiceSchema = z.object({
 });
 
 /** One request, as logged. Fields absent from a request no region could place are left out. */
-export const decisionLineSchema = z.object({
+const decisionLineSchema = z.object({
   event: z.literal("request"),
   request_id: z.string(),
   /** The request's W3C trace id (docs/OBSERVABILITY.md, "Traces"); set by recordDecision from its sinks. */
@@ -119,7 +119,7 @@ export const decisionLineSchema = z.object({
 export type DecisionLine = z.infer<typeof decisionLineSchema>;
 
 /** A continuation as it happens (src/region/continue.ts), before the request's decision line. */
-export const streamContinuedLineSchema = continuationLogSchema.extend({
+const streamContinuedLineSchema = continuationLogSchema.extend({
   event: z.literal("stream_continued"),
   request_id: z.string(),
   region: z.string(),
@@ -127,7 +127,7 @@ export const streamContinuedLineSchema = continuationLogSchema.extend({
 export type StreamContinuedLine = z.infer<typeof streamContinuedLineSchema>;
 
 /** A router output line read as JSON, and as the contract's line when its `event` names one. */
-export interface ParsedLogLine {
+interface ParsedLogLine {
   /** The line's JSON object (from its first `{`: workerd and wrangler prefix what the worker logs). */
   json: Record<string, unknown>;
   /** The line, when it is a `request` line that meets the contract. */

@@ -46,7 +46,7 @@ export const EXPLAIN = {
 } as const;
 
 /** OpenAI's rate-limit headers (src/proxy/rate-limit-headers.ts), by kind. */
-export const RATE_LIMIT_HEADERS = ["requests", "tokens"].flatMap((kind) =>
+const RATE_LIMIT_HEADERS = ["requests", "tokens"].flatMap((kind) =>
   ["limit", "remaining", "reset"].map((what) => `x-ratelimit-${what}-${kind}`),
 );
 

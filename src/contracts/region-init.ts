@@ -9,7 +9,7 @@ import { regionSettingsSchema } from "../core/region/index.ts";
 import { MAX_RETENTION_DAYS } from "../config/usage-schema.ts";
 
 /** A node declared in configuration: it needs no reports and never expires by silence. */
-export const staticNodeInitSchema = z.strictObject({
+const staticNodeInitSchema = z.strictObject({
   id: nodeIdSchema,
   url: nodeUrlSchema,
   models: nodeModelsSchema,
@@ -18,7 +18,7 @@ export const staticNodeInitSchema = z.strictObject({
 });
 
 /** How the object keeps its usage ledger (configuration `usage`, src/config/usage-schema.ts). */
-export const usageInitSchema = z.strictObject({
+const usageInitSchema = z.strictObject({
   flushIntervalMs: z.number().int().min(100).max(60_000),
   retentionDays: z.number().int().min(1).max(MAX_RETENTION_DAYS),
   /** The region whose worker's namespace holds the budget ledger (the first configured region). */

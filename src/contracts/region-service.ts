@@ -58,15 +58,15 @@ export const NODE_HEADERS = [
 ];
 
 /** The inference paths a region worker forwards to its nodes. */
-export const inferencePathSchema = z.enum(["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"]);
+const inferencePathSchema = z.enum(["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"]);
 export type InferencePath = z.infer<typeof inferencePathSchema>;
 
 /** Which API's stream terminator ends the answer (src/proxy/stream-end.ts). */
-export const streamApiSchema = z.enum(["openai", "responses", "messages"]);
+const streamApiSchema = z.enum(["openai", "responses", "messages"]);
 export type StreamApi = z.infer<typeof streamApiSchema>;
 
 /** One region or node tried, and how it ended (the decision line's `attempts`). */
-export const attemptSchema = z.object({
+const attemptSchema = z.object({
   region: z.string().max(64),
   node: nodeIdSchema.optional(),
   outcome: z.string().max(512),
@@ -74,7 +74,7 @@ export const attemptSchema = z.object({
 export type Attempt = z.infer<typeof attemptSchema>;
 
 /** Why a farther region was tried first: it holds more of this long prompt's prefix (src/core/warm-region.ts). */
-export const warmRegionSchema = z.object({
+const warmRegionSchema = z.object({
   region: z.string().max(64),
   nearest: z.string().max(64),
   heldTokens: z.number().min(0),
@@ -153,7 +153,7 @@ export const dispatchRequestSchema = z.object({
 export type DispatchRequest = z.infer<typeof dispatchRequestSchema>;
 
 /** Why a region did not serve a request (the edge then tries the next region, or answers). */
-export const refusalReasonSchema = z.enum([
+const refusalReasonSchema = z.enum([
   "no-node",
   "saturated",
   "over-share",
@@ -170,7 +170,6 @@ export const refusalReasonSchema = z.enum([
   /** The request named a region this worker does not serve (a binding pointed at the wrong worker). */
   "wrong-region",
 ]);
-export type RefusalReason = z.infer<typeof refusalReasonSchema>;
 
 export const regionRefusalSchema = z.object({
   reason: refusalReasonSchema,
@@ -190,10 +189,8 @@ export type RegionRefusal = z.infer<typeof regionRefusalSchema>;
 
 /** A node report the edge authenticated, and the credential it presented (its hash, never itself). */
 export const reportRequestSchema = z.object({ report: nodeReportSchema, credential: nodeCredentialSchema });
-export type ReportRequest = z.infer<typeof reportRequestSchema>;
 
 export const removeRequestSchema = z.object({ nodeId: nodeIdSchema, credential: nodeCredentialSchema });
-export type RemoveRequest = z.infer<typeof removeRequestSchema>;
 
 /** The longest meta part of a dispatch message: 4,096 hashes, a session key and attempts fit with room. */
 export const MAX_DISPATCH_META_BYTES = 256 * 1024;

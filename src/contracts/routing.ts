@@ -72,7 +72,7 @@ export const shedReasonSchema = z.enum(["objective", "deadline", "queue-full"]);
 export type ShedReason = z.infer<typeof shedReasonSchema>;
 
 /** A shard's number within its region (0 .. shards - 1). */
-export const shardIndexSchema = z
+const shardIndexSchema = z
   .number()
   .int()
   .min(0)
@@ -203,7 +203,7 @@ export const consideredSchema = z.object({
 export type Considered = z.infer<typeof consideredSchema>;
 
 /** One rate limit after a request: what OpenAI's `x-ratelimit-*` headers report. */
-export const limitStateSchema = z.object({
+const limitStateSchema = z.object({
   limit: z.number().min(0),
   remaining: z.number().min(0),
   resetSeconds: z.number().min(0),
@@ -218,7 +218,7 @@ export const rateLimitStateSchema = z.object({
 export type RateLimitState = z.infer<typeof rateLimitStateSchema>;
 
 /** A placement (`ok: true`), or why the region cannot take the request (another region may). */
-export const routeResultSchema = z.discriminatedUnion("ok", [
+const routeResultSchema = z.discriminatedUnion("ok", [
   z.object({
     ok: z.literal(true),
     ticket: ticketSchema,

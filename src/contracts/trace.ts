@@ -24,7 +24,7 @@ export const SPAN_KIND = { internal: 1, server: 2, client: 3 } as const;
 export const STATUS_CODE = { unset: 0, ok: 1, error: 2 } as const;
 
 /** An attribute value as OTLP/JSON writes it (int64 as a decimal string, proto3 JSON). */
-export type OtlpValue = { stringValue: string } | { intValue: string } | { doubleValue: number } | { boolValue: boolean };
+type OtlpValue = { stringValue: string } | { intValue: string } | { doubleValue: number } | { boolValue: boolean };
 export interface OtlpAttribute {
   key: string;
   value: OtlpValue;

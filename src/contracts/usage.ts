@@ -59,7 +59,6 @@ export type RouteBudget = z.infer<typeof routeBudgetSchema>;
  * `budget.reserve_max_tokens`), and that in USD at the tenant's price.
  */
 export const reservationSchema = z.strictObject({ tokens: count(), usd: usd() });
-export type Reservation = z.infer<typeof reservationSchema>;
 
 /** One ledger row: a tenant's usage of a model in a region on a UTC day (GET /admin/usage). */
 export const usageRowSchema = z.strictObject({
@@ -98,7 +97,7 @@ export const usageQuerySchema = z.strictObject({
 export type UsageQuery = z.infer<typeof usageQuerySchema>;
 
 /** A tenant's spend in one period (`2026-12-04` or `2026-12`), in tokens and USD. */
-export const spendSchema = z.strictObject({
+const spendSchema = z.strictObject({
   tenant: z.string().min(1).max(64),
   period: z.string().regex(/^\d{4}-\d{2}(-\d{2})?$/),
   tokens: count(),

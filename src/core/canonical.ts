@@ -105,7 +105,7 @@ function contentText(content: unknown): string {
 }
 
 /** Canonical text of one message, independent of every other message. */
-export function canonicalMessage(m: CanonicalMessage): string {
+function canonicalMessage(m: CanonicalMessage): string {
   let out = RECORD + m.role + FIELD + (m.name ?? "") + FIELD + contentText(m.content);
   if (m.tool_calls != null) out += FIELD + stableJson(m.tool_calls);
   if (m.tool_call_id != null) out += FIELD + m.tool_call_id;

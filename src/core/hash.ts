@@ -70,11 +70,6 @@ export function hashToHex(h: Hash64): string {
   );
 }
 
-/** A well-mixed 32-bit hash of a short string, for rendezvous hashing and sticky keys. */
-export function hash32(text: string): number {
-  return seedHash(text).lo;
-}
-
 /**
  * Rendezvous (highest random weight) score of `nodeId` for `key`. Ordering nodes by this score
  * gives every key its own stable preference list, so a tie or a cold placement is deterministic for

@@ -41,7 +41,7 @@ export const MAX_CLOCK_SKEW_MS = 30_000;
  * about 6 MB at ~100 bytes an entry. Past it the oldest is forgotten and no message as old is taken
  * again (the guard's floor), so the bound costs refusals of stale messages, never a replay.
  */
-export const MAX_REMEMBERED_NONCES = 65_536;
+const MAX_REMEMBERED_NONCES = 65_536;
 
 /** The shortest secret taken: 32 characters (`openssl rand -hex 32` gives 64). A shorter one is refused, as if unset. */
 export const MIN_SECRET_LENGTH = 32;
@@ -128,7 +128,7 @@ export async function signInternal(subtle: Subtle, secret: string, parts: Signed
   return `${VERSION};r=${parts.role};t=${parts.timestamp};n=${parts.nonce};s=${hex(mac)}`;
 }
 
-export interface ParsedAuth {
+interface ParsedAuth {
   role: InternalRole;
   timestamp: number;
   nonce: string;

@@ -47,7 +47,7 @@ export class JsonBoundsError extends Error {
   }
 }
 
-export interface JsonBounds {
+interface JsonBounds {
   maxDepth: number;
   maxValues: number;
 }

@@ -24,7 +24,7 @@
 import { z } from "zod";
 
 /** Bytes of randomness in a node secret. */
-export const NODE_SECRET_BYTES = 32;
+const NODE_SECRET_BYTES = 32;
 /** A node secret as sent: 32 bytes in unpadded base64url, 43 characters. */
 export const NODE_SECRET_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
@@ -80,7 +80,7 @@ export interface IdentityEntry {
   secretSha256: string | undefined;
 }
 
-export type ReportDecision =
+type ReportDecision =
   | { ok: true; register: boolean }
   | {
       ok: false;

@@ -5,13 +5,13 @@
  */
 
 /** Longest host name (DNS). */
-export const MAX_HOST_LENGTH = 253;
+const MAX_HOST_LENGTH = 253;
 
 // ---------------------------------------------------------------------------------------------
 // IP addresses
 
 /** An IP address: its family and its value as an integer (32 or 128 bits). */
-export interface Ip {
+interface Ip {
   family: 4 | 6;
   value: bigint;
 }

@@ -17,7 +17,7 @@ type HostPattern =
   | { kind: "cidr"; family: 4 | 6; network: bigint; prefix: number };
 
 /** One `allowed_origins` entry, parsed. */
-export interface OriginPattern {
+interface OriginPattern {
   /** As written, for messages. */
   source: string;
   /** Only this scheme, when the entry names one (`https://...`). */

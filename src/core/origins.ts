@@ -32,9 +32,9 @@ import { effectivePort, matches, type OriginPolicy, type Scheme } from "./origin
 export { MAX_ORIGIN_PATTERN_LENGTH, originPolicy, parseOriginPattern, type OriginPolicy } from "./origin-patterns.ts";
 
 /** Longest node URL accepted. */
-export const MAX_NODE_URL_LENGTH = 2048;
+const MAX_NODE_URL_LENGTH = 2048;
 
-export type NodeUrlCheck =
+type NodeUrlCheck =
   | { ok: true; url: string; host: string }
   | { ok: false; status: 400 | 403; code: "invalid_node_url" | "origin_not_allowed"; message: string };
 

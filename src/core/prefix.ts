@@ -36,7 +36,7 @@ export const DEFAULT_PREFIX_SETTINGS: PrefixSettings = {
 };
 
 /** What the router knows about a prompt's prefix. */
-export interface PrefixKey {
+interface PrefixKey {
   /** Chained block hashes (16 hex characters each), at most `maxBlocks`; block k spans blockWeight(k) base blocks. */
   hashes: string[];
   /** Total canonical characters (including any part past `maxBlocks`). */

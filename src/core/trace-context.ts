@@ -11,16 +11,16 @@
  */
 
 /** The version this code writes; a higher version is read by its first four fields (spec, 4.3). */
-export const TRACE_VERSION = "00";
+const TRACE_VERSION = "00";
 /** The `sampled` bit of trace-flags. */
-export const SAMPLED_FLAG = 0x01;
+const SAMPLED_FLAG = 0x01;
 /** Most list members a `tracestate` may carry (spec, 3.3.1.1). */
 export const MAX_TRACESTATE_MEMBERS = 32;
 /** Longest `tracestate` passed on: the spec asks vendors to propagate at least 512 characters. */
 export const MAX_TRACESTATE_CHARS = 512;
 
 /** A span's context as W3C Trace Context carries it: lowercase hex ids, flags 0-255. */
-export interface TraceContext {
+interface TraceContext {
   /** 32 lowercase hex characters, not all zero. */
   traceId: string;
   /** The parent span's id: 16 lowercase hex characters, not all zero. */

@@ -20,7 +20,7 @@ import { LONG_PREFIX_TOKENS } from "./region/long-prefixes.ts";
  * a lower bound within 2x, the far region's queue is unknown at the edge, and a wrong move costs a
  * round trip every time.
  */
-export const WARM_MARGIN = 2;
+const WARM_MARGIN = 2;
 /** ...and at least this much in absolute terms (ms): below it, measurement noise decides. */
 export const WARM_MIN_GAIN_MS = 50;
 
@@ -41,7 +41,7 @@ export interface WarmOption {
   prefillTokensPerSecond: number;
 }
 
-export interface WarmChoice {
+interface WarmChoice {
   /** Index of the region to try first. */
   index: number;
   /** Tokens of the prompt's prefix that region holds, and the nearest region holds. */

@@ -40,7 +40,7 @@ import type { AdmissionAsk } from "./admission-hints.ts";
 const INTERNAL_HEADERS = [CONTRACT_HEADER];
 
 /** What the edge learned about the request: the rest comes from the {@link RequestContext}. */
-export interface ForwardInput {
+interface ForwardInput {
   model: string;
   path: InferencePath;
   api: StreamApi;

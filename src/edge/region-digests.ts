@@ -36,7 +36,7 @@ export function cachedDigest(region: string): { hashes: ReadonlyMap<string, numb
 }
 
 /** Merges a region's shards' digests (each shard holds its own prompts) into the cache. */
-export function storeDigest(region: string, digests: readonly RegionDigest[], now: number): void {
+function storeDigest(region: string, digests: readonly RegionDigest[], now: number): void {
   const hashes = new Map<string, number>();
   let rate = 0;
   for (const d of digests) {

@@ -47,7 +47,7 @@ export function isJsonMediaType(value: string): boolean {
  * the header is read as JSON (as curl and many scripts send it); an empty one is refused. The
  * message never repeats the header.
  */
-export function requireJsonContentType(request: Request): void {
+function requireJsonContentType(request: Request): void {
   const contentType = request.headers.get("content-type");
   if (contentType !== null && !isJsonMediaType(contentType)) {
     throw ApiError.unsupportedMediaType("Content-Type must be application/json (optionally with charset=utf-8)");
@@ -168,7 +168,7 @@ export function invalidUtf8At(bytes: Uint8Array): number {
   return -1;
 }
 
-export interface JsonSyntaxError {
+interface JsonSyntaxError {
   /** Offset in characters (UTF-16 code units) of the decoded body, from 0. */
   position: number;
   /** 1-based, as an editor counts. */

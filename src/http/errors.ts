@@ -32,7 +32,7 @@ export interface RefusalDetail {
   queued_ms?: number | undefined;
 }
 
-export interface ErrorOptions {
+interface ErrorOptions {
   /** The request field or header at fault (`param` in the body). */
   param?: string | null | undefined;
   /** Extra response headers, e.g. `retry-after`. */

@@ -25,7 +25,7 @@ import {
 
 export { INTERNAL_SECRET_PREVIOUS_VAR, INTERNAL_SECRET_VAR };
 
-export interface InternalSecrets {
+interface InternalSecrets {
   /** Signs outgoing messages; undefined: this worker cannot sign (a refusal to send, logged). */
   signing: string | undefined;
   /** Accepted on incoming messages, current first. */
@@ -53,7 +53,7 @@ function developmentMode(env: unknown): boolean {
 }
 
 /** The worker's internal secrets (see the module's comment). */
-export function internalSecrets(env: unknown): InternalSecrets {
+function internalSecrets(env: unknown): InternalSecrets {
   const current = variable(env, INTERNAL_SECRET_VAR);
   const previous = variable(env, INTERNAL_SECRET_PREVIOUS_VAR);
   const problems: string[] = [];

@@ -64,7 +64,7 @@ export interface Segment {
   reader: ReadableStreamDefaultReader<Uint8Array>;
 }
 
-export interface RelayOptions {
+interface RelayOptions {
   /** The upstream body's first chunk, already read. */
   first: Uint8Array | undefined;
   reader: ReadableStreamDefaultReader<Uint8Array>;

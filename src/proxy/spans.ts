@@ -36,7 +36,7 @@ export const MAX_SPANS = 64;
 export const SPANS_LINES_PER_SECOND = 20;
 const spansLimiter = new LogLimiter("spans_suppressed", SPANS_LINES_PER_SECOND);
 
-export type AttributeValue = string | number | boolean;
+type AttributeValue = string | number | boolean;
 export type Attributes = Record<string, AttributeValue | undefined>;
 
 /** The runtime's span mirroring one of ours (cf-tracing.ts), or nothing. */
@@ -58,7 +58,7 @@ export interface Span {
   readonly ended: boolean;
 }
 
-export interface RecorderOptions {
+interface RecorderOptions {
   /** The OpenTelemetry service name of the spans line (`warmpath-edge`, `warmpath-region`). */
   service: string;
   region?: string | undefined;

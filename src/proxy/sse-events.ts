@@ -20,7 +20,7 @@ const CARRIAGE_RETURN = 0x0d;
  * event is one chunk of a few tokens (~150 bytes); 32 MiB is far past any, and a quarter of an
  * isolate's 128 MB.
  */
-export const MAX_SSE_EVENT_BYTES = 32 * 1024 * 1024;
+const MAX_SSE_EVENT_BYTES = 32 * 1024 * 1024;
 
 /** Where the scan stands in the current line: mid-line, right after a `\n`, or after `\n\r`. */
 const MID_LINE = 0;

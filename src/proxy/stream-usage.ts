@@ -105,7 +105,7 @@ export class UsageEventFilter implements EventFilter {
 }
 
 /** An event carrying only usage: a chunk with no choices and a `usage` object (what `include_usage` adds). */
-export function isUsageOnlyEvent(event: string): boolean {
+function isUsageOnlyEvent(event: string): boolean {
   const data = eventData(event);
   if (data === undefined || !data.includes('"usage"')) return false;
   try {

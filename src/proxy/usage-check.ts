@@ -48,7 +48,7 @@ export interface UsageBounds {
   promptEstimate: number;
 }
 
-export type UsageVerdict = { ok: true; usage: Usage } | { ok: false; reason: UsageRejection; limit: number | undefined };
+type UsageVerdict = { ok: true; usage: Usage } | { ok: false; reason: UsageRejection; limit: number | undefined };
 
 function isCount(v: unknown): v is number {
   return typeof v === "number" && Number.isSafeInteger(v) && v >= 0;

@@ -106,7 +106,7 @@ function toUsage(value: unknown): Usage | undefined {
  * `prompt_n`: prompt tokens computed), in the final event of a stream and at the end of a JSON
  * answer, rather than in `usage.prompt_tokens_details`. Finds the last such object in `tail`.
  */
-export function parseLlamaTimingsTail(tail: string): Pick<Usage, "promptTokens" | "cachedTokens"> | undefined {
+function parseLlamaTimingsTail(tail: string): Pick<Usage, "promptTokens" | "cachedTokens"> | undefined {
   return lastObject(tail, '"timings"', (object): Pick<Usage, "promptTokens" | "cachedTokens"> | undefined => {
     if (!object || typeof object !== "object") return undefined;
     const t = object as Record<string, unknown>;

@@ -22,7 +22,7 @@ const totals = new Map<AuthFailure, number>();
 let window = { start: 0, lines: new Map<AuthFailure, number>(), suppressed: new Map<AuthFailure, number>() };
 
 /** This isolate's refusals since it started, by failure. */
-export function authRefusalTotals(): ReadonlyMap<AuthFailure, number> {
+function authRefusalTotals(): ReadonlyMap<AuthFailure, number> {
   return totals;
 }
 
@@ -80,7 +80,7 @@ function record(failure: AuthFailure, status: number, request: Request, problem:
 }
 
 /** The refusal of a message that is not the edge's (or a region worker's spend batch). */
-export function authRefusal(failure: AuthFailure, headers: Record<string, string>): Response {
+function authRefusal(failure: AuthFailure, headers: Record<string, string>): Response {
   const status = failureStatus(failure);
   return Response.json(
     {

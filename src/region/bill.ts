@@ -21,7 +21,7 @@ import type { RegionContext } from "./context.ts";
  * Bytes of a streamed answer per token, for an estimate without usage: an OpenAI-style chunk
  * carrying one token is ~150 bytes of envelope (id, object, created, model, choices) around it.
  */
-export const STREAMED_BYTES_PER_TOKEN = 150;
+const STREAMED_BYTES_PER_TOKEN = 150;
 
 /** The tenant's budget as the region object applies it, or undefined (none configured). */
 export function budgetOf(tenant: TenantConfig | undefined): RouteBudget | undefined {
@@ -31,7 +31,7 @@ export function budgetOf(tenant: TenantConfig | undefined): RouteBudget | undefi
 }
 
 /** What is known of an answer when it ends. */
-export interface AnswerMeasure {
+interface AnswerMeasure {
   /** The usage its answer carried (or would have, the router asked for it), if the node reported any. */
   usage: Usage | undefined;
   /** Tokens a continuable stream relayed (src/region/seam.ts), for an estimate. */
@@ -51,7 +51,7 @@ const COMPLETION_BUDGET_KEYS = ["max_completion_tokens", "max_tokens", "max_outp
  * keys (vLLM takes `max_completion_tokens` over `max_tokens`; a bound must hold whichever the
  * engine reads), or undefined when it gives none.
  */
-export function completionBudgetOf(body: Uint8Array): number | undefined {
+function completionBudgetOf(body: Uint8Array): number | undefined {
   const fields = topLevelFields(body, COMPLETION_BUDGET_KEYS);
   let most: number | undefined;
   for (const key of COMPLETION_BUDGET_KEYS) {
@@ -71,7 +71,7 @@ export interface RejectedUsage {
 }
 
 /** An answer's usage once checked: the usage to bill, learn from and log (undefined: none to trust), and why one was refused. */
-export interface CheckedUsage {
+interface CheckedUsage {
   usage: Usage | undefined;
   rejected: RejectedUsage | undefined;
   /** The request's completion budget, when its body gave one. */

@@ -29,9 +29,9 @@ const COMPLETIONS_DEFAULT_MAX_TOKENS: Partial<Record<NodeEngine, number>> = { vl
  * that is not one string; structured output (a grammar would start again at the continuation's
  * first token); a client prefill whose content is not a string.
  */
-export type ContinuationRefusal = "n" | "logprobs" | "echo" | "best-of" | "prompt" | "structured-output" | "prefill-parts";
+type ContinuationRefusal = "n" | "logprobs" | "echo" | "best-of" | "prompt" | "structured-output" | "prefill-parts";
 
-export type ContinuationBody =
+type ContinuationBody =
   | { ok: true; body: Record<string, unknown> }
   /** The token budget is spent: the answer ends here, as the node would have ended it. */
   | { ok: false; finish: "length" }

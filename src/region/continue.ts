@@ -61,14 +61,14 @@ const DONE = encoder.encode("data: [DONE]\n\n");
 const BUDGET_KEY_BYTES = 32;
 
 /** The end of a stream whose text is more than a continuation's body may carry. */
-export const TOO_LARGE: StreamEnding = {
+const TOO_LARGE: StreamEnding = {
   code: "continuation_too_large",
   message:
     "The model node failed while streaming the answer, and the answer so far is longer than a continuation on another node may carry (the request body limit): the answer ends here",
 };
 
 /** The end of a stream no other node of the region can continue: the failure's own code, and why it was not continued. */
-export const UNAVAILABLE: StreamEnding = {
+const UNAVAILABLE: StreamEnding = {
   message: "no other node in the region runs an engine that can continue the stream, so the answer ends here",
 };
 

@@ -20,7 +20,7 @@ import { respond } from "./respond.ts";
 export { firstByteTimeoutMs } from "./call-node.ts";
 
 /** The region's answer to the edge: the node's (relayed), or the region's refusal. */
-export type RegionOutcome = { ok: true; response: Response } | { ok: false; refusal: RegionRefusal };
+type RegionOutcome = { ok: true; response: Response } | { ok: false; refusal: RegionRefusal };
 
 export async function serveInRegion(rc: RegionContext): Promise<RegionOutcome> {
   const { request } = rc;

@@ -35,7 +35,7 @@ export type Session = Extract<RouteAnswer, { ok: true }>["session"];
 type Placement = { ok: true; placed: Placed; session: Session | undefined } | Extract<RouteAnswer, { ok: false }>;
 
 /** Where {@link tryNodes} places a request, with what body, and where it notes its attempts. */
-export interface NodePlan {
+interface NodePlan {
   shard: number;
   /** Nodes not to try (grows with each failure). */
   exclude: string[];
@@ -49,7 +49,7 @@ export interface NodePlan {
 }
 
 /** A node that produced its first byte. */
-export type Answering = { ok: true; placed: Placed; session: Session | undefined; upstream: Extract<Upstream, { ok: true }> };
+type Answering = { ok: true; placed: Placed; session: Session | undefined; upstream: Extract<Upstream, { ok: true }> };
 
 /**
  * Places the request and calls nodes until one produces its first byte: at most `1 + max_retries`
@@ -227,7 +227,7 @@ const RESPONSE_ID_SCAN_CHARS = 4096;
  * The response id at the head of a Responses API answer (`{"id":"resp_...` in JSON, or the
  * `response.created` event's `"response":{"id":"resp_...`), scoped by tenant as requests name it.
  */
-export function responseIdOf(first: Uint8Array | undefined, tenant: string): string | undefined {
+function responseIdOf(first: Uint8Array | undefined, tenant: string): string | undefined {
   if (!first) return undefined;
   const head = new TextDecoder().decode(first.subarray(0, RESPONSE_ID_SCAN_CHARS));
   const m = /"id"\s*:\s*"([^"\\]{1,200})"/.exec(head);

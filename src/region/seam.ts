@@ -25,10 +25,10 @@ import { COMPLETION_SLACK_TOKENS, wellFormed } from "../proxy/usage-check.ts";
 export type SeamKind = "chat" | "completion";
 
 /** Why a stream cannot be continued, once seen in its events. */
-export type SeamBlocker = "tool-call" | "reasoning" | "logprobs" | "choices";
+type SeamBlocker = "tool-call" | "reasoning" | "logprobs" | "choices";
 
 /** What the stream has shown so far (for a continuation's body and its log line). */
-export interface SeamState {
+interface SeamState {
   /** Text of the answer so far (every node's part), kept up to the seam's bound (see `overflow`). */
   text: string;
   /** Characters of answer text relayed (all of it, past the bound too). */

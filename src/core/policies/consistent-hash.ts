@@ -13,13 +13,13 @@ export const consistentHashOptionsSchema = z.strictObject({
     .describe("Bound on a node's requests in flight, as a multiple of the mean (counting the new request)."),
 });
 
-export type ConsistentHashOptions = z.output<typeof consistentHashOptionsSchema>;
+type ConsistentHashOptions = z.output<typeof consistentHashOptionsSchema>;
 
 /**
  * Consistent hashing with bounded loads keyed on the first block, load counted in requests in
  * flight (the classic form, as in HAProxy and Envoy's ring hash with a load bound).
  */
-export class ConsistentHashPolicy implements RoutingPolicy {
+class ConsistentHashPolicy implements RoutingPolicy {
   readonly name = "consistent-hash";
   private readonly loadFactor: number;
   constructor(options: ConsistentHashOptions) {

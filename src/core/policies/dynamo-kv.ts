@@ -38,9 +38,9 @@ export const dynamoKvOptionsSchema = z.strictObject({
     .describe("Weight of the prefill blocks (queued plus this request's uncached) against the active KV blocks."),
 });
 
-export type DynamoKvOptions = z.output<typeof dynamoKvOptionsSchema>;
+type DynamoKvOptions = z.output<typeof dynamoKvOptionsSchema>;
 
-export class DynamoKvPolicy implements RoutingPolicy {
+class DynamoKvPolicy implements RoutingPolicy {
   readonly name = "dynamo-kv";
   readonly tracksActiveBlocks = true;
   private readonly prefillLoadScale: number;

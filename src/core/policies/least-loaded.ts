@@ -4,13 +4,13 @@ import type { PolicyChoice, PolicyDefinition, PolicyInput, RoutingPolicy } from 
 
 export const leastLoadedOptionsSchema = z.strictObject({ name: z.literal("least-loaded") });
 
-export type LeastLoadedOptions = z.output<typeof leastLoadedOptionsSchema>;
+type LeastLoadedOptions = z.output<typeof leastLoadedOptionsSchema>;
 
 /**
  * Least loaded with the power of two choices (Mitzenmacher): sample two distinct nodes, take the
  * one with fewer requests in flight. Nearly as good as the global minimum, without herding.
  */
-export class LeastLoadedPolicy implements RoutingPolicy {
+class LeastLoadedPolicy implements RoutingPolicy {
   readonly name = "least-loaded";
   choose({ candidates, random }: PolicyInput): PolicyChoice {
     const n = candidates.length;

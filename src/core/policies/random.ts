@@ -4,10 +4,10 @@ import type { PolicyChoice, PolicyDefinition, PolicyInput, RoutingPolicy } from 
 
 export const randomOptionsSchema = z.strictObject({ name: z.literal("random") });
 
-export type RandomOptions = z.output<typeof randomOptionsSchema>;
+type RandomOptions = z.output<typeof randomOptionsSchema>;
 
 /** Picks a node uniformly at random. */
-export class RandomPolicy implements RoutingPolicy {
+class RandomPolicy implements RoutingPolicy {
   readonly name = "random";
   choose({ candidates, random }: PolicyInput): PolicyChoice {
     return { index: Math.floor(random() * candidates.length), decision: "balance" };

@@ -4,10 +4,10 @@ import type { PolicyChoice, PolicyDefinition, PolicyInput, RoutingPolicy } from 
 
 export const roundRobinOptionsSchema = z.strictObject({ name: z.literal("round-robin") });
 
-export type RoundRobinOptions = z.output<typeof roundRobinOptionsSchema>;
+type RoundRobinOptions = z.output<typeof roundRobinOptionsSchema>;
 
 /** Cycles through the nodes in order. */
-export class RoundRobinPolicy implements RoutingPolicy {
+class RoundRobinPolicy implements RoutingPolicy {
   readonly name = "round-robin";
   private next = 0;
   choose({ candidates }: PolicyInput): PolicyChoice {

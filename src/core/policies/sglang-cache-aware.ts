@@ -56,11 +56,11 @@ export const sglangThresholds = {
 
 export const sglangCacheAwareOptionsSchema = z.strictObject({ name: z.literal("sglang-cache-aware"), ...sglangThresholds });
 
-export type SglangCacheAwareOptions = z.output<typeof sglangCacheAwareOptionsSchema>;
+type SglangCacheAwareOptions = z.output<typeof sglangCacheAwareOptionsSchema>;
 type SglangThresholds = Omit<SglangCacheAwareOptions, "name">;
 
 /** SGLang's least-loaded worker: fewest in flight, then fewest processed, then the lower index. */
-export function sglangLeastLoaded(candidates: readonly Candidate[]): number {
+function sglangLeastLoaded(candidates: readonly Candidate[]): number {
   let best = 0;
   for (let i = 1; i < candidates.length; i++) {
     const a = candidates[i]!;
@@ -104,7 +104,7 @@ export function sglangTreeTokens(maxTreeChars: number): number {
   return maxTreeChars / DEFAULT_PREFIX_SETTINGS.charsPerToken;
 }
 
-export class SglangCacheAwarePolicy implements RoutingPolicy {
+class SglangCacheAwarePolicy implements RoutingPolicy {
   readonly name: string = "sglang-cache-aware";
   protected readonly options: SglangThresholds;
   constructor(options: SglangThresholds) {

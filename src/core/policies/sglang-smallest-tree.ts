@@ -22,9 +22,9 @@ import type { PolicyChoice, PolicyDefinition, PolicyInput, RoutingPolicy } from 
 
 export const sglangSmallestTreeOptionsSchema = z.strictObject({ name: z.literal("sglang-smallest-tree"), ...sglangThresholds });
 
-export type SglangSmallestTreeOptions = z.output<typeof sglangSmallestTreeOptionsSchema>;
+type SglangSmallestTreeOptions = z.output<typeof sglangSmallestTreeOptionsSchema>;
 
-export class SglangSmallestTreePolicy implements RoutingPolicy {
+class SglangSmallestTreePolicy implements RoutingPolicy {
   readonly name = "sglang-smallest-tree";
   private readonly options: SglangSmallestTreeOptions;
   constructor(options: SglangSmallestTreeOptions) {

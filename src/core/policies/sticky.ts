@@ -5,7 +5,7 @@ import type { PolicyChoice, PolicyDefinition, PolicyInput, RoutingPolicy } from 
 
 export const stickyOptionsSchema = z.strictObject({ name: z.literal("sticky") });
 
-export type StickyOptions = z.output<typeof stickyOptionsSchema>;
+type StickyOptions = z.output<typeof stickyOptionsSchema>;
 
 /**
  * Sticky sessions: the session (or user) key hashed to a node, whatever its load or cache. The
@@ -13,7 +13,7 @@ export type StickyOptions = z.output<typeof stickyOptionsSchema>;
  * across users, and it cannot move a hot user off a busy node. Requests without a key are hashed
  * on their first block.
  */
-export class StickySessionPolicy implements RoutingPolicy {
+class StickySessionPolicy implements RoutingPolicy {
   readonly name = "sticky";
   choose({ candidates, request }: PolicyInput): PolicyChoice {
     const key = request.sessionKey ?? request.hashes[0] ?? "";

@@ -57,7 +57,7 @@ export interface Candidate {
 }
 
 /** The request as policies see it. */
-export interface PolicyRequest {
+interface PolicyRequest {
   hashes: readonly string[];
   promptTokens: number;
   blockTokens: number;

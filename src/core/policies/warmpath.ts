@@ -57,19 +57,19 @@ export const warmpathOptionsSchema = z.strictObject({
     .describe("Reported KV cache usage above which a node is taken to be evicting, and its believed prefix is discounted by half."),
 });
 
-export type WarmpathOptions = z.output<typeof warmpathOptionsSchema>;
+type WarmpathOptions = z.output<typeof warmpathOptionsSchema>;
 
 /** Recent prefill work differing by less than this (tokens) is equal, so rendezvous hashing decides. */
 const RECENT_WORK_TIE_TOKENS = 1_000;
 
 /** The key cold placement and tie-breaks hash on: the first block no candidate holds. */
-export function placementKey(candidates: readonly Candidate[], hashes: readonly string[], fallback: string): string {
+function placementKey(candidates: readonly Candidate[], hashes: readonly string[], fallback: string): string {
   let deepest = 0;
   for (const c of candidates) if (c.matchBlocks > deepest) deepest = c.matchBlocks;
   return hashes[Math.min(deepest, hashes.length - 1)] ?? fallback;
 }
 
-export class WarmpathPolicy implements RoutingPolicy {
+class WarmpathPolicy implements RoutingPolicy {
   readonly name = "warmpath";
   private readonly options: WarmpathOptions;
   constructor(options: WarmpathOptions) {
@@ -162,7 +162,7 @@ const MAX_EXTERNALITY = 8;
  * prefill each candidate carries (recentPrefillTokens, decayed over RECENT_WORK_TAU_MS) over the
  * candidates' learned rates: no configuration, and it follows the rate the router has learned.
  */
-export function externality(candidates: readonly Candidate[]): number {
+function externality(candidates: readonly Candidate[]): number {
   let work = 0;
   let rate = 0;
   for (const c of candidates) {

@@ -15,7 +15,7 @@
 export const ENGINE_BLOCK_ALLOWANCE_TOKENS = 512;
 
 /** The tolerance on shares of the prompt: one engine block (at least one router block) plus 2%. */
-export function shareTolerance(blockTokens: number, promptTokens: number): number {
+function shareTolerance(blockTokens: number, promptTokens: number): number {
   return Math.max(blockTokens, ENGINE_BLOCK_ALLOWANCE_TOKENS) / Math.max(1, promptTokens) + 0.02;
 }
 

@@ -38,7 +38,7 @@ export const ACTIVE_WINDOW_MS = 10_000;
 /** Tenants tracked per region (the configuration's tenants, with room to spare). */
 const MAX_TRACKED = 1_024;
 /** Recent prefill halves every 5 s: a flood is seen within seconds, and forgiven as fast once it stops. */
-export const RECENT_HALF_LIFE_MS = 5_000;
+const RECENT_HALF_LIFE_MS = 5_000;
 /**
  * A heavy tenant's request may still go to a held node that holds at least half its prompt: it
  * adds at most half a prompt's prefill there, and sent elsewhere it would lose its cache. Without

@@ -11,7 +11,7 @@ import { PRIORITY_CLASSES, type PriorityClass, type ShedReason } from "../../con
 /** Tenants counted (the configuration's tenants, with room to spare): as the ledger's tenant counters. */
 const MAX_TENANTS = 1_024;
 
-export interface ClassCounters {
+interface ClassCounters {
   placed: number;
   within: number;
   late: number;
@@ -21,7 +21,7 @@ export interface ClassCounters {
   queuedMs: number;
 }
 
-export interface TenantGoodput {
+interface TenantGoodput {
   within: number;
   late: number;
   shed: number;

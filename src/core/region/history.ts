@@ -16,10 +16,10 @@ export const HISTORY_BUCKET_MS = 10_000;
 /** Buckets kept: 360 x 10 s, the last hour. */
 export const HISTORY_BUCKETS = 360;
 /** Nodes counted per bucket; a region larger than this counts its first nodes only. */
-export const MAX_HISTORY_NODES = 256;
+const MAX_HISTORY_NODES = 256;
 
 /** One node's figures in a bucket. */
-export interface NodeHistory {
+interface NodeHistory {
   routed: number;
   /** Prompt tokens the node reported computing (measured prompt minus cached). */
   prefillTokens: number;
@@ -46,7 +46,7 @@ export interface HistoryBucket {
 }
 
 /** What a completed request adds to the history. */
-export interface CompletedSample {
+interface CompletedSample {
   nodeId: string;
   /** The node computed the answer (not refused, not failed before it). */
   computed: boolean;

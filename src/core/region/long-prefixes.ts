@@ -28,7 +28,7 @@ export const LONG_PREFIX_TOKENS = 4_096;
 export const DIGEST_MAX_ENTRIES = 256;
 
 /** A checkpoint: a block hash and the tokens of the prefix it closes. */
-export interface DigestEntry {
+interface DigestEntry {
   hash: string;
   tokens: number;
 }

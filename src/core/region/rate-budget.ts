@@ -15,13 +15,13 @@
 const MAX_TRACKED = 1_024;
 const MINUTE_MS = 60_000;
 
-export interface TenantLimits {
+interface TenantLimits {
   requestsPerMinute?: number | undefined;
   promptTokensPerMinute?: number | undefined;
 }
 
 /** One limit's state after a request, as OpenAI's `x-ratelimit-*` headers report it. */
-export interface LimitState {
+interface LimitState {
   limit: number;
   remaining: number;
   /** Seconds until the bucket is full again. */

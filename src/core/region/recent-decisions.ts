@@ -10,7 +10,7 @@ import type { CompletionOutcome, Considered, Decision } from "../../contracts/ro
 export const RECENT_DECISIONS = 100;
 
 /** How a decision record's first byte was learned (see {@link DecisionRecord.firstByteKind}). */
-export type FirstByteKind = "stream" | "whole";
+type FirstByteKind = "stream" | "whole";
 
 export interface DecisionRecord {
   at: number;

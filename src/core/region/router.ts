@@ -63,7 +63,7 @@ import { PRIORITY_CLASSES, type ShedReason } from "../../contracts/routing.ts";
 export type RouteStep = RouteResult | { ok: "queued"; queueId: string };
 
 /** A queued request's answer, once the region has placed or refused it. */
-export interface QueueOutcome {
+interface QueueOutcome {
   queueId: string;
   result: RouteResult;
 }

@@ -65,7 +65,7 @@ export type RegionSettings = z.infer<typeof regionSettingsSchema>;
  * TTFT within 5% of the single object's (0.05 forgets too eagerly: agentic 1.12x); higher floors
  * drift back towards believing the whole cache (chat-heavy 1.05x at 0.3, 1.06x at 1).
  */
-export const DEFAULT_MIN_CACHE_SHARE = 0.1;
+const DEFAULT_MIN_CACHE_SHARE = 0.1;
 
 export const DEFAULT_REGION_SETTINGS: Omit<RegionSettings, "name" | "blockTokens"> = {
   policy: parsePolicySpec({ name: "warmpath" }),

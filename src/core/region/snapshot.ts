@@ -44,7 +44,7 @@ export interface RegionSnapshot extends LedgerCounters {
   queue: { depth: number[]; blocks: number };
 }
 
-export interface SnapshotSource {
+interface SnapshotSource {
   region: string;
   policy: string;
   table: NodeTable;

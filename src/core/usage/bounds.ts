@@ -43,7 +43,7 @@ export function usdAmount(n: number): number {
 }
 
 /** Which of a bill's figures were past what one request can cost. */
-export type ClampedField = "promptTokens" | "cachedTokens" | "completionTokens" | "costUsd";
+type ClampedField = "promptTokens" | "cachedTokens" | "completionTokens" | "costUsd";
 
 /**
  * A bill within what one request can cost ({@link MAX_REQUEST_TOKENS}, {@link MAX_REQUEST_USD}),

@@ -7,7 +7,7 @@
 import type { PriceConfig } from "../../config/usage-schema.ts";
 
 /** Token counts as an answer's usage reports them: `promptTokens` includes `cachedTokens`. */
-export interface TokenCounts {
+interface TokenCounts {
   promptTokens: number;
   cachedTokens: number;
   completionTokens: number;

@@ -9,7 +9,7 @@ import { addTokens, addUsd } from "./bounds.ts";
 import { utcDay, type Day } from "./periods.ts";
 
 /** A row's counters (see usageRowSchema for their meaning). */
-export interface UsageCounters {
+interface UsageCounters {
   requests: number;
   promptTokens: number;
   cachedTokens: number;
@@ -39,7 +39,7 @@ const COUNTERS: (keyof UsageCounters)[] = [
   "estimatedCostUsd",
 ];
 
-export function zeroCounters(): UsageCounters {
+function zeroCounters(): UsageCounters {
   return {
     requests: 0,
     promptTokens: 0,
@@ -60,7 +60,7 @@ const USD_COUNTERS = new Set<keyof UsageCounters>(["costUsd", "estimatedCostUsd"
  * Adds one bill to a row's counters: reported usage and estimates kept apart. Every sum saturates
  * (bounds.ts): a row never passes what the usage contract accepts, however absurd a bill.
  */
-export function addBill(c: UsageCounters, bill: Bill): void {
+function addBill(c: UsageCounters, bill: Bill): void {
   c.requests = addTokens(c.requests, 1);
   if (bill.estimated) {
     c.estimatedRequests = addTokens(c.estimatedRequests, 1);

@@ -7,7 +7,7 @@
 /** A UTC day, `YYYY-MM-DD`. */
 export type Day = string;
 /** A UTC month, `YYYY-MM`. */
-export type Month = string;
+type Month = string;
 
 export const DAY_PATTERN = /^\d{4}-\d{2}-\d{2}$/;
 

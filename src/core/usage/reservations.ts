@@ -78,7 +78,7 @@ export const CORRECTION_WINDOW = 32;
 /** The largest correction: a node claiming more than 4x the estimate is the usage validation's to refuse (src/region/bill.ts), and no longer widens holds. */
 export const MAX_PROMPT_FACTOR = 4;
 /** Models a correction is kept for (the oldest forgotten past it). */
-export const MAX_CORRECTED_MODELS = 1_024;
+const MAX_CORRECTED_MODELS = 1_024;
 
 /**
  * How far the nodes' prompt counts run past the router's estimate (characters / 4), by model,

@@ -169,7 +169,7 @@ export function overBudgetRetryAfter(over: OverBudget, now: number): number {
 }
 
 /** Retry-After of a refusal for what requests in flight hold: most answers settle within a few seconds. */
-export const HELD_RETRY_AFTER_SECONDS = 1;
+const HELD_RETRY_AFTER_SECONDS = 1;
 
 /** The refusal's message: which budget, what was spent (and held), when it resets. */
 export function overBudgetMessage(tenant: string, over: OverBudget): string {

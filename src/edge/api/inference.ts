@@ -40,7 +40,7 @@ interface Parsed {
   previousResponseId?: string | null | undefined;
 }
 
-export interface Endpoint {
+interface Endpoint {
   path: InferencePath;
   parse(json: Record<string, unknown>): Parsed;
   /** Whether a stream carries usage only when asked (`stream_options.include_usage`). */

@@ -10,7 +10,7 @@ const MAX_PROMPTS = 1_024;
 
 const contentPart = z.looseObject({ type: z.string().min(1, "content part needs a type") });
 
-export const chatMessageSchema = z.looseObject({
+const chatMessageSchema = z.looseObject({
   role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
   content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
   name: z.string().max(256).nullish(),
@@ -80,8 +80,6 @@ export const messagesSchema = z.looseObject({
 
 export type ChatCompletionRequest = z.output<typeof chatCompletionSchema>;
 export type CompletionRequest = z.output<typeof completionSchema>;
-export type ResponsesRequest = z.output<typeof responsesSchema>;
-export type MessagesRequest = z.output<typeof messagesSchema>;
 
 /** The schema error as one message naming the field, e.g. `messages.0.role: Invalid option...`. */
 export function firstIssue(error: z.ZodError): { message: string; param: string } {

@@ -59,7 +59,7 @@ export function edgeRefusalTotals(): Array<{ status: number; code: string; reaso
  * What refused a request the edge itself answered (a region's refusal names its own reason): by
  * status, and the code where one status has several causes.
  */
-export function reasonOf(status: number, code: string): string {
+function reasonOf(status: number, code: string): string {
   if (status === 401) return "authentication";
   if (status === 403) return "permission";
   if (status === 404) return code === "model_not_found" ? "unknown-model" : "not-found";

@@ -71,7 +71,7 @@ export const requestBounds = createMiddleware<AppEnv>(async (c, next) => {
 });
 
 /** Throws 414 or 431 if the request is over a bound. */
-export function checkRequestBounds(request: Request): void {
+function checkRequestBounds(request: Request): void {
   if (request.url.length > MAX_URL_BYTES) {
     throw ApiError.uriTooLong(`Request URL is longer than ${MAX_URL_BYTES} characters (the limit)`);
   }

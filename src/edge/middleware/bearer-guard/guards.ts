@@ -1,8 +1,8 @@
 /**
- * The three credentials warmpath accepts, each a {@link bearerGuard}:
+ * The credentials the edge's guards accept, each a {@link bearerGuard}:
  * - tenants: `Authorization: Bearer <API key>` (or `x-api-key`, as Anthropic's SDKs send it), identified by the key's SHA-256 (configuration
  *   stores hashes only); sets `tenant`;
- * - nodes: the region's node token; sets `nodeRegions`, the regions whose token it is;
+ * (nodes' tokens are checked by src/edge/api/nodes.ts's own guard, which also admits node secrets);
  * - operators: the admin token (secret named by `admin_token_secret`); a local development
  *   server needs none, so the dashboard just works.
  */
@@ -19,16 +19,6 @@ export const tenantAuth = bearerGuard({
     if (!tenant) return false;
     c.set("tenant", tenant);
     return true;
-  },
-});
-
-export const nodeAuth = bearerGuard({
-  credential: "node_token",
-  label: "node token",
-  verifyToken(token, c) {
-    const regions = c.get("config").regions.filter((r) => timingSafeEqual(token, r.nodeToken));
-    c.set("nodeRegions", regions);
-    return regions.length > 0;
   },
 });
 

@@ -14,7 +14,7 @@ import type { AppEnv } from "../../app-types.ts";
 import { ApiError } from "../../../http/errors.ts";
 import { bearerToken, refusesDevCredential } from "./credentials.ts";
 
-export interface BearerGuardOptions {
+interface BearerGuardOptions {
   /** What the token is, in messages and codes: `api_key` gives `missing_api_key` / `invalid_api_key`. */
   credential: string;
   /** How to send it, for the missing-token message, e.g. "API key" or "node token". */
