@@ -113,12 +113,15 @@ const SYSTEM_PROMPT =
 const USER_TURN = "Summarise the attached report in three sentences, keeping every figure it gives. ".repeat(49);
 function body(model: string): string {
   const n = seq++;
+  // The retry mode's prompts share no prefix: with the shared system prompt the router sent them
+  // all to the node that had answered one (its cache), and 600 tries found 1 retry, not 60.
+  const system = model === RETRY_MODEL ? `wan ${n}: ${SYSTEM_PROMPT}` : SYSTEM_PROMPT;
   return JSON.stringify({
     model,
     stream: true,
     max_tokens: 512,
     messages: [
-      { role: "system", content: SYSTEM_PROMPT },
+      { role: "system", content: system },
       { role: "user", content: `wan ${n}: ${USER_TURN}` },
     ],
   });
@@ -535,7 +538,7 @@ function stageLines(stages: Stages | undefined, ms: (v: number | undefined) => s
   return [
     "## Where the CPU goes (one process, round trip 0)",
     "",
-    `CPU per request of the typical chat, the whole path in one workerd process: ${stages.cpu_rounds_ms.map((v) => ms(v)).join(", ")} ms in ${stages.cpu_rounds_ms.length} rounds of ${WARMUP + ONE_AT_A_TIME} requests (the median is the figure: ${ms(stages.workerd_ms + stages.host_ms)} ms), of which ${ms(stages.workerd_ms)} ms in workerd and ${ms(stages.host_ms)} ms in its Node host (Miniflare, which also carries the workers' log lines to the terminal: on Cloudflare the runtime ships them). workerd's share is split by a V8 CPU profile of every worker's isolate over ${stages.requests} more requests (${stages.samples} samples; bench/wan/stages.ts): each sample goes to the stage of the innermost frame of its stack whose source module names one, and the shares are scaled to the unprofiled CPU. The profiler slows the isolates unevenly, so each figure is an estimate to a few tens of µs. Why a median of rounds: the first round reads highest (18 ms against 9-12 ms in the next two, on a busy machine), because V8 compiles the path's code over its first few hundred requests, each isolate its own; a measurement of a few dozen requests just after boot (a quick run) is mostly that compilation.`,
+    `CPU per request of the typical chat, the whole path in one workerd process: ${stages.cpu_rounds_ms.map((v) => ms(v)).join(", ")} ms in ${stages.cpu_rounds_ms.length} rounds of ${WARMUP + ONE_AT_A_TIME} requests (the median is the figure: ${ms(stages.workerd_ms + stages.host_ms)} ms), of which ${ms(stages.workerd_ms)} ms in workerd and ${ms(stages.host_ms)} ms in its Node host (Miniflare, which also carries the workers' log lines to the terminal: on Cloudflare the runtime ships them). workerd's share is split by a V8 CPU profile of every worker's isolate over ${stages.requests} more requests (${stages.samples} samples; bench/wan/stages.ts): each sample goes to the stage of the innermost frame of its stack whose source module names one, and the shares are scaled to the unprofiled CPU. The profiler slows the isolates unevenly, so each figure is an estimate to a few tens of µs. Why a median of rounds: V8 compiles the path's code over its first few hundred requests, each isolate its own (here the first round read ${ms(stages.cpu_rounds_ms[0]!)} ms, the next ${stages.cpu_rounds_ms.slice(1).map((v) => ms(v)).join(" and ")}), so a measurement of a few dozen requests just after boot (a quick run) is mostly that compilation.`,
     "",
     "| stage | µs per request | share of workerd |",
     "| --- | ---: | ---: |",
