@@ -518,8 +518,15 @@ async function main(): Promise<void> {
     machine: `${cpus().length} cores (${cpus()[0]?.model ?? "?"}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`,
     targets: { added_p50_ms: TARGET_P50_MS, added_p99_ms: TARGET_P99_MS },
   };
-  writeFileSync(join(OUT, "results.json"), JSON.stringify({ ...meta, rows, one_process: oneProcess, cpu, stages }, null, 2) + "\n");
-  // Formatted as the repository's Markdown is (npm test checks it).
+  // Both files formatted as the repository's are (npm test checks it).
+  const json = join(OUT, "results.json");
+  writeFileSync(
+    json,
+    await prettier.format(JSON.stringify({ ...meta, rows, one_process: oneProcess, cpu, stages }, null, 2), {
+      ...((await prettier.resolveConfig(json)) ?? {}),
+      filepath: json,
+    }),
+  );
   const md = join(OUT, "RESULTS.md");
   writeFileSync(
     md,
@@ -538,7 +545,10 @@ function stageLines(stages: Stages | undefined, ms: (v: number | undefined) => s
   return [
     "## Where the CPU goes (one process, round trip 0)",
     "",
-    `CPU per request of the typical chat, the whole path in one workerd process: ${stages.cpu_rounds_ms.map((v) => ms(v)).join(", ")} ms in ${stages.cpu_rounds_ms.length} rounds of ${WARMUP + ONE_AT_A_TIME} requests (the median is the figure: ${ms(stages.workerd_ms + stages.host_ms)} ms), of which ${ms(stages.workerd_ms)} ms in workerd and ${ms(stages.host_ms)} ms in its Node host (Miniflare, which also carries the workers' log lines to the terminal: on Cloudflare the runtime ships them). workerd's share is split by a V8 CPU profile of every worker's isolate over ${stages.requests} more requests (${stages.samples} samples; bench/wan/stages.ts): each sample goes to the stage of the innermost frame of its stack whose source module names one, and the shares are scaled to the unprofiled CPU. The profiler slows the isolates unevenly, so each figure is an estimate to a few tens of µs. Why a median of rounds: V8 compiles the path's code over its first few hundred requests, each isolate its own (here the first round read ${ms(stages.cpu_rounds_ms[0]!)} ms, the next ${stages.cpu_rounds_ms.slice(1).map((v) => ms(v)).join(" and ")}), so a measurement of a few dozen requests just after boot (a quick run) is mostly that compilation.`,
+    `CPU per request of the typical chat, the whole path in one workerd process: ${stages.cpu_rounds_ms.map((v) => ms(v)).join(", ")} ms in ${stages.cpu_rounds_ms.length} rounds of ${WARMUP + ONE_AT_A_TIME} requests (the median is the figure: ${ms(stages.workerd_ms + stages.host_ms)} ms), of which ${ms(stages.workerd_ms)} ms in workerd and ${ms(stages.host_ms)} ms in its Node host (Miniflare, which also carries the workers' log lines to the terminal: on Cloudflare the runtime ships them). workerd's share is split by a V8 CPU profile of every worker's isolate over ${stages.requests} more requests (${stages.samples} samples; bench/wan/stages.ts): each sample goes to the stage of the innermost frame of its stack whose source module names one, and the shares are scaled to the unprofiled CPU. The profiler slows the isolates unevenly, so each figure is an estimate to a few tens of µs. Why a median of rounds: V8 compiles the path's code over its first few hundred requests, each isolate its own (here the first round read ${ms(stages.cpu_rounds_ms[0]!)} ms, the next ${stages.cpu_rounds_ms
+      .slice(1)
+      .map((v) => ms(v))
+      .join(" and ")}), so a measurement of a few dozen requests just after boot (a quick run) is mostly that compilation.`,
     "",
     "| stage | µs per request | share of workerd |",
     "| --- | ---: | ---: |",
