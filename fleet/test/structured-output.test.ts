@@ -9,7 +9,7 @@ import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
 import type { NodeHandle } from "../node.ts";
-import { MODEL, startTestNode } from "./test-node.ts";
+import { MODEL, postJson, sseEvents, startTestNode } from "./test-node.ts";
 import { chatResponseFormat, jsonOutput, responsesTextFormat, structuredText } from "../structured-output.ts";
 
 /** The node's natural answer length (default_max_tokens). */
@@ -24,30 +24,8 @@ after(async () => {
   await node.stop();
 });
 
-async function post(path: string, body: unknown): Promise<{ status: number; text: string; json: any; headers: Headers }> {
-  const res = await fetch(node.url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, text, json, headers: res.headers };
-}
-
-/** The `data:` payloads of an SSE text, with their `event:` names. */
-function sse(text: string): { event: string | undefined; data: any }[] {
-  return text
-    .split("\n\n")
-    .filter((e) => e.trim() !== "")
-    .map((e) => {
-      const lines = e.split("\n");
-      const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
-      const raw = lines.find((l) => l.startsWith("data: "))!.slice(6);
-      return { event, data: raw === "[DONE]" ? raw : JSON.parse(raw) };
-    });
-}
+const post = (path: string, body: unknown) => postJson(node, path, body);
+const sse = sseEvents;
 
 const Weather = z
   .object({

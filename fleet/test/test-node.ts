@@ -20,3 +20,33 @@ export function startTestNode(id: string, defaultMaxTokens: number): Promise<Nod
     defaultMaxTokens,
   });
 }
+
+/** POSTs `body` as JSON to the node; its status, text, parsed JSON (undefined if not JSON) and headers. */
+export async function postJson(
+  node: NodeHandle,
+  path: string,
+  body: unknown,
+): Promise<{ status: number; text: string; json: any; headers: Headers }> {
+  const res = await fetch(node.url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, text, json, headers: res.headers };
+}
+
+/** Events of an SSE text: `event:` name (if any) and parsed `data:` (`[DONE]` as is). */
+export function sseEvents(text: string): { event: string | undefined; data: any }[] {
+  return text
+    .split("\n\n")
+    .filter((e) => e.trim() !== "")
+    .map((e) => {
+      const lines = e.split("\n");
+      const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
+      const raw = lines.find((l) => l.startsWith("data: "))!.slice(6);
+      return { event, data: raw === "[DONE]" ? raw : JSON.parse(raw) };
+    });
+}
