@@ -156,6 +156,21 @@ interface BundleMap {
   topAt: (line: number) => string;
 }
 
+/** The name of the last entry of `table` (lines ascending) starting at or before `line`, or "": a binary search. */
+export function startingAtOrBefore(table: ReadonlyArray<readonly [number, string]>, line: number): string {
+  let lo = 0;
+  let hi = table.length - 1;
+  let found = "";
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (table[mid]![0] <= line) {
+      found = table[mid]![1];
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}
+
 function bundleMap(source: string): BundleMap {
   const modules: Array<[number, string]> = [];
   const tops: Array<[number, string]> = [];
@@ -165,20 +180,7 @@ function bundleMap(source: string): BundleMap {
     const t = /^(?:async )?function\*? ?([\w$]+)\(|^var ([\w$]+) = /.exec(text);
     if (t) tops.push([line, (t[1] ?? t[2])!]);
   });
-  const lookup = (table: Array<[number, string]>, line: number): string => {
-    let lo = 0;
-    let hi = table.length - 1;
-    let found = "";
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (table[mid]![0] <= line) {
-        found = table[mid]![1];
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    return found;
-  };
-  return { moduleAt: (line) => lookup(modules, line), topAt: (line) => lookup(tops, line) };
+  return { moduleAt: (line) => startingAtOrBefore(modules, line), topAt: (line) => startingAtOrBefore(tops, line) };
 }
 
 /** The stage of one JS frame of the worker's bundle, by its module and enclosing declaration. */

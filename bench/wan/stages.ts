@@ -19,6 +19,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Profiler } from "node:inspector";
 import { parse as parseToml } from "smol-toml";
+import { startingAtOrBefore } from "../e2e/profile.ts";
 
 /** The stages, in the order a request meets them. */
 export const STAGES = [
@@ -109,19 +110,7 @@ function moduleMap(source: string): (line: number) => string {
     const m = /^\/\/ (\S+\.(?:[cm]?js|ts|mts))$/.exec(text);
     if (m) starts.push([line, projectPath(m[1]!)]);
   });
-  return (line) => {
-    let lo = 0;
-    let hi = starts.length - 1;
-    let found = "";
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (starts[mid]![0] <= line) {
-        found = starts[mid]![1];
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    return found;
-  };
+  return (line) => startingAtOrBefore(starts, line);
 }
 
 /**
