@@ -28,6 +28,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { parse as parseToml } from "smol-toml";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadFleet, type FleetConfig } from "../fleet/config.ts";
@@ -273,6 +274,20 @@ interface WorkerProcess {
   child: ChildProcess;
 }
 
+/**
+ * The configuration the workers get: the one given, or wrangler.toml's; with `traces`, every trace
+ * the edge starts is sampled unless the configuration sets `trace_sample_rate` (its default, 1%,
+ * would export one request in a hundred to a developer who asked for traces).
+ */
+function tracedConfig(options: SystemOptions): unknown {
+  if (!options.traces) return options.config;
+  const given = (options.config ??
+    (parseToml(readFileSync(join(ROOT, "wrangler.toml"), "utf8")) as { vars?: { WARMPATH_CONFIG?: unknown } }).vars?.WARMPATH_CONFIG) as
+    Record<string, unknown> | undefined;
+  if (!given || typeof given !== "object" || "trace_sample_rate" in given) return options.config;
+  return { ...given, trace_sample_rate: 1 };
+}
+
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
   const port = options.port === 0 ? await freePort() : (options.port ?? 8787);
   const url = `http://127.0.0.1:${port}`;
@@ -300,7 +315,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       root: ROOT,
       environment: undefined,
       outDir: join(state, "workers"),
-      warmpathConfig: options.config,
+      warmpathConfig: tracedConfig(options),
     });
     // wrangler dev gives `--env-file` to its first worker only; every worker reads the `.dev.vars`
     // beside its configuration. Mode 0600 (and the run's folder is 0700): secrets.

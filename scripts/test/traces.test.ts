@@ -113,6 +113,23 @@ test("npm start --traces FILE writes the OTLP/JSON spans of a traced request", {
         .map((l) => JSON.parse(l) as ExportRequest);
       return checkSpans(requests, requestId, nodeParent) || undefined;
     });
+    // A request without a traceparent: with --traces every trace the edge starts is sampled (the
+    // configuration's default, 1%, would export almost none of them).
+    const untraced = await fetch(`${system.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${DEV_API_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: `Untraced ${Math.random()}` }] }),
+    });
+    assert.equal(untraced.status, 200);
+    await untraced.text();
+    const started = untraced.headers.get("x-warmpath-trace-id")!;
+    await until("the spans of a trace the edge started", () => {
+      const requests = readFileSync(file, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as ExportRequest);
+      return spansIn(requests).some((s) => s.traceId === started && s.name === "warmpath.edge") || undefined;
+    });
   } finally {
     await system.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -27,6 +27,15 @@ export {
 export { tenantSchema } from "./tenant-schema.ts";
 export { limitsSchema, prefixSchema } from "./limits-schema.ts";
 
+/**
+ * Default share of the traces warmpath starts that are sampled. A sampled request writes two spans
+ * lines (the edge's ~1 KB, the region worker's ~2 KB) beside its decision line: measured by
+ * `npm run bench:wan -- --one-process`, sampling every trace cost 0.6 ms of CPU per request
+ * (bench/wan/RESULTS.md, "Where the CPU goes"), as much as the object call. 1%, the share
+ * docs/SCALING.md prices logging at; a client's sampled `traceparent` is traced whatever this is.
+ */
+export const DEFAULT_TRACE_SAMPLE_RATE = 0.01;
+
 export const configSchema = z
   .strictObject({
     mode: z
@@ -62,7 +71,15 @@ export const configSchema = z
       .max(1)
       .default(1)
       .describe(
-        "Share of answered requests whose decision is logged (one JSON line each); every error, refusal and failure is logged whatever this says. Also the share of traces warmpath starts that are sampled (their spans logged; a client's `traceparent` keeps its own flag).",
+        "Share of answered requests whose decision is logged (one JSON line each); every error, refusal and failure is logged whatever this says.",
+      ),
+    trace_sample_rate: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(DEFAULT_TRACE_SAMPLE_RATE)
+      .describe(
+        "Share of the traces warmpath starts (no `traceparent`, or an invalid one) that are sampled: their spans logged, two lines of ~1-2 KB a request. Never more than `decision_log_sample_rate`. A client's valid `traceparent` keeps its own flag; `npm start -- --traces` samples every trace unless this is set.",
       ),
   })
   .superRefine((cfg, ctx) => {

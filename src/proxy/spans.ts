@@ -81,6 +81,21 @@ export function unixNano(ms: number): string {
   return `${whole}${String(micros).padStart(3, "0")}000`;
 }
 
+/** A span of an unsampled trace: an id, and nothing recorded. */
+function unrecordedSpan(id: string): Span {
+  let ended = false;
+  return {
+    id,
+    get ended() {
+      return ended;
+    },
+    set() {},
+    end() {
+      ended = true;
+    },
+  };
+}
+
 export class SpanRecorder {
   readonly traceId: string;
   readonly flags: number;
@@ -112,6 +127,9 @@ export class SpanRecorder {
 
   /** Starts a span under `parent` (a span id of this trace; empty or undefined: a root). */
   start(name: string, parent: string | undefined, kind: SpanKind, attributes: Attributes = {}, at = this.now()): Span {
+    // An unsampled trace is never logged nor mirrored: its spans need only their ids (a node's
+    // `traceparent` names its call's span), not their attributes and timestamps.
+    if (!this.sampled) return unrecordedSpan(newSpanId(this.options.random));
     const span: OtlpSpan = {
       traceId: this.traceId,
       spanId: newSpanId(this.options.random),

@@ -73,6 +73,20 @@ describe("span recorder", () => {
     expect(line.dropped_spans).toBe(10);
   });
 
+  it("records nothing of an unsampled trace's spans but their ids", () => {
+    const r = recorder(0);
+    const a = r.start("a", undefined, "internal", { "warmpath.x": 1 });
+    const b = r.start("b", a.id, "client");
+    expect(a.id).toMatch(/^[0-9a-f]{16}$/);
+    expect(b.id).toMatch(/^[0-9a-f]{16}$/);
+    expect(b.id).not.toBe(a.id);
+    a.set({ "warmpath.y": 2 });
+    a.end();
+    expect(a.ended).toBe(true);
+    expect(b.ended).toBe(false);
+    expect(r.line().spans).toEqual([]);
+  });
+
   it("logs one line, once, and only for a sampled trace", () => {
     const log = vi.spyOn(console, "log").mockImplementation(() => {});
     const sampled = recorder(1);

@@ -10,14 +10,19 @@ import { EdgeTrace } from "../trace.ts";
 import { ConfigError, loadConfig } from "../../config/load.ts";
 
 /**
- * Whether a trace the edge starts is sampled: at `decision_log_sample_rate`, the share of answered
- * requests whose decision line is logged, so that tracing never logs more than the decision log (a
- * sampled request adds two spans lines, ~3 KB). A client's own `traceparent` keeps its flag. An
- * invalid configuration samples it: the request fails, and its trace says why.
+ * Whether a trace the edge starts is sampled: at `trace_sample_rate` (default 1%: a sampled
+ * request adds two spans lines, ~3 KB, and their CPU; src/config/schema.ts), never above
+ * `decision_log_sample_rate`, so that tracing never logs more than the decision log. A client's
+ * own `traceparent` keeps its flag. An invalid configuration samples it: the request fails, and
+ * its trace says why.
  */
+export function sampledAt(rates: { trace_sample_rate: number; decision_log_sample_rate: number }, draw: number): boolean {
+  return draw < Math.min(rates.trace_sample_rate, rates.decision_log_sample_rate);
+}
+
 function startsSampled(env: Env): boolean {
   try {
-    return Math.random() < loadConfig(env, { kind: "edge" }).raw.decision_log_sample_rate;
+    return sampledAt(loadConfig(env, { kind: "edge" }).raw, Math.random());
   } catch (e) {
     if (e instanceof ConfigError) return true;
     throw e;
