@@ -12,6 +12,7 @@
  * state of block i-1 (`h_i = H(h_{i-1}, block_i)`), so two prompts share block i's hash only if
  * they agree on every character up to the end of block i.
  */
+import { byteHex } from "./hex.ts";
 
 /** A 64-bit hash as two unsigned 32-bit halves. */
 export interface Hash64 {
@@ -53,20 +54,18 @@ export function seedHash(seed: string): Hash64 {
   return hashBlock({ hi: 0, lo: 0 }, seed, 0, seed.length);
 }
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
-
 /** Formats a hash as 16 lowercase hex characters (the form used as an index key and on the wire). */
 export function hashToHex(h: Hash64): string {
   const { hi, lo } = h;
   return (
-    HEX[hi >>> 24]! +
-    HEX[(hi >>> 16) & 0xff]! +
-    HEX[(hi >>> 8) & 0xff]! +
-    HEX[hi & 0xff]! +
-    HEX[lo >>> 24]! +
-    HEX[(lo >>> 16) & 0xff]! +
-    HEX[(lo >>> 8) & 0xff]! +
-    HEX[lo & 0xff]!
+    byteHex(hi >>> 24) +
+    byteHex(hi >>> 16) +
+    byteHex(hi >>> 8) +
+    byteHex(hi) +
+    byteHex(lo >>> 24) +
+    byteHex(lo >>> 16) +
+    byteHex(lo >>> 8) +
+    byteHex(lo)
   );
 }
 

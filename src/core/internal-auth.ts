@@ -12,6 +12,7 @@
  * does not: that the holder is honest (a region worker can forge an edge message: HMAC keys are
  * symmetric), or that a message was not seen before by another isolate of the same receiver.
  */
+import { bytesToHex } from "./hex.ts";
 
 /** The header carrying the signature: `v1;r=edge;t=<ms epoch>;n=<nonce>;s=<64 hex>`. */
 export const INTERNAL_AUTH_HEADER = "x-warmpath-internal-auth";
@@ -87,10 +88,6 @@ export interface Subtle {
 
 const encoder = new TextEncoder();
 
-function hex(bytes: ArrayBuffer): string {
-  return [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 function fromHex(text: string): Uint8Array | undefined {
   if (!/^[0-9a-f]{64}$/.test(text)) return undefined;
   const out = new Uint8Array(32);
@@ -114,7 +111,7 @@ async function hmacKey(subtle: Subtle, secret: string): Promise<unknown> {
 
 /** The bytes signed: every field on its own line, the body as its SHA-256 (so a large body is hashed once, streamed or not). */
 async function signedBytes(subtle: Subtle, p: SignedParts): Promise<Uint8Array> {
-  const bodyHash = hex(await subtle.digest("SHA-256", p.body as Uint8Array<ArrayBuffer>));
+  const bodyHash = bytesToHex(await subtle.digest("SHA-256", p.body as Uint8Array<ArrayBuffer>));
   return encoder.encode([CONTEXT, p.role, p.method.toUpperCase(), p.pathAndQuery, String(p.timestamp), p.nonce, bodyHash].join("\n"));
 }
 
@@ -125,7 +122,7 @@ export async function signInternal(subtle: Subtle, secret: string, parts: Signed
     (await hmacKey(subtle, secret)) as never,
     (await signedBytes(subtle, parts)) as Uint8Array<ArrayBuffer>,
   );
-  return `${VERSION};r=${parts.role};t=${parts.timestamp};n=${parts.nonce};s=${hex(mac)}`;
+  return `${VERSION};r=${parts.role};t=${parts.timestamp};n=${parts.nonce};s=${bytesToHex(mac)}`;
 }
 
 interface ParsedAuth {

@@ -22,6 +22,7 @@
  * answers.
  */
 import { z } from "zod";
+import { sha256Hex } from "./hex.ts";
 
 /** Bytes of randomness in a node secret. */
 const NODE_SECRET_BYTES = 32;
@@ -40,8 +41,7 @@ export function newNodeSecret(): string {
 
 /** SHA-256 of a secret, lowercase hex: the only form in which the router keeps it. */
 export async function secretSha256(secret: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return sha256Hex(secret);
 }
 
 /**

@@ -9,6 +9,7 @@
  * a vendor that cannot parse it restarts the trace). `tracestate` is kept verbatim when valid and
  * within its bounds, else dropped, and only ever with a valid `traceparent`.
  */
+import { byteHex, bytesToHex } from "./hex.ts";
 
 /** The version this code writes; a higher version is read by its first four fields (spec, 4.3). */
 const TRACE_VERSION = "00";
@@ -96,22 +97,16 @@ export function parseTracestate(header: string | null | undefined): string | und
   return keys.size > 0 ? value : undefined;
 }
 
-function hex(bytes: Uint8Array): string {
-  let out = "";
-  for (const b of bytes) out += b.toString(16).padStart(2, "0");
-  return out;
-}
-
 /** `bytes` random bytes as lowercase hex, never all zero (an all-zero id is invalid). */
 function randomId(bytes: number, random: RandomBytes): string {
   const buf = new Uint8Array(bytes);
   // All zero has a 2^-64 chance at worst; a source that keeps giving it (a broken one) gets a 1 in its last byte.
   for (let i = 0; i < 4; i++) {
     random(buf);
-    if (buf.some((b) => b !== 0)) return hex(buf);
+    if (buf.some((b) => b !== 0)) return bytesToHex(buf);
   }
   buf[bytes - 1] = 1;
-  return hex(buf);
+  return bytesToHex(buf);
 }
 
 /** A new span id: 16 lowercase hex characters, not all zero. */
@@ -160,7 +155,7 @@ export function incomingTrace(
 
 /** A `traceparent` header (version 00) naming `spanId` as the receiver's parent. */
 export function formatTraceparent(traceId: string, spanId: string, flags: number): string {
-  return `${TRACE_VERSION}-${traceId}-${spanId}-${(flags & 0xff).toString(16).padStart(2, "0")}`;
+  return `${TRACE_VERSION}-${traceId}-${spanId}-${byteHex(flags)}`;
 }
 
 /** Whether trace-flags say the trace is sampled. */

@@ -28,7 +28,7 @@ import {
 } from "../contracts/region-service.ts";
 import { REGION_VAR } from "../contracts/topology.ts";
 import { mergeHistories, mergeSnapshots } from "../core/region/merge.ts";
-import { readBytesLimited } from "../http/body.ts";
+import { readRequestLimited } from "../http/body.ts";
 import { checkNodeUrl } from "../core/origins.ts";
 import { INTERNAL_AUTH_HEADER } from "../core/internal-auth.ts";
 import { authenticate, authMetricsText } from "./authenticate.ts";
@@ -114,7 +114,7 @@ export function createRegionApp(): Hono<RegionEnv> {
     const bound = dispatch
       ? 4 + MAX_DISPATCH_META_BYTES + loadConfig(c.env, { kind: "region", served: servedRegion(c.env) }).raw.limits.max_body_bytes
       : MAX_CONTROL_MESSAGE_BYTES;
-    const bytes = await readBytesLimited(c.req.raw.body, bound);
+    const bytes = await readRequestLimited(c.req.raw, bound);
     if (bytes === undefined) return malformed(dispatch ? "dispatch message over its bound" : "message over its bound");
     const refused = await authenticate(c.env, c.req.raw, bytes, now, versioned);
     if (refused) return refused;

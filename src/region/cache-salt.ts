@@ -24,6 +24,7 @@
  */
 
 import { concatBytes } from "../http/body.ts";
+import { bytesToHex } from "../core/hex.ts";
 
 /** Domain separation: a salt of this scheme never equals another use of the same hash. */
 const SALT_CONTEXT = "warmpath-cache-salt-v1";
@@ -46,9 +47,7 @@ export async function engineCacheSalt(namespace: string, clientSalt: string | un
   if (cached !== undefined) return cached;
   const data = new TextEncoder().encode(`${SALT_CONTEXT}\u0000${namespace}\u0000${clientSalt ?? ""}`);
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", data));
-  let hex = "";
-  for (const b of digest) hex += b.toString(16).padStart(2, "0");
-  const salt = hex.slice(0, SALT_HEX_CHARS);
+  const salt = bytesToHex(digest).slice(0, SALT_HEX_CHARS);
   if (clientSalt === undefined) {
     if (saltCache.size >= SALT_CACHE_MAX) saltCache.clear();
     saltCache.set(namespace, salt);

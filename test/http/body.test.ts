@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { MAX_JSON_DEPTH } from "../../src/core/json-bounds.ts";
 import { ApiError } from "../../src/http/errors.ts";
-import { invalidUtf8At, isJsonMediaType, jsonSyntaxError, parseJsonBody } from "../../src/http/body.ts";
+import { invalidUtf8At, isJsonMediaType, jsonSyntaxError, parseJsonBody, readRequestLimited } from "../../src/http/body.ts";
 import { breakJson, CANARY, INVALID_UTF8, nestedText, Rng, truncations } from "../fuzz/generator.ts";
 
 const encode = (text: string) => new TextEncoder().encode(text);
@@ -59,6 +59,41 @@ describe("isJsonMediaType", () => {
     ]) {
       expect(isJsonMediaType(type), type).toBe(false);
     }
+  });
+});
+
+describe("readRequestLimited", () => {
+  const bytes = (n: number) => Uint8Array.from({ length: n }, (_, i) => i % 251);
+  /** A body with no declared length: the runtime sends it chunked. */
+  const chunked = (parts: Uint8Array[]) =>
+    new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const p of parts) controller.enqueue(p);
+        controller.close();
+      },
+    });
+
+  it("reads a body of declared length up to the bound, byte for byte", async () => {
+    const body = bytes(1000);
+    const request = new Request("http://x/", { method: "POST", body, headers: { "content-length": "1000" } });
+    expect(await readRequestLimited(request, 1000)).toEqual(body);
+  });
+
+  it("refuses a declared length over the bound", async () => {
+    const request = new Request("http://x/", { method: "POST", body: bytes(1001), headers: { "content-length": "1001" } });
+    expect(await readRequestLimited(request, 1000)).toBeUndefined();
+  });
+
+  it("counts a body without a declared length as it streams, and stops past the bound", async () => {
+    const within = new Request("http://x/", { method: "POST", body: chunked([bytes(600), bytes(400)]), duplex: "half" } as RequestInit);
+    expect(within.headers.get("content-length")).toBeNull();
+    expect((await readRequestLimited(within, 1000))?.byteLength).toBe(1000);
+    const over = new Request("http://x/", { method: "POST", body: chunked([bytes(600), bytes(401)]), duplex: "half" } as RequestInit);
+    expect(await readRequestLimited(over, 1000)).toBeUndefined();
+  });
+
+  it("reads a request with no body as empty", async () => {
+    expect(await readRequestLimited(new Request("http://x/", { method: "POST" }), 10)).toEqual(new Uint8Array(0));
   });
 });
 

@@ -13,11 +13,7 @@ export function bearerToken(request: Request): string | undefined {
   return match?.[1];
 }
 
-/** SHA-256 of a string, lowercase hex. */
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
+export { sha256Hex } from "../../../core/hex.ts";
 
 /** Constant-time string comparison (length leaks, content does not). */
 export function timingSafeEqual(a: string, b: string): boolean {
