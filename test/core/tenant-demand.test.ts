@@ -42,6 +42,18 @@ describe("TenantDemand", () => {
     expect(d.overShare("batch", 0)).toBe("everyone");
   });
 
+  it("lists the tenants over everyone's share as overShare finds them, and again after an arrival at the same instant", () => {
+    const d = new TenantDemand();
+    d.arrived("batch", 1, 1_000_000, 0, 2);
+    d.arrived("chat", 1, 100_000, 0, 0);
+    d.arrived("rag-a", 1, 400_000, 0, 1);
+    expect([...d.overEveryone(0)]).toEqual(["batch"]); // 66.7% against 1.5 x a third; rag-a's 26.7% is within
+    d.arrived("rag-a", 1, 1_500_000, 0, 1); // now 1,900,000 of 3,000,000: over, and batch within
+    expect([...d.overEveryone(0)]).toEqual(["rag-a"]);
+    for (const t of ["batch", "chat", "rag-a"]) expect(d.overEveryone(0).has(t)).toBe(d.overShare(t, 0) === "everyone");
+    expect(d.overEveryone(DEMAND_TAU_MS * 2).size).toBe(0); // everyone quiet: no one to starve
+  });
+
   it("demotes as far as the flood reaches: over its peers' share to batch, over everyone's below batch; batch stays batch", () => {
     // Ranks: 0 interactive, 1 standard, 2 batch.
     expect(demotedRank(0, undefined)).toBe(0);

@@ -677,6 +677,7 @@ export class RegionRouter {
       now,
       shareNodes(candidates, req.promptTokens),
       this.settings.fairShareWaitSeconds,
+      this.demand.overEveryone(now),
     );
   }
 
