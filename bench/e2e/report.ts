@@ -310,7 +310,7 @@ export function renderReport(r: Report): string {
   ];
   if (served.length > 0)
     summary.push(
-      `Under open-loop load its own time (added p50) is ${served.map((x) => `${ratioText(x.ratio50)} the plain proxy's at ${x.offered} req/s`).join(", ")}: ` +
+      `Under open-loop load its own time (added p50) is ${served.map((x, i) => `${ratioText(x.ratio50)}${i === 0 ? " the plain proxy's" : ""} at ${x.offered} req/s`).join(", ")}: ` +
         `${load.pass ? "within" : "not within"} ${TARGET_PLAIN_PROXY_RATIO}x at every rate it served.`,
     );
   if (sat)
