@@ -53,7 +53,7 @@ export interface StepRow {
   worker: { lines: number; firstByte50: number; duration50: number; duration99: number } | undefined;
 }
 
-/** One system booted and measured: `npm start`'s (workerd-single) or `npm run dev`'s (wrangler dev). */
+/** One system booted and measured: `npm start`'s (workerd-single) or the same workers under wrangler dev (startSystem's default runtime). */
 export interface SystemRun {
   runtime: "workerd-single" | "wrangler-dev";
   /** Background CPU per process role with no requests (ms per second), subtracted from every step. */
@@ -101,7 +101,7 @@ export interface Report {
   };
   /** `npm start`'s topology: the primary system. */
   start: SystemRun;
-  /** `npm run dev`'s wrangler dev: the secondary system (undefined if it was not measured). */
+  /** The same workers under wrangler dev: the secondary system (undefined if it was not measured). */
   dev: SystemRun | undefined;
 }
 
@@ -324,7 +324,7 @@ export function renderReport(r: Report): string {
     const dseq = medianRound(r.dev.rounds);
     const dstep = r.dev.steps[0];
     summary.push(
-      `For comparison, \`npm run dev\` (the same workers under \`wrangler dev\`, where a developer edits a worker) adds ${f(added(dseq, "json", "end50"))} ms p50 one at a time` +
+      `For comparison, the same workers under \`wrangler dev\` (what \`npm start\` ran before, and what scripts/system.ts still runs by default) add ${f(added(dseq, "json", "end50"))} ms p50 one at a time` +
         (dstep
           ? ` and ${f(added(dstep, "json", "end50"))} ms p50 at ${dstep.offered} req/s (${ratioText(plainProxyRatio(added(dstep, "json", "end50"), added(dstep, "json", "end50", "plain")))} the plain proxy's)`
           : "") +
@@ -385,15 +385,15 @@ export function renderReport(r: Report): string {
   out.push(
     [
       `- **System** (primary): what \`npm start\` runs. scripts/system.ts \`startSystem\` with \`runtime: "workerd-single"\`, as scripts/start.ts calls it: the edge and the region's worker generated from wrangler.toml as a deploy generates them, bundled as \`wrangler deploy\` bundles them, in one workerd process (scripts/workerd-host.ts) with the service binding between them in-process, the dashboard's static assets included (Miniflare puts its asset router in front of the edge for every request, as under \`npm start\`). Different from \`npm start\` only where a benchmark needs it: one region (wrangler.toml's first; \`npm start\` has a second region worker, idle here), ${p.tenants} tenants (below), a fresh Durable Object store instead of .warmpath/state, and ${p.nodes} simulated nodes in this process with prefill and decode at 10^9 tokens/s and one-token answers: a node answers in about a timer tick, so what is measured is the HTTP path. The decision log is on (sample rate 1, the default), its lines read from workerd's output as \`npm start -- --verbose\` shows them.`,
-      `- **System** (secondary): what \`npm run dev\` runs for a developer editing a worker: the same generated workers under \`wrangler dev\` (its ProxyWorker in a second workerd process, miniflare's entry worker, every log line relayed to the CLI), one at a time and at ${p.devRate} req/s only. The per-stage cost of the request path is bench:wan's (bench/wan/RESULTS.md).`,
+      `- **System** (secondary): the same generated workers under \`wrangler dev\` (its ProxyWorker in a second workerd process, miniflare's entry worker, every log line relayed to the CLI): scripts/system.ts's default runtime, which \`npm start\` ran before and the tests, benchmarks and demo that take the default still run; \`npm run dev\`, for a developer editing a worker, runs \`wrangler dev\` too, on wrangler.toml's single-worker composition (not measured here). One at a time and at ${p.devRate} req/s only. The per-stage cost of the request path is bench:wan's (bench/wan/RESULTS.md).`,
       `- **Three paths, interleaved**: every request kind goes through the router, through a plain proxy, and straight to a node, the three in shuffled cycles within the same step, so all three see the same machine load at the same moments and the differences between them are the router's and the proxy's, not the machine's mood (on a shared 2-core machine, separate runs of each path would measure whatever else ran then).`,
       `- **The plain proxy** (bench/e2e/plain-proxy.ts): a minimal Node.js reverse proxy in a process of its own, node:http on both sides with a keep-alive agent to the nodes, request and response bodies streamed through as they arrive, hop-by-hop headers dropped, the nodes taken in turn; no routing, authentication, parsing or logging. It is the yardstick for "a plain proxy's" time under load: a real forwarding hop, whose CPU is read from /proc like the router's.`,
       `- **Requests**: a chat request of ~330 characters (system + user turn, each request's user turn numbered, so the router indexes a new prefix each time), \`max_tokens: 1\`, non-streaming (\`json\`) and \`stream: true\` (\`stream\`). The plain proxy and the direct path get the byte-identical body, the direct path sending to the nodes in turn. Router requests rotate over ${p.tenants} tenants' API keys (the edge rate limiter binding is simulated locally, 1,200 requests a minute per tenant; every request still makes the limiter call).`,
       `- **Client**: a separate Node.js process (bench/e2e/load.ts) with one keep-alive \`http.Agent\` per target (same settings for every path); a request is timed from its write to the first body byte (_TTFB_) and to the body's end (_end_). A streamed answer's first body byte is its first SSE event.`,
-      `- **One at a time**: ${p.rounds} rounds of ${p.sequential} requests per path and kind in one boot (the six interleaved in shuffled cycles), after ${p.warmup} of each to warm up; the figure is the median round's (by the router's added p50), and the rounds' spread says how far one round on this machine can be trusted. \`npm run dev\`: one round.`,
+      `- **One at a time**: ${p.rounds} rounds of ${p.sequential} requests per path and kind in one boot (the six interleaved in shuffled cycles), after ${p.warmup} of each to warm up; the figure is the median round's (by the router's added p50), and the rounds' spread says how far one round on this machine can be trusted. wrangler dev: one round.`,
       `- **Open loop**: Poisson arrivals for ${p.stepMs / 1000} s per step, the router, the plain proxy and the direct path each at the offered rate (half of each streamed), interleaved; offered rates ${p.rates.join(", ")} requests/s, stopping after the first step where the router answered under 90% of the offered rate or failed over 1% of requests. Open, not closed, loop: a closed loop slows down with the router and hides its queueing. Over ${p.maxInflight} requests in flight per path, arrivals are shed and counted as errors.`,
       `- **Own time**: a path's _added_ time is its percentile minus the direct path's (the paths' requests are not paired, so these are differences of percentiles). The router's own time against the plain proxy's is the ratio of their added p50s (non-streaming, to the end of the body); no ratio where the plain proxy added nothing measurable.`,
-      `- **CPU**: utime + stime from /proc of each process around each step, less its idle rate (measured for 3 s before the steps), divided by the requests that path answered. For \`npm start\`: _workerd_ runs the edge, the region worker, its Durable Object and Miniflare's local stand-ins (the rate limiter, Analytics Engine, the asset router), all on one thread; _workerd-host_ is the Node.js process that started it through Miniflare and receives its log lines. For \`npm run dev\`: the workerd running the workers, the workerd running wrangler's ProxyWorker, and the wrangler CLI. The plain proxy's CPU is per request it answered.`,
+      `- **CPU**: utime + stime from /proc of each process around each step, less its idle rate (measured for 3 s before the steps), divided by the requests that path answered. For \`npm start\`: _workerd_ runs the edge, the region worker, its Durable Object and Miniflare's local stand-ins (the rate limiter, Analytics Engine, the asset router), all on one thread; _workerd-host_ is the Node.js process that started it through Miniflare and receives its log lines. Under wrangler dev: the workerd running the workers, the workerd running wrangler's ProxyWorker, and the wrangler CLI. The plain proxy's CPU is per request it answered.`,
       `- **Percentiles** are nearest-rank over each path's own requests.`,
     ].join("\n"),
   );
@@ -455,10 +455,11 @@ export function renderReport(r: Report): string {
   if (r.dev) {
     const dev = r.dev;
     const dseq = medianRound(dev.rounds);
-    out.push("## `npm run dev`'s wrangler dev (secondary: where a developer edits a worker)");
+    out.push("## The same workers under wrangler dev (secondary: startSystem's default runtime)");
     out.push(
       "The same generated workers under `wrangler dev`, measured the same way in the same run: the development stack's figures, " +
-        "kept to show what `npm start` no longer pays. Not a target: wrangler dev stays for editing a worker's code (it rebuilds on every save).",
+        "kept to show what `npm start` no longer pays, and what every test, benchmark or demo that boots scripts/system.ts with its default runtime still pays. " +
+        "Not a target: wrangler dev stays where a developer edits a worker's code (`npm run dev`, which rebuilds on every save).",
     );
     const row = (name: string, s: StepRow) => [
       name,
@@ -473,11 +474,11 @@ export function renderReport(r: Report): string {
       f(s.otherCores),
     ];
     const startAt = (offered: number | undefined) => start.steps.find((s) => s.offered === offered);
-    const rows: string[][] = [row("`npm start` (workerd-single)", seq), row("`npm run dev` (wrangler dev)", dseq)];
+    const rows: string[][] = [row("`npm start` (workerd-single)", seq), row("wrangler dev", dseq)];
     for (const s of dev.steps) {
       const same = startAt(s.offered);
       if (same) rows.push(row("`npm start` (workerd-single)", same));
-      rows.push(row("`npm run dev` (wrangler dev)", s));
+      rows.push(row("wrangler dev", s));
     }
     out.push(
       table(
@@ -503,11 +504,11 @@ export function renderReport(r: Report): string {
 
   const events = [
     ...Object.entries(start.events).map(([k, n]) => [`npm start: ${k}`, n] as const),
-    ...Object.entries(r.dev?.events ?? {}).map(([k, n]) => [`npm run dev: ${k}`, n] as const),
+    ...Object.entries(r.dev?.events ?? {}).map(([k, n]) => [`wrangler dev: ${k}`, n] as const),
   ].filter(([k]) => !/node_(de)?registered$/.test(k));
   if (events.length > 0)
     out.push(`Router log events other than request lines during the run: ${events.map(([k, n]) => `${k} ${n}`).join(", ")}.`);
-  const restarts = [...start.restarts.map((x) => `npm start, ${x}`), ...(r.dev?.restarts ?? []).map((x) => `npm run dev, ${x}`)];
+  const restarts = [...start.restarts.map((x) => `npm start, ${x}`), ...(r.dev?.restarts ?? []).map((x) => `wrangler dev, ${x}`)];
   if (restarts.length > 0)
     out.push(`Processes replaced during a step (that step's CPU figure for them is omitted): ${restarts.join("; ")}.`);
   return out.join("\n\n") + "\n";

@@ -26,9 +26,10 @@
  * - CPU per request from /proc (utime + stime) of each process around each step, less its idle
  *   rate: the workerd running the workers and their objects, its Node.js host (workerd-host, which
  *   receives the log lines), the plain proxy.
- * - Secondary, labelled as such: the same workers under `wrangler dev` (`npm run dev`, where a
- *   developer edits a worker), one at a time and at one rate, with the plain proxy interleaved too
- *   (`--no-dev` leaves it out). Where the router's time and CPU go per stage is bench:wan's
+ * - Secondary, labelled as such: the same workers under `wrangler dev` (scripts/system.ts's default
+ *   runtime: what `npm start` ran before, and the tests and benchmarks that take the default still
+ *   run; `npm run dev` runs wrangler dev too, on wrangler.toml's single-worker composition), one at
+ *   a time and at one rate, with the plain proxy interleaved too (`--no-dev` leaves it out). Where the router's time and CPU go per stage is bench:wan's
  *   (bench/wan/RESULTS.md), not this benchmark's.
  *
  * The machine may be shared: the report states the CPU other processes used during each step.
@@ -166,8 +167,8 @@ async function findProcesses(runtime: Runtime, system: System): Promise<DevProce
 }
 
 /**
- * Boots the system as `npm start` (workerd-single) or `npm run dev` (wrangler dev) would run these
- * workers, and a plain proxy in front of the same nodes.
+ * Boots the workers as `npm start` runs them (workerd-single) or under wrangler dev (startSystem's
+ * default), and a plain proxy in front of the same nodes.
  */
 async function boot(runtime: Runtime): Promise<Running> {
   const decisions: DecisionTiming[] = [];
