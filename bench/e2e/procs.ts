@@ -95,7 +95,7 @@ export function listeningPorts(pid: number): number[] {
 }
 
 export interface DevProcesses {
-  /** The wrangler CLI (Node.js): starts workerd, receives its log lines; or scripts/workerd-host.ts. */
+  /** The wrangler CLI (Node.js): starts workerd, receives its log lines; or scripts/workerd-host.ts (same role). */
   wrangler: number;
   /** workerd running wrangler's ProxyWorker, listening on the public port (none without wrangler dev). */
   proxyWorkerd: number | undefined;
@@ -136,13 +136,19 @@ export async function findDevProcesses(rootPid: number, publicUrl: string): Prom
 }
 
 /**
- * The processes of scripts/workerd-host.ts (the router in workerd without wrangler dev): the host
- * (Node.js, Miniflare's API) and its one workerd, whose socket is the public address itself.
+ * The processes of scripts/workerd-host.ts (`npm start`'s runtime, workerd-single): the host
+ * (Node.js, Miniflare's API, which also receives workerd's log lines) and its one workerd, whose
+ * socket is the public address itself. `rootPid` is the process scripts/system.ts started: the
+ * watchdog (scripts/watchdog.ts), whose child is the host.
  */
 export function findHostProcesses(rootPid: number, publicUrl: string): DevProcesses {
-  const workerd = descendants(rootPid).find((pid) => commandLine(pid).some((arg) => arg.endsWith("/workerd")));
-  if (workerd === undefined) throw new Error(`no workerd under the workerd host (pid ${rootPid})`);
-  return { wrangler: rootPid, proxyWorkerd: undefined, userWorkerd: workerd, innerUrl: publicUrl };
+  const tree = [rootPid, ...descendants(rootPid)];
+  const workerd = tree.find((pid) => commandLine(pid).some((arg) => arg.endsWith("/workerd")));
+  // The script is the host's first argument (the watchdog names it later, as the command it runs).
+  const host = tree.find((pid) => commandLine(pid)[1]?.endsWith("workerd-host.ts"));
+  if (workerd === undefined || host === undefined)
+    throw new Error(`cannot identify the workerd host's processes under pid ${rootPid} (workerd ${workerd}, host ${host})`);
+  return { wrangler: host, proxyWorkerd: undefined, userWorkerd: workerd, innerUrl: publicUrl };
 }
 
 /** The workerd processes under wrangler now, with their start times: a change means wrangler replaced one. */
