@@ -14,7 +14,8 @@
  * region worker in another process, or through bench:wan's long-haul relay), instead of a worker
  * in this process.
  *
- * What `wrangler dev` adds and this leaves out, each measured in bench/e2e/RESULTS.md: the
+ * What `wrangler dev` adds and this leaves out (together, in bench/e2e/RESULTS.md: the same workers
+ * under wrangler dev against npm start's topology, in one sitting): the
  * ProxyWorker (a second workerd process that takes every request on the public port and forwards
  * it over loopback HTTP), miniflare's entry worker (a worker hop in front of the router that also
  * logs every request to the CLI over a loopback HTTP call), and the inspector session through
@@ -44,7 +45,7 @@ const { values: flags } = parseArgs({
     ip: { type: "string", default: "127.0.0.1" },
     "persist-to": { type: "string" },
     "env-file": { type: "string" },
-    /** workerd's V8 inspector (Chrome DevTools, or bench/e2e/profile.ts); none by default. */
+    /** workerd's V8 inspector (Chrome DevTools, or bench/wan/stages.ts); none by default. */
     "inspector-port": { type: "string" },
     config: { type: "string", multiple: true, default: [join(ROOT, "wrangler.toml")] },
     bind: { type: "string", multiple: true, default: [] },

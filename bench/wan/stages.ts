@@ -19,7 +19,6 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Profiler } from "node:inspector";
 import { parse as parseToml } from "smol-toml";
-import { startingAtOrBefore } from "../e2e/profile.ts";
 
 /** The stages, in the order a request meets them. */
 export const STAGES = [
@@ -87,6 +86,21 @@ export function moduleStage(module: string): Stage | undefined {
 }
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+/** The name of the last entry of `table` (lines ascending) starting at or before `line`, or "": a binary search. */
+export function startingAtOrBefore(table: ReadonlyArray<readonly [number, string]>, line: number): string {
+  let lo = 0;
+  let hi = table.length - 1;
+  let found = "";
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (table[mid]![0] <= line) {
+      found = table[mid]![1];
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}
 
 /**
  * A bundle's module comment as a path in the project (`src/edge/app.ts`) or a package's

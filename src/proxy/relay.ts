@@ -212,7 +212,7 @@ export function relay({
     ended = true;
     clock.stop();
     // After the task that closed the stream: the client's last byte leaves first, then the usage
-    // is parsed, the decision line written and the region told (bench/e2e: the line and the RPC
+    // is parsed, the decision line written and the region told (bench/e2e's profile at 43f19cc: the line and the RPC
     // in the closing task held the end of the body back by ~1 ms).
     setTimeout(() => onEnd(how, parseAnswerTail(tail), bytes), 0);
   };

@@ -34,7 +34,7 @@ const OPEN_BRACE = 0x7b;
 
 /**
  * Salts of namespaces without a client salt, by namespace: computed once per isolate rather than
- * per request (a SHA-256 through WebCrypto was 1.3% of the worker's CPU per request, bench/e2e).
+ * per request (a SHA-256 through WebCrypto was 1.3% of the worker's CPU per request, bench/e2e's profile at 43f19cc).
  * Bounded: one entry per tenant and shared namespace in the configuration, so at most a few
  * thousand; cleared past SALT_CACHE_MAX, never a promise (only the computed string).
  */
