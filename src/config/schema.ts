@@ -29,10 +29,11 @@ export { limitsSchema, prefixSchema } from "./limits-schema.ts";
 
 /**
  * Default share of the traces warmpath starts that are sampled. A sampled request writes two spans
- * lines (the edge's ~1 KB, the region worker's ~2 KB) beside its decision line: measured by
- * `npm run bench:wan -- --one-process`, sampling every trace cost 0.6 ms of CPU per request
- * (bench/wan/RESULTS.md, "Where the CPU goes"), as much as the object call. 1%, the share
- * docs/SCALING.md prices logging at; a client's sampled `traceparent` is traced whatever this is.
+ * lines (the edge's ~1 KB, the region worker's ~2 KB) beside its ~1 KB decision line: every
+ * request's log volume three times over, which Workers Logs bills (docs/SCALING.md prices the log
+ * at 1%), for spans that say little the decision line does not, request after request alike. 1%,
+ * OpenTelemetry's usual head sampling for a busy service; a client's sampled `traceparent` is
+ * traced whatever this is, and `npm start -- --traces` samples every trace.
  */
 export const DEFAULT_TRACE_SAMPLE_RATE = 0.01;
 
