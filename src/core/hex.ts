@@ -1,9 +1,8 @@
 /**
  * Bytes as lowercase hex, the one form ids, digests and signatures take on the wire and in logs.
  * A table of the 256 byte values: the request path formats several ids and digests per request
- * (a trace's span ids, the API key's and the internal signature's SHA-256), and
- * `toString(16).padStart` per byte through an array's map and join was a visible share of the
- * edge's CPU profile (bench/wan/RESULTS.md, "Where the CPU goes").
+ * (a trace's span ids, the API key's and the internal signature's SHA-256), and the five copies
+ * this replaces spread each digest into an array and built two strings per byte.
  */
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 
