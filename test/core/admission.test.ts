@@ -224,8 +224,8 @@ describe("admission", () => {
     expect(order).toEqual(["hog1", "hog2", "bulk1", "bulk2", "hog3", "hog4", "hog5"]);
   });
 
-  it("keeps a tenant over its share of everyone's demand off the nodes held for the others, though its short requests build no queue", () => {
-    const held = (hogTokens: number) => {
+  it("keeps a tenant over its share of everyone's demand off the nodes held for the others while it has prefill on them, and holds nothing idle", () => {
+    const held = (hogTokens: number, inFlight: boolean) => {
       const r = new RegionRouter(settings({}, { fairShareWaitSeconds: 0.5 }));
       for (const id of ["a", "b", "c"]) r.upsertNode(spec(id), 0);
       const done = (p: Extract<RouteResult, { ok: true }>, t: number) => {
@@ -233,14 +233,19 @@ describe("admission", () => {
         r.complete(p.ticket, { status: "ok" }, t);
       };
       done(placed(r.admit(req(1_000, { tenant: "light", priority: "standard" }), 0)), 1);
-      // Each of hog's requests ends before the next: it never holds a queue, so by its queue it is light.
-      for (let t = 2; t < 12; t++) done(placed(r.admit(req(hogTokens, { tenant: "hog", priority: "standard" }), t)), t);
+      // Each of hog's requests ends before the next, but (with inFlight) the last: a short queue, within the bound.
+      for (let t = 2; t < 12; t++) {
+        const p = placed(r.admit(req(hogTokens, { tenant: "hog", priority: "standard" }), t));
+        if (!inFlight || t < 11) done(p, t);
+      }
       return placed(r.admit(req(hogTokens, { tenant: "hog", priority: "standard" }), 20)).heldForOthers;
     };
-    // 11,000 of 12,000 tokens asked: over 1.5x half the demand. A node is held for "light" (was 0: no queue, no reserve).
-    expect(held(1_000)).toBe(1);
+    // 11,000 of 12,000 tokens asked, one request on a node: over 1.5x half the demand, a node is held for "light".
+    expect(held(1_000, true)).toBe(1);
+    // The same demand with nothing on the nodes: holding a node from it would hold an idle node.
+    expect(held(1_000, false)).toBe(0);
     // 110 of 1,110 tokens: within its share, nothing is held against it.
-    expect(held(10)).toBe(0);
+    expect(held(10, true)).toBe(0);
   });
 
   it("keeps a lower class off busy nodes while a higher class is active", () => {

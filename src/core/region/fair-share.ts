@@ -17,11 +17,12 @@
  *   prefill, not someone else's. A heavy tenant uses every other node, and every node when no one
  *   else is active (work-conserving). A tenant flooding the region's demand (more than
  *   SHARE_TOLERANCE over its weighted share of what every active tenant asks: tenant-demand.ts
- *   `overEveryone`, the tenant the region's queue ranks last) is heavy too, whatever its queue: a
- *   flood of short, mostly cached requests builds none, and counted light it had nodes held for
+ *   `overEveryone`, the tenant the region's queue ranks last) is heavy too while it has prefill on the
+ *   nodes, however short its queue (with nothing on them, holding a node from it holds an idle one): a
+ *   flood of short, mostly cached requests builds no queue past the bound, and counted light it had nodes held for
  *   its own demand and was sent to them first, past the tenant it was taking from
  *   (bench/GOODPUT.md, the mix at 1x with a RAG tenant at five times its rate: the batch tenant
- *   kept 72.1% against 83.5% of its goodput; with the flood heavy, 77.9% against 83.3%).
+ *   kept 72.1% against 83.5% of its goodput; with the flood heavy, 77.1%).
  * - **The bound.** A tenant whose recent prefill (uncached tokens dispatched, decayed with a
  *   RECENT_HALF_LIFE_MS half-life) is more than SHARE_TOLERANCE over its weighted share of all the
  *   active tenants' recent prefill is refused here once every node it may use has more than
@@ -131,11 +132,14 @@ export class FairShare {
     // than 1.5x its share of the recent prefill. The second keeps a flood heavy while its queue
     // hovers at the bound (else it flips to light as first bytes drain it, lands on a held node,
     // and the next light request waits behind it), and catches it from its second request.
-    // Or over its share of what every tenant asks (`overDemand`): the flood the region's queue
-    // already ranks last, whose short requests build no queue here.
+    // Or over its share of what every tenant asks (`overDemand`) while it has prefill on the
+    // nodes: the flood the region's queue already ranks last, whose short requests build no queue
+    // past the bound here. Not with nothing on the nodes: a tenant sending one request at a time
+    // beside a quiet one is over its share of the demand too, and holding a node from it then
+    // holds an idle node (its cold requests no longer spread over every node).
     const heavy = (t: TenantLoad) => {
       const share = t.weight / activeWeight;
-      if (flooding.has(t)) return true;
+      if (flooding.has(t) && t.queuedTokens > 0) return true;
       return t.queuedTokens > share * boundTokens || (t.queuedTokens > 0 && decayed(t, now) > share * (1 + SHARE_TOLERANCE) * totalRecent);
     };
     const heavies: TenantLoad[] = [];

@@ -27,10 +27,10 @@
  *   the capacity, and demoting them all demoted the interactive tenants with them (interactive
  *   goodput at 3x fell from 81% to 65%).
  * - Over everyone's share, it is also heavy for the fair share (fair-share.ts: no node is held for
- *   it, and it keeps off those held for the others), though its requests may be too short and too
+ *   it, and it keeps off those held for the others, while it has prefill on the nodes), though its requests may be too short and too
  *   cached to build a queue: a RAG tenant at five times its rate, 91% of its prompts cached, was
  *   counted light there, had nodes held for its demand, and took them ahead of the batch tenant
- *   (which kept 72.1% of its goodput against 83.5%; 77.9% against 83.3% with this).
+ *   (which kept 72.1% of its goodput against 83.5%; 77.1% with this).
  * Same tolerance as the fair share's bound (fair-share.ts): two tenants sending alike hold 40% or
  * 60% by the luck of arrival, and must not demote each other.
  */
