@@ -95,7 +95,7 @@ export class TenantDemand {
     const out = new Set<string>();
     const { total, weights, active } = this.totals(now);
     if (active >= 2 && total > 0)
-      for (const [name, d] of this.tenants) if (decayed(d, now) > (1 + SHARE_TOLERANCE) * (d.weight / weights) * total) out.add(name);
+      for (const [name, d] of this.tenants) if (overWeightedShare(decayed(d, now), d.weight, weights, total)) out.add(name);
     this.everyone = { at: now, version: this.version, tenants: out };
     return out;
   }
@@ -127,13 +127,18 @@ export class TenantDemand {
     }
     if (active < 2 || total <= 0) return undefined;
     const mine = decayed(own, now);
-    if (mine > (1 + SHARE_TOLERANCE) * (own.weight / weights) * total) return "everyone";
-    return peers >= 2 && mine > (1 + SHARE_TOLERANCE) * (own.weight / peerWeights) * peerTotal ? "peers" : undefined;
+    if (overWeightedShare(mine, own.weight, weights, total)) return "everyone";
+    return peers >= 2 && overWeightedShare(mine, own.weight, peerWeights, peerTotal) ? "peers" : undefined;
   }
 
   private forgetIdle(now: number): void {
     for (const [k, d] of this.tenants) if (now - d.at > DEMAND_TAU_MS) this.tenants.delete(k);
   }
+}
+
+/** Whether `demand` is more than SHARE_TOLERANCE over the share `weight / weights` of `total`. */
+function overWeightedShare(demand: number, weight: number, weights: number, total: number): boolean {
+  return demand > (1 + SHARE_TOLERANCE) * (weight / weights) * total;
 }
 
 function decayed(d: Demand, now: number): number {
