@@ -5,9 +5,12 @@
  * it. Used by `npm start`, `npm run demo`, the faults suite, the benchmarks and the end-to-end
  * tests, so all of them run exactly the same system.
  *
- * Two runtimes: `wrangler dev` with every worker's configuration in one process (the default), or
- * `workerd`: each worker in a workerd process of its own with no development machinery, the
- * bindings over loopback HTTP (scripts/workerd-host.ts), so a region's worker can be killed alone.
+ * Three runtimes: `workerd-single` (the default, what `npm start` runs): the deploy bundles in one
+ * workerd process with no development machinery, the bindings in-process as on Cloudflare;
+ * `workerd`: each worker in a workerd process of its own, the bindings over loopback HTTP
+ * (scripts/workerd-host.ts), so a region's worker can be killed alone; or `wrangler dev` with
+ * every worker's configuration in one process, for a developer editing a worker (its proxy, entry
+ * worker and log relay add ~15 ms and ~20 ms of CPU to a request: bench/e2e/RESULTS.md).
  *
  * Each boot gets a fresh Durable Object store (`--persist-to` a temporary folder), unless given a
  * state folder (`stateDir`: `npm start`'s `.warmpath/state`), whose stores (node table, usage
@@ -57,11 +60,12 @@ export interface SystemOptions {
   /** Multiplies every node's time factor (10 = ten times faster). Default 1. */
   timeFactorScale?: number;
   /**
-   * What runs the workers. Default `"wrangler-dev"` (every worker in one wrangler dev, with its
-   * development machinery); `"workerd"`: the deploy bundles in workerd with no development machinery, each
-   * worker in a process of its own, the bindings over loopback HTTP (scripts/workerd-host.ts);
-   * `"workerd-single"`: the same bundles in one workerd process, the bindings in-process (what
-   * `npm start` runs: wrangler dev's proxy, entry worker and log relay added ~20 ms to a request).
+   * What runs the workers. Default `"workerd-single"` (what `npm start` runs): the deploy bundles
+   * in one workerd process, the bindings in-process; `"workerd"`: the same bundles, each worker in
+   * a process of its own, the bindings over loopback HTTP (scripts/workerd-host.ts);
+   * `"wrangler-dev"`: every worker in one wrangler dev, with its development machinery (its proxy,
+   * entry worker and log relay added ~15-20 ms to a request, and the CPU of the simulated fleet
+   * beside it: what every benchmark and test taking the default paid before).
    */
   runtime?: "wrangler-dev" | "workerd" | "workerd-single";
   /** A full configuration document replacing wrangler.toml's WARMPATH_CONFIG (for the edge and every region's worker). */
@@ -121,6 +125,9 @@ export interface System {
   reload(): Promise<{ upAt: number }>;
   stop(): Promise<void>;
 }
+
+/** What runs the workers unless told: what `npm start` runs (scripts/start.ts). */
+const DEFAULT_RUNTIME = "workerd-single";
 
 /** A reload refused before anything stopped: wrangler.toml (or its WARMPATH_CONFIG) does not validate. */
 export class ConfigRejected extends Error {}
@@ -349,7 +356,8 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     p.child = launchRouter(p.command, output, onOutput);
   };
 
-  if (options.runtime === "workerd") {
+  const runtime = options.runtime ?? DEFAULT_RUNTIME;
+  if (runtime === "workerd") {
     // One workerd process per worker, joined over loopback HTTP as the bindings are over the network.
     const binds: string[] = [];
     /** The first region's worker holds the budget ledger: the others' binding to it (generate.ts). */
@@ -375,7 +383,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       ...hostFlags,
     ];
     launch("edge", [process.execPath, [WORKERD_HOST, ...args, "--inspector-port", String(await freePort())]], url);
-  } else if (options.runtime === "workerd-single") {
+  } else if (runtime === "workerd-single") {
     // Every worker in one workerd process, their bindings in-process as on Cloudflare: the
     // deployed path with no development machinery and no emulated network between the workers.
     launch("router", [process.execPath, singleArgs(deployment, await freePort())], url);
@@ -407,7 +415,6 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     return ["dev", ...args];
   }
   const reload = async () => {
-    const runtime = options.runtime ?? "wrangler-dev";
     if (runtime === "workerd")
       throw new Error(`reload runs the workers of one process only (wrangler dev or workerd-single), not runtime "${runtime}"`);
     // Validated and written before anything stops: a bad wrangler.toml leaves the workers running.

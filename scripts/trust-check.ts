@@ -1056,7 +1056,7 @@ async function check8() {
   await check(
     8,
     "npm start forgets; its workers outlive it",
-    "(a) The system as npm start runs it (wrangler dev, a state folder) with a tenant of tokens_per_day 3,000: requests until it is refused, stop, start again on the same folder, the ledger, then 10 more requests. (b) npm start itself (node scripts/start.ts --state <tmp> --fresh, a child process) killed with SIGKILL once up; (c) a workerd-runtime system (each region worker on a loopback port of its own) in a child process killed with SIGKILL: every process under it, and the TCP ports they listened on, 15 s later.",
+    "(a) The system as npm start runs it (its workers in one workerd process, a state folder) with a tenant of tokens_per_day 3,000: requests until it is refused, stop, start again on the same folder, the ledger, then 10 more requests. (b) npm start itself (node scripts/start.ts --state <tmp> --fresh, a child process) killed with SIGKILL once up; (c) a workerd-runtime system (each region worker on a loopback port of its own) in a child process killed with SIGKILL: every process under it, and the TCP ports they listened on, 15 s later.",
     "Stopping and starting wiped the usage ledger and spent budgets (8,392 tokens went through a 3,000-token budget across a restart). When npm start itself was killed, its region workers kept running and held their ports.",
     async () => {
       const lines: string[] = [];
@@ -1078,7 +1078,7 @@ async function check8() {
           }
           return [...counts].map(([k, v]) => `${v} x ${k}`).join(", ");
         };
-        console.log("(a) starting the system as npm start does (wrangler dev, a state folder) ...");
+        console.log("(a) starting the system as npm start does (one workerd process, a state folder) ...");
         let system = await startSystem({ port: 0, stateDir, fresh: true, config, timeFactorScale: TIME_FACTOR });
         let first: string;
         let l1: Ledger;
@@ -1208,7 +1208,7 @@ deployed; a fresh temporary store), the default simulated fleet ${TIME_FACTOR}x 
 hostile nodes of the script's own: OpenAI-compatible HTTP servers serving the model
 \`${HOSTILE_MODEL}\` in us-east, registered with the region's node token as the fleet's nodes register
 (agent/report-loop.ts), recording every request they receive. Every check uses tenants of its own.
-Check 8 starts the system as \`npm start\` does (wrangler dev, a state folder), and \`npm start\` itself.
+Check 8 starts the system as \`npm start\` does (its workers in one workerd process, a state folder), and \`npm start\` itself.
 The "before" column is what issue 31 ("Trust the bill", "Why") found on the code before it.
 
 | # | Check | What was tried | Before (issue 31) | Now | Result |

@@ -101,12 +101,6 @@ export function formatResult(result: DemoResult): string {
     const failed = p.nodes.flatMap((n) => Object.entries(n.failures).map(([reason, count]) => `${n.region}/${n.node} ${reason} ${count}`));
     if (failed.length)
       lines.push("", `${p.policy}: nodes that failed before the first byte (the router tried another): ${failed.join(", ")}`);
-    if (p.routerReloads > 0) {
-      lines.push(
-        "",
-        `WARNING (${p.policy}): wrangler dev reloaded the worker ${p.routerReloads}x during the run (a source file changed); discard this run.`,
-      );
-    }
   }
   return lines.join("\n");
 }

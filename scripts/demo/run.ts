@@ -85,17 +85,12 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   for (const policy of policies) {
     const config = devConfigWithPolicy(policy, options.prefillRate, timeFactor);
     progress(`[${policy}] booting the router and the fleet (policy = "${policy}" in every region)...`);
-    let replaying = false;
-    let routerReloads = 0;
     const system = await startSystem({
       port: 0,
       config,
       timeFactorScale: timeFactor,
       fleetFile: options.fleetFile,
-      onRouterOutput: (line) => {
-        if (replaying && /Reloading local server/i.test(line)) routerReloads++;
-        options.routerOutput?.(line);
-      },
+      onRouterOutput: options.routerOutput,
     });
     current = system;
     process.on("exit", killCurrentSync);
@@ -103,11 +98,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       progress(`[${policy}] replaying...`);
       const loop = monitorEventLoopDelay({ resolution: 10 });
       loop.enable();
-      replaying = true;
       const started = performance.now();
       const results = await replay(system.url, workload, { timeFactor, concurrency, regions: regionNames(config), progress });
       const wallSeconds = (performance.now() - started) / 1000;
-      replaying = false;
       loop.disable();
       // Each simulated node's modelled wall ms between two tokens, the harness's yardstick.
       const intervals = new Map(
@@ -117,7 +110,6 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
         ]),
       );
       const health = {
-        routerReloads,
         eventLoopDelayP99Ms: loop.percentile(99) / 1e6,
         harness: decodeStretch(results, (node) => intervals.get(node)),
       };

@@ -62,12 +62,10 @@ export interface PolicyResult {
   indexCorrections: number;
   silentRestarts: number;
   /**
-   * Health of the run itself: wrangler dev reloads during the replay (a watched source file
-   * changed: the region objects lost their state, results are not comparable), and this
-   * process's event-loop delay p99 in ms (the client and the fleet share it; past ~100 ms the
-   * host is too busy for the time factor and timings are inflated).
+   * Health of the run itself: this process's event-loop delay p99 in ms (the client and the
+   * fleet share it; past ~100 ms the host is too busy for the time factor and timings are
+   * inflated).
    */
-  routerReloads: number;
   eventLoopDelayP99Ms: number;
   /** How far the harness stretched the simulated decode (harness.ts): whether the timings hold. */
   harness: HarnessStretch;
@@ -80,7 +78,7 @@ export function summarize(
   results: RequestResult[],
   state: AdminState,
   wallSeconds: number,
-  health: { routerReloads: number; eventLoopDelayP99Ms: number; harness: HarnessStretch },
+  health: { eventLoopDelayP99Ms: number; harness: HarnessStretch },
 ): PolicyResult {
   const ok = results.filter((r) => r.ok);
   const promptTokens = ok.reduce((n, r) => n + r.promptTokens!, 0);

@@ -30,7 +30,7 @@
  * greedy text varied and still deterministic, and the continuing engine sees the same window as long
  * as the carried text tokenises back to the same tokens.
  *
- * Run on a system of its own (three servers, three agents, wrangler dev, the warmpath policy), after
+ * Run on a system of its own (three servers, three agents, the router as `npm start` runs it, the warmpath policy), after
  * the policy runs in e2e.ts, so the debug logging does not touch their timings.
  */
 import type { ChildProcess } from "node:child_process";
@@ -148,11 +148,6 @@ export interface MidstreamRun {
   /** Against the uninterrupted answer: whether identical, and characters identical from the start. */
   sameAsReference: boolean;
   commonChars: number;
-  /**
-   * wrangler dev's reloads of the worker during the run (it watches the source: a file saved in
-   * src/ while the run goes on drops every request in flight, which no router could continue).
-   */
-  routerReloads: string[];
 }
 
 /** The lines of a server's log these checks read (its debug output is otherwise ~15 lines a token). */
@@ -366,7 +361,6 @@ export async function runMidstream(parts: LlamaParts, log: (line: string) => voi
   const decisionLines: Array<DecisionLine | StreamContinuedLine> = [];
   /** The same lines as logged (the contract's parse leaves out fields it does not name), for decisions.jsonl. */
   const decisionJson: Array<Record<string, unknown>> = [];
-  const routerReloads: string[] = [];
   let system: System | undefined;
   try {
     for (let i = 0; i < NODES; i++) {
@@ -390,7 +384,6 @@ export async function runMidstream(parts: LlamaParts, log: (line: string) => voi
       fleetFile: null,
       config: configFor("warmpath"),
       onRouterOutput: (line) => {
-        if (/Reloading local server|Local server updated/.test(line)) routerReloads.push(line.trim());
         const at = line.indexOf('{"event":"');
         if (at < 0) return;
         const j = parseLogLine(line.slice(at));
@@ -480,7 +473,6 @@ export async function runMidstream(parts: LlamaParts, log: (line: string) => voi
       checks: midstreamChecks(partial),
       sameAsReference: client.text === reference.text,
       commonChars: commonPrefix(client.text, reference.text),
-      routerReloads,
     };
     log(
       `[e2e] mid-stream: continued on ${second?.node ?? "?"} after ${carried.length} carried chars (${run.checks.carriedTokens ?? "?"} tokens); seam exact ${run.checks.seamExact}; same as uninterrupted for ${run.commonChars} of ${reference.text.length} chars`,
@@ -533,11 +525,6 @@ export function formatMidstream(m: MidstreamRun): string {
     s
       ? `- The engines' logs: \`${s.node}\`'s prompt was \`${m.victim}\`'s (${m.first.promptTokens ?? "?"} tokens, ending in the template's \`<|im_start|>assistant\\n\`) ${no(k.promptExtendsFirst, `followed by exactly ${n(seamAt)} characters`)}${streamed}. They came to ${s.promptTokens ?? "?"} prompt tokens, ${k.carriedTokens !== undefined ? n(k.carriedTokens) : "?"} more, ${no(k.idsMatch, "the very token ids")} \`${m.victim}\` had sampled; \`${s.node}\` was given ${s.budget !== undefined ? n(s.budget) : "?"} tokens (${no(k.budgetReduced, "`max_tokens` less them")}) and streamed ${n(s.streamedChunks)} chunks (${n(s.streamedText.length)} characters).`
       : "- The engines' logs: **no other engine was given a prompt**.",
-    ...(m.routerReloads.length
-      ? [
-          `- **wrangler dev reloaded the worker during the run** (a source file changed), which drops the requests in flight: ${m.routerReloads.length} reload line(s).`,
-        ]
-      : []),
     `- The seam: the client's text ${k.seamExact ? "is" : "is **not**"} the carried text followed by what the second engine streamed${k.seamExact ? `, nothing repeated or lost at the seam: ${code(`…${escaped(m.carried.slice(-16))}`)} then ${code(`${escaped((s?.streamedText ?? "").slice(0, 16))}…`)}` : ""}.`,
     m.sameAsReference
       ? `- Against the same request served uninterrupted (on \`${m.reference.node}\`): identical, all ${n(m.reference.text.length)} characters.`

@@ -46,7 +46,6 @@ function policy(name: string, ttftP50Ms: number, harness: HarnessStretch): Polic
     indexAgreement: 1,
     indexCorrections: 0,
     silentRestarts: 0,
-    routerReloads: 0,
     eventLoopDelayP99Ms: 20,
     harness,
     errorSamples: [],

@@ -83,7 +83,6 @@ test("a killed and restarted engine is detected and its index entries dropped", 
 
 test("a node killed mid-stream: the OpenAI SDK gets one whole answer, finished by another engine from exactly the text the first had streamed", () => {
   const m = midstream;
-  assert.deepEqual(m.routerReloads, [], "wrangler dev reloaded the worker during the run (a source file changed)");
   assert.deepEqual(Object.values(m.engines), ["llama.cpp", "llama.cpp", "llama.cpp"], "every agent reported llama.cpp");
   // The client: the SDK raised nothing, and the bytes it read are one answer.
   const c = m.client;
