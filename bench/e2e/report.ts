@@ -53,7 +53,7 @@ export interface StepRow {
   worker: { lines: number; firstByte50: number; duration50: number; duration99: number } | undefined;
 }
 
-/** One system booted and measured: `npm start`'s (workerd-single) or the same workers under wrangler dev (startSystem's default runtime). */
+/** One system booted and measured: `npm start`'s (workerd-single) or the same workers under wrangler dev (`runtime: "wrangler-dev"`). */
 export interface SystemRun {
   runtime: "workerd-single" | "wrangler-dev";
   /** Background CPU per process role with no requests (ms per second), subtracted from every step. */
@@ -324,7 +324,7 @@ export function renderReport(r: Report): string {
     const dseq = medianRound(r.dev.rounds);
     const dstep = r.dev.steps[0];
     summary.push(
-      `For comparison, the same workers under \`wrangler dev\` (what \`npm start\` ran before, and what scripts/system.ts still runs by default) add ${f(added(dseq, "json", "end50"))} ms p50 one at a time` +
+      `For comparison, the same workers under \`wrangler dev\` (what \`npm start\` and scripts/system.ts's default ran before) add ${f(added(dseq, "json", "end50"))} ms p50 one at a time` +
         (dstep
           ? ` and ${f(added(dstep, "json", "end50"))} ms p50 at ${dstep.offered} req/s (${ratioText(plainProxyRatio(added(dstep, "json", "end50"), added(dstep, "json", "end50", "plain")))} the plain proxy's)`
           : "") +
@@ -385,7 +385,7 @@ export function renderReport(r: Report): string {
   out.push(
     [
       `- **System** (primary): what \`npm start\` runs. scripts/system.ts \`startSystem\` with \`runtime: "workerd-single"\`, as scripts/start.ts calls it: the edge and the region's worker generated from wrangler.toml as a deploy generates them, bundled as \`wrangler deploy\` bundles them, in one workerd process (scripts/workerd-host.ts) with the service binding between them in-process, the dashboard's static assets included (Miniflare puts its asset router in front of the edge for every request, as under \`npm start\`). Different from \`npm start\` only where a benchmark needs it: one region (wrangler.toml's first; \`npm start\` has a second region worker, idle here), ${p.tenants} tenants (below), a fresh Durable Object store instead of .warmpath/state, and ${p.nodes} simulated nodes in this process with prefill and decode at 10^9 tokens/s and one-token answers: a node answers in about a timer tick, so what is measured is the HTTP path. The decision log is on (sample rate 1, the default), its lines read from workerd's output as \`npm start -- --verbose\` shows them.`,
-      `- **System** (secondary): the same generated workers under \`wrangler dev\` (its ProxyWorker in a second workerd process, miniflare's entry worker, every log line relayed to the CLI): scripts/system.ts's default runtime, which \`npm start\` ran before and the tests, benchmarks and demo that take the default still run; \`npm run dev\`, for a developer editing a worker, runs \`wrangler dev\` too, on wrangler.toml's single-worker composition (not measured here). One at a time and at ${p.devRate} req/s only. The per-stage cost of the request path is bench:wan's (bench/wan/RESULTS.md).`,
+      `- **System** (secondary): the same generated workers under \`wrangler dev\` (its ProxyWorker in a second workerd process, miniflare's entry worker, every log line relayed to the CLI): what \`npm start\`, and the tests, benchmarks and demo that take scripts/system.ts's default, ran before; \`npm run dev\`, for a developer editing a worker, runs \`wrangler dev\` too, on wrangler.toml's single-worker composition (not measured here). One at a time and at ${p.devRate} req/s only. The per-stage cost of the request path is bench:wan's (bench/wan/RESULTS.md).`,
       `- **Three paths, interleaved**: every request kind goes through the router, through a plain proxy, and straight to a node, the three in shuffled cycles within the same step, so all three see the same machine load at the same moments and the differences between them are the router's and the proxy's, not the machine's mood (on a shared 2-core machine, separate runs of each path would measure whatever else ran then).`,
       `- **The plain proxy** (bench/e2e/plain-proxy.ts): a minimal Node.js reverse proxy in a process of its own, node:http on both sides with a keep-alive agent to the nodes, request and response bodies streamed through as they arrive, hop-by-hop headers dropped, the nodes taken in turn; no routing, authentication, parsing or logging. It is the yardstick for "a plain proxy's" time under load: a real forwarding hop, whose CPU is read from /proc like the router's.`,
       `- **Requests**: a chat request of ~330 characters (system + user turn, each request's user turn numbered, so the router indexes a new prefix each time), \`max_tokens: 1\`, non-streaming (\`json\`) and \`stream: true\` (\`stream\`). The plain proxy and the direct path get the byte-identical body, the direct path sending to the nodes in turn. Router requests rotate over ${p.tenants} tenants' API keys (the edge rate limiter binding is simulated locally, 1,200 requests a minute per tenant; every request still makes the limiter call).`,
@@ -455,10 +455,10 @@ export function renderReport(r: Report): string {
   if (r.dev) {
     const dev = r.dev;
     const dseq = medianRound(dev.rounds);
-    out.push("## The same workers under wrangler dev (secondary: startSystem's default runtime)");
+    out.push("## The same workers under wrangler dev (secondary: what npm start ran before)");
     out.push(
       "The same generated workers under `wrangler dev`, measured the same way in the same run: the development stack's figures, " +
-        "kept to show what `npm start` no longer pays, and what every test, benchmark or demo that boots scripts/system.ts with its default runtime still pays. " +
+        "kept to show what `npm start` no longer pays, and what every test, benchmark or demo that booted scripts/system.ts with its default runtime paid. " +
         "Not a target: wrangler dev stays where a developer edits a worker's code (`npm run dev`, which rebuilds on every save).",
     );
     const row = (name: string, s: StepRow) => [

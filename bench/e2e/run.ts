@@ -26,9 +26,9 @@
  * - CPU per request from /proc (utime + stime) of each process around each step, less its idle
  *   rate: the workerd running the workers and their objects, its Node.js host (workerd-host, which
  *   receives the log lines), the plain proxy.
- * - Secondary, labelled as such: the same workers under `wrangler dev` (scripts/system.ts's default
- *   runtime: what `npm start` ran before, and the tests and benchmarks that take the default still
- *   run; `npm run dev` runs wrangler dev too, on wrangler.toml's single-worker composition), one at
+ * - Secondary, labelled as such: the same workers under `wrangler dev` (what `npm start`,
+ *   and the tests and benchmarks taking scripts/system.ts's default, ran before; `npm run dev` runs
+ *   wrangler dev too, on wrangler.toml's single-worker composition), one at
  *   a time and at one rate, with the plain proxy interleaved too (`--no-dev` leaves it out). Where the router's time and CPU go per stage is bench:wan's
  *   (bench/wan/RESULTS.md), not this benchmark's.
  *
