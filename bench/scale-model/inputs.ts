@@ -283,7 +283,7 @@ export const OBJECT_MEMORY_BYTES = 128 * 1024 * 1024;
  * pairs, its ledger entry, its place in the load model) ...
  */
 export const TICKET_FIXED_BYTES = 1_430;
-/** ... and its prompt's hashes joined into one string (`Ticket.chain`, src/core/region/router.ts): the slope between those rows. */
+/** ... and its prompt's hashes joined into one string (`Ticket.chain`, src/core/region/tickets.ts): the slope between those rows. */
 export const TICKET_BYTES_PER_BLOCK = 16.2;
 
 // Per-object throughput.

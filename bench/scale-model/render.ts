@@ -649,7 +649,7 @@ function partB(out: string[]): Figures {
   out.push("");
   out.push(
     wrap(
-      `The index is bounded; tickets in flight are not (${fmt(inflight)} per region, each keeping its prompt's hashes as one string: \`Ticket.chain\`, src/core/region/router.ts; bytes measured in bench/ROUTE_COST.md), and objects of one class may share an isolate's 128 MB (pricing page, footnote 5).`,
+      `The index is bounded; tickets in flight are not (${fmt(inflight)} per region, each keeping its prompt's hashes as one string: \`Ticket.chain\`, src/core/region/tickets.ts; bytes measured in bench/ROUTE_COST.md), and objects of one class may share an isolate's 128 MB (pricing page, footnote 5).`,
     ),
   );
   out.push("");

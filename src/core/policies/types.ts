@@ -1,6 +1,6 @@
 /**
  * The interface every routing policy implements. A policy only *chooses*: the region router
- * (region/router.ts) gathers the candidates, and applies the choice to the index and the load model,
+ * (region/placement.ts) gathers the candidates, and applies the choice to the index and the load model,
  * so warmpath's policy and the baselines are compared on exactly the same information.
  */
 import type { z } from "zod";

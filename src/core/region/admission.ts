@@ -12,9 +12,25 @@
  * first. A node whose queue is within that bound always takes the best queued request it can
  * serve in time, so a node is never left idle while the region holds work it could do.
  */
+import type { PriorityClass, RouteRequest } from "../../contracts/routing.ts";
 import type { Candidate } from "../policies/types.ts";
+import { classRank } from "./admission-queue.ts";
 import { estimateMs } from "./considered.ts";
 import type { NodeEntry } from "./node-table.ts";
+
+/** What a request's admission carries through the steps of a placement (and into its decision line). */
+export interface Admitted {
+  priority: PriorityClass;
+  /** Its rank in the region's order (admission-queue.ts): its class's, or EXCESS_RANK. */
+  rank: number;
+  objectiveMs: number;
+  queuedMs: number;
+}
+
+/** Admission off (or a retry, a continuation): what a placement says of its class and objective. */
+export function notAdmitted(req: RouteRequest): Admitted {
+  return { priority: req.priority ?? "standard", rank: classRank(req.priority), objectiveMs: 0, queuedMs: 0 };
+}
 
 /** A class below one that is active keeps off any node with prefill queued (a wait above this, ms: float noise of an empty queue). */
 const IDLE_WAIT_MS = 1;
