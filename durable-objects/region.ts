@@ -51,15 +51,17 @@ import {
   type IdentityEntry,
   type IdentityRefusal,
 } from "../src/core/node-identity.ts";
-import { regionInitSchema, type RegionInit, type UsageInit } from "../src/contracts/region-init.ts";
+import { regionInitSchema, type RegionInit, type RegionInitRef, type UsageInit } from "../src/contracts/region-init.ts";
 import { billSchema, usageQuerySchema, type Bill, type SpendTotals, type UsageAnswer } from "../src/contracts/usage.ts";
 import { PendingUsage } from "../src/core/usage/pending.ts";
 import { clampBill } from "../src/core/usage/bounds.ts";
 import { IDLE_GRACE_MS } from "../src/core/usage/reservations.ts";
 import { DEFAULT_FLUSH_INTERVAL_MS, DEFAULT_RETENTION_DAYS, UsageStore } from "./usage-store.ts";
 import {
+  INIT_NEEDED,
   RESTART_REASON,
   type CompletionOutcome,
+  type InitNeeded,
   type ReportOutcome,
   type RouteAnswer,
   type RouteRequest,
@@ -196,6 +198,15 @@ export class RegionDurableObject extends DurableObject<Env> {
     return this.build(init);
   }
 
+  /**
+   * The router for a call that may carry only the init's fingerprint (`route`, region-init.ts):
+   * undefined when that fingerprint is not the one in force, and so the caller must send the init.
+   */
+  private routerFor(input: RegionInit | RegionInitRef): RegionRouter | undefined {
+    if (this.router && this.fingerprint === input.fingerprint) return this.router;
+    return "settings" in input ? this.ensure(input) : undefined;
+  }
+
   private syncStaticNodes(init: RegionInit, now: number): void {
     const router = this.router!;
     const declared = new Set(init.staticNodes.map((n) => n.id));
@@ -269,10 +280,12 @@ export class RegionDurableObject extends DurableObject<Env> {
    * Chooses a node for a request (see RegionRouter.route), once its tenant's budgets allow it
    * (budget-ledger.ts); a shard also exchanges its load when due (load-exchange.ts). A placement
    * comes with its {@link RouteSession}, on which the caller reports the first byte and the
-   * completion.
+   * completion. The worker sends the init's fingerprint only; if it is not the one in force the
+   * answer is {@link InitNeeded}, and the worker calls again with the whole init.
    */
-  async route(init: RegionInit, request: RouteRequest): Promise<RouteAnswer> {
-    const router = this.ensure(init);
+  async route(init: RegionInit | RegionInitRef, request: RouteRequest): Promise<RouteAnswer | InitNeeded> {
+    const router = this.routerFor(init);
+    if (!router) return INIT_NEEDED;
     const req = routeRequestSchema.parse(request);
     const now = Date.now();
     // The budget: refused, or the request holds what it may spend until its bill (budget-ledger.ts).
