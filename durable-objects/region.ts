@@ -38,7 +38,6 @@ import {
   completionOutcomeSchema,
   responseIdSchema,
   routeRequestSchema,
-  ticketSchema,
   type ExchangeAnswer,
   type ExchangeRequest,
 } from "../src/contracts/routing.ts";
@@ -301,7 +300,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.budgets.placed(req, result, Date.now());
     if (!result.ok) return result;
     await this.scheduleAlarm(Date.now() + router.settings.requestTimeoutMs);
-    return { ...result, session: new RouteSession(this, result.ticket) };
+    return { ...result, session: new RouteSession(this.tickets, result.ticket) };
   }
 
   /**
@@ -321,12 +320,23 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.ensure(init).rememberResponse(responseIdSchema.parse(responseId), nodeIdSchema.parse(nodeId));
   }
 
+  /**
+   * What a {@link RouteSession} asks of this object. Not methods of the class (JavaScript-private):
+   * Workers RPC exposes every public method, and a ticket is this object's own value, handed to the
+   * session by `route`, so it needs no validation only if nothing else can pass one. What the worker
+   * sends on the session (a response id, an outcome) is validated on arrival.
+   */
+  private readonly tickets = {
+    firstByte: (ticket: string, responseId?: unknown) => this.#ticketFirstByte(ticket, responseId),
+    complete: (ticket: string, outcome: unknown) => this.#ticketComplete(ticket, outcome),
+  };
+
   /** The first byte of a dispatched request's answer arrived (with the id of a stored response, if any): {@link RouteSession}. */
-  ticketFirstByte(ticket: string, responseId?: unknown): void {
+  #ticketFirstByte(ticket: string, responseId?: unknown): void {
     const id = responseId === undefined ? undefined : responseIdSchema.parse(responseId);
     const router = this.router;
     if (!router) return;
-    router.firstByte(ticketSchema.parse(ticket), Date.now(), id);
+    router.firstByte(ticket, Date.now(), id);
     // The node's prefill is done: its queue is shorter, and the region's queue may go on.
     this.serveQueue(router, Date.now());
   }
@@ -342,8 +352,7 @@ export class RegionDurableObject extends DurableObject<Env> {
   }
 
   /** Releases a dispatched request and records its outcome: {@link RouteSession}. */
-  ticketComplete(ticket: string, outcome: unknown): boolean {
-    const t = ticketSchema.parse(ticket);
+  #ticketComplete(t: string, outcome: unknown): boolean {
     const o = completionOutcomeSchema.parse(outcome);
     // The bill counted and the hold released in one step: the budget never sees neither, nor both.
     if (o.bill) this.bill(o.bill);
