@@ -38,7 +38,6 @@ import {
   completionOutcomeSchema,
   responseIdSchema,
   routeRequestSchema,
-  ticketSchema,
   type ExchangeAnswer,
   type ExchangeRequest,
 } from "../src/contracts/routing.ts";
@@ -51,15 +50,17 @@ import {
   type IdentityEntry,
   type IdentityRefusal,
 } from "../src/core/node-identity.ts";
-import { regionInitSchema, type RegionInit, type UsageInit } from "../src/contracts/region-init.ts";
+import { regionInitSchema, type RegionInit, type RegionInitRef, type UsageInit } from "../src/contracts/region-init.ts";
 import { billSchema, usageQuerySchema, type Bill, type SpendTotals, type UsageAnswer } from "../src/contracts/usage.ts";
 import { PendingUsage } from "../src/core/usage/pending.ts";
 import { clampBill } from "../src/core/usage/bounds.ts";
 import { IDLE_GRACE_MS } from "../src/core/usage/reservations.ts";
 import { DEFAULT_FLUSH_INTERVAL_MS, DEFAULT_RETENTION_DAYS, UsageStore } from "./usage-store.ts";
 import {
+  INIT_NEEDED,
   RESTART_REASON,
   type CompletionOutcome,
+  type InitNeeded,
   type ReportOutcome,
   type RouteAnswer,
   type RouteRequest,
@@ -196,6 +197,15 @@ export class RegionDurableObject extends DurableObject<Env> {
     return this.build(init);
   }
 
+  /**
+   * The router for a call that may carry only the init's fingerprint (`route`, region-init.ts):
+   * undefined when that fingerprint is not the one in force, and so the caller must send the init.
+   */
+  private routerFor(input: RegionInit | RegionInitRef): RegionRouter | undefined {
+    if (this.router && this.fingerprint === input.fingerprint) return this.router;
+    return "settings" in input ? this.ensure(input) : undefined;
+  }
+
   private syncStaticNodes(init: RegionInit, now: number): void {
     const router = this.router!;
     const declared = new Set(init.staticNodes.map((n) => n.id));
@@ -269,10 +279,12 @@ export class RegionDurableObject extends DurableObject<Env> {
    * Chooses a node for a request (see RegionRouter.route), once its tenant's budgets allow it
    * (budget-ledger.ts); a shard also exchanges its load when due (load-exchange.ts). A placement
    * comes with its {@link RouteSession}, on which the caller reports the first byte and the
-   * completion.
+   * completion. The worker sends the init's fingerprint only; if it is not the one in force the
+   * answer is {@link InitNeeded}, and the worker calls again with the whole init.
    */
-  async route(init: RegionInit, request: RouteRequest): Promise<RouteAnswer> {
-    const router = this.ensure(init);
+  async route(init: RegionInit | RegionInitRef, request: RouteRequest): Promise<RouteAnswer | InitNeeded> {
+    const router = this.routerFor(init);
+    if (!router) return INIT_NEEDED;
     const req = routeRequestSchema.parse(request);
     const now = Date.now();
     // The budget: refused, or the request holds what it may spend until its bill (budget-ledger.ts).
@@ -288,7 +300,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.budgets.placed(req, result, Date.now());
     if (!result.ok) return result;
     await this.scheduleAlarm(Date.now() + router.settings.requestTimeoutMs);
-    return { ...result, session: new RouteSession(this, result.ticket) };
+    return { ...result, session: new RouteSession(this.tickets, result.ticket) };
   }
 
   /**
@@ -308,12 +320,23 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.ensure(init).rememberResponse(responseIdSchema.parse(responseId), nodeIdSchema.parse(nodeId));
   }
 
+  /**
+   * What a {@link RouteSession} asks of this object. Not methods of the class (JavaScript-private):
+   * Workers RPC exposes every public method, and a ticket is this object's own value, handed to the
+   * session by `route`, so it needs no validation only if nothing else can pass one. What the worker
+   * sends on the session (a response id, an outcome) is validated on arrival.
+   */
+  private readonly tickets = {
+    firstByte: (ticket: string, responseId?: unknown) => this.#ticketFirstByte(ticket, responseId),
+    complete: (ticket: string, outcome: unknown) => this.#ticketComplete(ticket, outcome),
+  };
+
   /** The first byte of a dispatched request's answer arrived (with the id of a stored response, if any): {@link RouteSession}. */
-  ticketFirstByte(ticket: string, responseId?: unknown): void {
+  #ticketFirstByte(ticket: string, responseId?: unknown): void {
     const id = responseId === undefined ? undefined : responseIdSchema.parse(responseId);
     const router = this.router;
     if (!router) return;
-    router.firstByte(ticketSchema.parse(ticket), Date.now(), id);
+    router.firstByte(ticket, Date.now(), id);
     // The node's prefill is done: its queue is shorter, and the region's queue may go on.
     this.serveQueue(router, Date.now());
   }
@@ -329,8 +352,7 @@ export class RegionDurableObject extends DurableObject<Env> {
   }
 
   /** Releases a dispatched request and records its outcome: {@link RouteSession}. */
-  ticketComplete(ticket: string, outcome: unknown): boolean {
-    const t = ticketSchema.parse(ticket);
+  #ticketComplete(t: string, outcome: unknown): boolean {
     const o = completionOutcomeSchema.parse(outcome);
     // The bill counted and the hold released in one step: the budget never sees neither, nor both.
     if (o.bill) this.bill(o.bill);

@@ -5,10 +5,14 @@
 import { RpcTarget } from "cloudflare:workers";
 import type { CompletionOutcome, RouteSessionApi } from "../src/contracts/region-object.ts";
 
-/** What a session asks of the object that placed its request (RegionDurableObject). */
+/**
+ * What a session asks of the object that placed its request (RegionDurableObject's `tickets`: not
+ * RPC methods, so the ticket, the object's own value, is never validated again). The response id
+ * and the outcome come from the worker and are validated there.
+ */
 interface TicketHolder {
-  ticketFirstByte(ticket: string, responseId?: string): void;
-  ticketComplete(ticket: string, outcome: CompletionOutcome): boolean;
+  firstByte(ticket: string, responseId?: unknown): void;
+  complete(ticket: string, outcome: unknown): boolean;
 }
 
 /**
@@ -29,10 +33,10 @@ export class RouteSession extends RpcTarget implements RouteSessionApi {
   }
 
   firstByte(responseId?: string): void {
-    this.object.ticketFirstByte(this.ticket, responseId);
+    this.object.firstByte(this.ticket, responseId);
   }
 
   complete(outcome: CompletionOutcome): boolean {
-    return this.object.ticketComplete(this.ticket, outcome);
+    return this.object.complete(this.ticket, outcome);
   }
 }

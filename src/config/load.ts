@@ -8,7 +8,7 @@
  * deployment's configuration is picked up and an unchanged one costs nothing per request.
  */
 import { configSchema, describeIssues, type RegionConfig, type TenantConfig, type WarmpathConfig } from "./schema.ts";
-import type { RegionInit } from "../contracts/region-init.ts";
+import { regionInitFingerprint, type RegionInit, type RegionInitRef } from "../contracts/region-init.ts";
 import { loadExchangeName, shardObjectName } from "../core/shard.ts";
 import { DEFAULT_REGION_SETTINGS, type RegionSettings } from "../core/region/index.ts";
 import type { PrefixSettings } from "../core/prefix.ts";
@@ -29,6 +29,8 @@ export interface LoadedRegion {
   /** Bearer sent to this region's nodes, if the region names one. */
   originToken: string | undefined;
   init: RegionInit;
+  /** What a `route` call carries: {@link init}'s fingerprint only (src/contracts/region-init.ts). */
+  initRef: RegionInitRef;
   /** Where its Durable Object is created: the configured hint, or the area of its GPUs. */
   locationHint: LocationHint;
 }
@@ -156,7 +158,8 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
       retentionDays: cfg.usage.retention_days,
       ledgerRegion: budgetLedgerRegion(cfg),
     };
-    const fingerprint = JSON.stringify([settings, staticNodes, usage]);
+    // Hashed once per configuration: each route call carries it, not the init (region-init.ts).
+    const fingerprint = regionInitFingerprint({ settings, staticNodes, usage });
     return {
       config: r,
       nodeToken: nodeTokens[0]!,
@@ -168,6 +171,7 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
       }),
       originToken,
       init: { fingerprint, settings, staticNodes, usage },
+      initRef: { fingerprint },
       locationHint: r.location_hint ?? locationHintFor(r.location.lat, r.location.lon),
     };
   });

@@ -24,6 +24,22 @@ export interface RouteSessionApi {
 /** What `route` answers: a placement with its session, or why the region cannot take the request. */
 export type RouteAnswer = (Extract<RouteResult, { ok: true }> & { session: RouteSessionApi }) | Extract<RouteResult, { ok: false }>;
 
+/**
+ * `route`'s answer to a call that carried only a fingerprint (region-init.ts, RegionInitRef) the
+ * object does not hold: the caller calls again, once, with the whole init. Nothing was routed
+ * (`ok: false`: a caller that looks only at `ok` never takes it for a placement).
+ */
+export interface InitNeeded {
+  ok: false;
+  initNeeded: true;
+}
+export const INIT_NEEDED: InitNeeded = { ok: false, initNeeded: true };
+
+/** Whether a `route` answer asks for the init. */
+export function isInitNeeded(answer: RouteAnswer | InitNeeded): answer is InitNeeded {
+  return "initNeeded" in answer;
+}
+
 /** A report's outcome: the stored spec (and whether the report registered the node), or why the credential may not act as the node. */
 export type ReportOutcome =
   | {

@@ -24,11 +24,13 @@
  */
 
 import type { EventFilter } from "./relay.ts";
-import { topLevelFields } from "./body-fields.ts";
+import { topLevelFields, type Field } from "./body-fields.ts";
 import { SseEventSplitter, eventData, joinEvents } from "./sse-events.ts";
 
 const INJECTED = new TextEncoder().encode('"stream_options":{"include_usage":true},');
 const OPEN_BRACE = 0x7b;
+/** The request key that asks a stream for its usage. */
+export const STREAM_OPTIONS = "stream_options";
 
 /** A stream whose client did not ask for usage (`stream_options.include_usage` is not `true`): the router asks for it. */
 export function asksNoUsage(parsed: Record<string, unknown>): boolean {
@@ -41,9 +43,15 @@ export function asksNoUsage(parsed: Record<string, unknown>): boolean {
  * The body to forward: the client's bytes, with usage asked for when it is a stream whose client
  * did not. `parsed` is the same body, already parsed (top-level keys only are read); without it
  * (the region worker, which has only the bytes) the body is taken to be such a stream, and its
- * `stream_options` is found by a scan of its top level (body-fields.ts).
+ * `stream_options` is found by a scan of its top level (body-fields.ts), or is `streamOptions`
+ * when the caller's own scan of the body read it (src/region/node-body.ts: one scan for this and
+ * the completion budget, instead of one each).
  */
-export function requestStreamUsage(raw: Uint8Array, parsed?: Record<string, unknown>): { body: Uint8Array; injected: boolean } {
+export function requestStreamUsage(
+  raw: Uint8Array,
+  parsed?: Record<string, unknown>,
+  streamOptions?: Field,
+): { body: Uint8Array; injected: boolean } {
   let options: unknown;
   let hasOptions: boolean;
   if (parsed) {
@@ -51,7 +59,7 @@ export function requestStreamUsage(raw: Uint8Array, parsed?: Record<string, unkn
     hasOptions = Object.hasOwn(parsed, "stream_options");
     options = parsed.stream_options;
   } else {
-    const field = topLevelFields(raw, ["stream_options"]).get("stream_options")!;
+    const field = streamOptions ?? topLevelFields(raw, [STREAM_OPTIONS]).get(STREAM_OPTIONS)!;
     hasOptions = field.present;
     options = field.present ? field.value : undefined;
     if (asked(options)) return { body: raw, injected: false };

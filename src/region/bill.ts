@@ -13,7 +13,7 @@ import type { TenantConfig } from "../config/schema.ts";
 import type { Usage } from "../contracts/routing.ts";
 import type { Bill, RouteBudget } from "../contracts/usage.ts";
 import { costUsd, priceOf } from "../core/usage/cost.ts";
-import { numberField, topLevelFields } from "../proxy/body-fields.ts";
+import { numberField, type Field } from "../proxy/body-fields.ts";
 import { COMPLETION_SLACK_TOKENS, checkUsage, type UsageRejection } from "../proxy/usage-check.ts";
 import type { RegionContext } from "./context.ts";
 
@@ -44,15 +44,15 @@ interface AnswerMeasure {
 }
 
 /** The body keys that bound an answer's completion tokens (chat, completions, Responses, Messages). */
-const COMPLETION_BUDGET_KEYS = ["max_completion_tokens", "max_tokens", "max_output_tokens"];
+export const COMPLETION_BUDGET_KEYS = ["max_completion_tokens", "max_tokens", "max_output_tokens"] as const;
 
 /**
- * The request's completion budget, from the body the node was sent: the largest of its budget
- * keys (vLLM takes `max_completion_tokens` over `max_tokens`; a bound must hold whichever the
- * engine reads), or undefined when it gives none.
+ * The request's completion budget, from the top-level fields of the body the node is sent (read
+ * by node-body.ts in its one scan of the body, src/proxy/body-fields.ts): the largest of its
+ * budget keys (vLLM takes `max_completion_tokens` over `max_tokens`; a bound must hold whichever
+ * the engine reads), or undefined when it gives none.
  */
-function completionBudgetOf(body: Uint8Array): number | undefined {
-  const fields = topLevelFields(body, COMPLETION_BUDGET_KEYS);
+export function completionBudgetOf(fields: Map<string, Field>): number | undefined {
   let most: number | undefined;
   for (const key of COMPLETION_BUDGET_KEYS) {
     const v = numberField(fields, key);
@@ -80,7 +80,7 @@ interface CheckedUsage {
 
 /** Checks the usage an answer carried against the request and what was relayed (src/proxy/usage-check.ts). */
 export function checkedUsage(rc: RegionContext, m: AnswerMeasure): CheckedUsage {
-  const maxTokens = completionBudgetOf(rc.body);
+  const maxTokens = rc.completionBudget;
   if (!m.usage) return { usage: undefined, rejected: undefined, maxTokens };
   const verdict = checkUsage(m.usage, {
     maxTokens,

@@ -3,18 +3,29 @@
  * client's bytes, with the tenant's cache namespace as `cache_salt` where the region's engines
  * partition their cache by it (cache-salt.ts), and usage asked for on every stream whose client did
  * not ask for it, whatever its `stream_options` said (src/proxy/stream-usage.ts, whose filter takes
- * the usage event back out of the answer).
+ * the usage event back out of the answer). The body's top level is scanned once
+ * (src/proxy/body-fields.ts) for both `stream_options` and the completion budget the usage is
+ * later checked against (bill.ts): a scan is a look at each byte of a prompt of up to 4 MiB.
  */
 import type { LoadedRegion } from "../config/load.ts";
 import type { DispatchRequest } from "../contracts/region-service.ts";
-import { requestStreamUsage } from "../proxy/stream-usage.ts";
+import { topLevelFields } from "../proxy/body-fields.ts";
+import { STREAM_OPTIONS, requestStreamUsage } from "../proxy/stream-usage.ts";
+import { COMPLETION_BUDGET_KEYS, completionBudgetOf } from "./bill.ts";
 import { engineCacheSalt, withCacheSalt } from "./cache-salt.ts";
+
+/** The top-level keys read from a body, with and without usage to ask for. */
+const BUDGET_KEYS: readonly string[] = COMPLETION_BUDGET_KEYS;
+const USAGE_AND_BUDGET_KEYS: readonly string[] = [STREAM_OPTIONS, ...COMPLETION_BUDGET_KEYS];
 
 export async function nodeBody(
   region: LoadedRegion,
   request: DispatchRequest,
   clientBody: Uint8Array,
-): Promise<{ body: Uint8Array; usageInjected: boolean }> {
+): Promise<{ body: Uint8Array; usageInjected: boolean; completionBudget: number | undefined }> {
+  // The client's body has the same top-level keys as the node's but `cache_salt`, added below.
+  const fields = topLevelFields(clientBody, request.askUsage ? USAGE_AND_BUDGET_KEYS : BUDGET_KEYS);
+  const completionBudget = completionBudgetOf(fields);
   let body = clientBody;
   if (region.config.engine_cache_isolation === "cache_salt") {
     const salt = await engineCacheSalt(request.cacheNamespace, request.clientCacheSalt);
@@ -23,8 +34,8 @@ export async function nodeBody(
     const parsed = request.bodyHasCacheSalt ? (JSON.parse(new TextDecoder().decode(clientBody)) as Record<string, unknown>) : {};
     body = withCacheSalt(body, parsed, salt);
   }
-  if (!request.askUsage) return { body, usageInjected: false };
-  // The edge said this stream's client did not ask for usage; its `stream_options` (if any) is found in the bytes.
-  const asked = requestStreamUsage(body);
-  return { body: asked.body, usageInjected: asked.injected };
+  if (!request.askUsage) return { body, usageInjected: false, completionBudget };
+  // The edge said this stream's client did not ask for usage; its `stream_options` (if any) was found in the bytes.
+  const asked = requestStreamUsage(body, undefined, fields.get(STREAM_OPTIONS));
+  return { body: asked.body, usageInjected: asked.injected, completionBudget };
 }

@@ -9,7 +9,7 @@ import { regionStub } from "../config/load.ts";
 import { budgetOf } from "./bill.ts";
 import { priceOf } from "../core/usage/cost.ts";
 import { DEFAULT_RESERVE_MAX_TOKENS, reservationOf } from "../core/usage/reservations.ts";
-import type { RouteAnswer } from "../contracts/region-object.ts";
+import { isInitNeeded, type InitNeeded, type RouteAnswer } from "../contracts/region-object.ts";
 import type { Attempt, RegionRefusal } from "../contracts/region-service.ts";
 import { MAX_OBJECTIVE_MS, type RouteRequest } from "../contracts/routing.ts";
 import { tenantMayUse } from "../core/region/candidates.ts";
@@ -119,12 +119,24 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
 }
 
 /**
- * Asks the region's object (its shard) for a node. A `retryable` error (a broken connection to the
- * object) is tried once more; an `overloaded` one is not: asking again only adds to the overload.
+ * Asks the region's object (its shard) for a node. The call carries the init's fingerprint only;
+ * an object that does not hold that init (its first call, a new configuration) asks for it, and is
+ * called once more with it (src/contracts/region-init.ts). A `retryable` error (a broken connection
+ * to the object) is tried once more; an `overloaded` one is not: asking again only adds to the
+ * overload.
  */
 async function ask(rc: RegionContext, plan: NodePlan): Promise<Placement> {
   const stub = regionStub(rc.env, rc.region, plan.shard);
-  const route = () => stub.route(rc.region.init, routeRequest(rc, plan)) as Promise<RouteAnswer>;
+  const call = (init: typeof rc.region.init | typeof rc.region.initRef) =>
+    stub.route(init, routeRequest(rc, plan)) as Promise<RouteAnswer | InitNeeded>;
+  const route = async (): Promise<RouteAnswer> => {
+    const answer = await call(rc.region.initRef);
+    if (!isInitNeeded(answer)) return answer;
+    const again = await call(rc.region.init);
+    // The object just built its router from this init: a second ask is a broken object, not a race.
+    if (isInitNeeded(again)) throw new Error(`region object ${rc.region.config.name} refused its init`);
+    return again;
+  };
   const answer = await route().catch((e: unknown) => {
     const err = e as { retryable?: boolean; overloaded?: boolean };
     if (err.retryable === true && err.overloaded !== true) return route();

@@ -26,4 +26,19 @@ describe("a placement's session", () => {
     // A second completion of the same request changes nothing.
     expect(await answer.session.complete({ status: "ok" })).toBe(false);
   });
+
+  it("is the only way to a ticket: the object offers no RPC method that takes one", async () => {
+    await registerAll([{ id: "sess-b", region: "us", models: ["m-us"] }]);
+    const region = loadConfig(env).regionByName.get("us")!;
+    const stub = env.REGION.getByName("us");
+    const answer = await stub.route(region.init, route("sess-2"));
+    expect(answer.ok).toBe(true);
+    if (!answer.ok) return;
+    // The session's ticket is the object's own value, not validated again: nothing else may pass one.
+    const rpc = stub as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    for (const name of ["ticketComplete", "ticketFirstByte", "tickets"]) {
+      await expect(Promise.resolve().then(() => rpc[name]!(answer.ticket, { status: "ok" }))).rejects.toThrow();
+    }
+    expect(await answer.session.complete({ status: "ok" })).toBe(true);
+  });
 });

@@ -1,0 +1,96 @@
+/**
+ * The region object's init (durable-objects/region.ts, src/contracts/region-init.ts): a `route`
+ * call carries only the init's fingerprint; an object that does not hold that init answers
+ * `initNeeded` and routes once the whole init is sent; a new fingerprint rebuilds the router; a
+ * restarted object rebuilds from the init it stored, and one whose stored init this version no
+ * longer accepts asks for it again.
+ */
+import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/load.ts";
+import { regionInitFingerprint, type RegionInit } from "../../src/contracts/region-init.ts";
+import { RESTART_REASON } from "../../src/contracts/region-object.ts";
+
+const rr = () => loadConfig(env).regionByName.get("rr")!;
+let seq = 0;
+const ask = () => ({ requestId: `init-${seq++}`, model: "m-rr", hashes: ["0123456789abcdef"], promptTokens: 100, tenant: "acme" });
+
+/** The same region's init with its second static node gone, and the fingerprint that change gives. */
+function changed(init: RegionInit): RegionInit {
+  const content = { ...init, staticNodes: init.staticNodes.filter((n) => n.id !== "static-2") };
+  return { ...content, fingerprint: regionInitFingerprint(content) };
+}
+
+/** Restarts the object as the admin API does (src/region/app.ts): the abort ends the very call that asked for it. */
+async function restart(stub: DurableObjectStub<import("../../durable-objects/region.ts").RegionDurableObject>): Promise<string> {
+  try {
+    await stub.restart();
+  } catch (e) {
+    return (e as Error).message;
+  }
+  return "not restarted";
+}
+
+/** Places one request on the object and completes it at once (so the object's load stays empty). */
+async function placeOnce(stub: DurableObjectStub<import("../../durable-objects/region.ts").RegionDurableObject>, init: unknown) {
+  const answer = await stub.route(init as RegionInit, ask());
+  if (answer.ok) await answer.session.complete({ status: "ok" });
+  // Its RPC session ends here: one left open would fail, unobserved, when a test restarts the object.
+  answer[Symbol.dispose]();
+  return answer;
+}
+
+describe("the region object's init", () => {
+  it("asks for the init it does not hold, and routes on the fingerprint alone once it holds it", async () => {
+    const region = rr();
+    const stub = env.REGION.getByName("rr-init-fresh");
+    expect(await placeOnce(stub, region.initRef)).toEqual({ ok: false, initNeeded: true });
+    const placed = await placeOnce(stub, region.init);
+    expect(placed.ok).toBe(true);
+    const again = await placeOnce(stub, region.initRef);
+    expect(again.ok).toBe(true);
+    if (again.ok) expect(["static-1", "static-2"]).toContain(again.nodeId);
+  });
+
+  it("rebuilds the router for a new fingerprint, and then asks a caller of the old one for its init", async () => {
+    const region = rr();
+    const stub = env.REGION.getByName("rr-init-change");
+    expect((await placeOnce(stub, region.init)).ok).toBe(true);
+    const next = changed(region.init);
+    expect(next.fingerprint).not.toBe(region.init.fingerprint);
+    expect((await placeOnce(stub, { fingerprint: next.fingerprint })).ok).toBe(false);
+    expect((await placeOnce(stub, next)).ok).toBe(true);
+    expect((await stub.snapshot(next)).nodes.map((n) => n.id)).toEqual(["static-1"]);
+    // The router now in force is the new configuration's: the old fingerprint alone is not enough.
+    expect(await placeOnce(stub, region.initRef)).toEqual({ ok: false, initNeeded: true });
+    expect((await placeOnce(stub, region.init)).ok).toBe(true);
+    expect((await placeOnce(stub, region.initRef)).ok).toBe(true);
+    expect((await stub.snapshot(region.init)).nodes.map((n) => n.id).sort()).toEqual(["static-1", "static-2"]);
+  });
+
+  it("after a restart routes on the fingerprint with the init it stored", async () => {
+    const region = rr();
+    const stub = env.REGION.getByName("rr-init-restart");
+    expect((await placeOnce(stub, region.init)).ok).toBe(true);
+    expect(await restart(stub)).toContain(RESTART_REASON);
+    const fresh = env.REGION.getByName("rr-init-restart");
+    expect((await placeOnce(fresh, region.initRef)).ok).toBe(true);
+  });
+
+  it("after a restart asks for the init when the one it stored is no longer accepted (an old, unhashed fingerprint)", async () => {
+    const region = rr();
+    const stub = env.REGION.getByName("rr-init-old");
+    expect((await placeOnce(stub, region.init)).ok).toBe(true);
+    // What an object stored before fingerprints were hashed: the settings' JSON itself (~1.4 KB).
+    const old = { ...region.init, fingerprint: JSON.stringify([region.init.settings, region.init.staticNodes, region.init.usage]) };
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec(`UPDATE config SET value = ? WHERE key = 'init'`, JSON.stringify(old));
+    });
+    expect(await restart(stub)).toContain(RESTART_REASON);
+    const fresh = env.REGION.getByName("rr-init-old");
+    expect(await placeOnce(fresh, region.initRef)).toEqual({ ok: false, initNeeded: true });
+    expect((await placeOnce(fresh, region.init)).ok).toBe(true);
+    expect((await placeOnce(fresh, region.initRef)).ok).toBe(true);
+  });
+});
