@@ -181,7 +181,7 @@ export const routeRequestSchema = z.object({
 export type RouteRequest = z.infer<typeof routeRequestSchema>;
 
 /** The ticket of a dispatched request: handed back with its first byte and its completion. */
-export const ticketSchema = z.string().min(1).max(64);
+const ticketSchema = z.string().min(1).max(64);
 
 /** Candidates listed in a decision's log line: enough to see why, bounded however large the region. */
 export const MAX_CONSIDERED = 8;

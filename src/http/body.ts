@@ -87,7 +87,7 @@ export async function readRequestLimited(request: Request, maxBytes: number): Pr
 }
 
 /** A body's bytes, or undefined (the rest cancelled) as soon as it runs past `maxBytes`. */
-export async function readBytesLimited(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array | undefined> {
+async function readBytesLimited(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array | undefined> {
   if (!body) return new Uint8Array(0);
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
