@@ -1,6 +1,7 @@
 /**
  * warmpath in front of real llama.cpp (scripts/llama/e2e.ts): three llama-server processes built
- * from node-llama-cpp's bundled source, each with a warmpath-agent, behind wrangler dev. Every
+ * from node-llama-cpp's bundled source, each with a warmpath-agent, behind the router as `npm start`
+ * runs it (scripts/system.ts's default runtime). Every
  * assertion is on the engines' own counters (`usage.prompt_tokens_details.cached_tokens`) and logs,
  * not on the router's belief. The first run builds llama-server (~2 min on 2 cores, then cached in
  * .cache/); each run after that takes about a minute and a half (the three policies, then the node
@@ -32,7 +33,12 @@ test(
         firstOfApp.add(s.app);
         continue;
       }
-      assert.ok(s.cachedTokens >= 1_100, `user ${s.user} (app ${s.app}) turn 0: ${s.cachedTokens} of ${s.promptTokens} cached`);
+      // The message carries where it went and why, and every turn 0 before it: enough to tell the
+      // router's choice (decision, predicted match) from the engine's slot (the node held it).
+      assert.ok(
+        s.cachedTokens >= 1_100,
+        `user ${s.user} (app ${s.app}) turn 0: ${s.cachedTokens} of ${s.promptTokens} cached on ${s.node} (${s.decision}, predicted ${s.prefixMatch}); the run: ${JSON.stringify(warmpath.samples.map(({ user, turn, app, node, decision, prefixMatch, cachedTokens }) => ({ user, turn, app, node, decision, prefixMatch, cachedTokens })))}`,
+      );
     }
     // A conversation alone on its node (a tool call and its result in its history): every turn reuses
     // the whole previous turn, through the chat template. (With several users, llama-server's slot

@@ -14,6 +14,7 @@
  */
 import { encodeDispatch, regionPath } from "../../src/contracts/region-service.ts";
 import { CANARY, HOSTILE_STRINGS, Rng, breakJson, nestedText, truncations, withInvalidUtf8 } from "./generator.ts";
+import { dispatchMeta } from "../fixtures/dispatch.ts";
 
 /** How a case is signed when it is sent (timestamps and nonces are made at send time). */
 export type RegionSigning =
@@ -73,23 +74,7 @@ const spend = JSON.stringify({
 /** A dispatch message (length-prefixed meta, then the body) billing {@link FORGED_TENANT}. */
 function dispatch(model: string): Uint8Array {
   return encodeDispatch(
-    {
-      requestId: `fz-${CANARY}`,
-      startedAt: Date.now(),
-      tenant: { id: FORGED_TENANT, weight: 1 },
-      model,
-      path: "/v1/chat/completions",
-      api: "openai",
-      stream: false,
-      askUsage: false,
-      cacheNamespace: `tenant:${FORGED_TENANT}`,
-      bodyHasCacheSalt: false,
-      storesResponses: false,
-      hashes: ["0123456789abcdef"],
-      promptTokens: 10,
-      attempts: [],
-      headers: { "content-type": "application/json" },
-    },
+    dispatchMeta({ requestId: `fz-${CANARY}`, tenant: { id: FORGED_TENANT, weight: 1 }, model }),
     new TextEncoder().encode(JSON.stringify({ model, messages: [{ role: "user", content: CANARY }] })),
   );
 }

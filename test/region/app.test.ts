@@ -16,6 +16,7 @@ import {
   type DispatchRequest,
 } from "../../src/contracts/region-service.ts";
 import { REGION_VAR } from "../../src/contracts/topology.ts";
+import { dispatchMeta } from "../fixtures/dispatch.ts";
 import { internalAuthHeader } from "../../src/http/internal-auth.ts";
 
 /** A message as the edge sends it: signed with the internal secret (test/region/internal-auth.test.ts tests the refusals). */
@@ -31,23 +32,7 @@ async function ask(path: string, init: RequestInit & { version?: string | null; 
   return res;
 }
 
-const meta: DispatchRequest = {
-  requestId: "r-1",
-  startedAt: Date.now(),
-  tenant: { id: "acme", weight: 1 },
-  model: "m-us",
-  path: "/v1/chat/completions",
-  api: "openai",
-  stream: false,
-  askUsage: false,
-  cacheNamespace: "tenant:acme",
-  bodyHasCacheSalt: false,
-  storesResponses: false,
-  hashes: ["0123456789abcdef"],
-  promptTokens: 10,
-  attempts: [],
-  headers: { "content-type": "application/json" },
-};
+const meta: DispatchRequest = dispatchMeta();
 
 describe("the region worker", () => {
   it("refuses a contract version it does not speak, or none, before doing anything", async () => {

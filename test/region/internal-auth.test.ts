@@ -19,6 +19,7 @@ import {
   type DispatchRequest,
 } from "../../src/contracts/region-service.ts";
 import { ALL_REGIONS_BINDING } from "../../src/contracts/topology.ts";
+import { dispatchMeta } from "../fixtures/dispatch.ts";
 import { AUTH_REFUSAL_HEADER, INTERNAL_AUTH_HEADER, signInternal, type InternalRole } from "../../src/core/internal-auth.ts";
 import { utcDay } from "../../src/core/usage/periods.ts";
 import {
@@ -115,23 +116,7 @@ async function usageOf(tenant: string, region = "us") {
 }
 
 function dispatchMessage(tenant: string): Uint8Array {
-  const meta: DispatchRequest = {
-    requestId: `auth-${crypto.randomUUID()}`,
-    startedAt: Date.now(),
-    tenant: { id: tenant, weight: 1 },
-    model: MODEL,
-    path: "/v1/chat/completions",
-    api: "openai",
-    stream: false,
-    askUsage: false,
-    cacheNamespace: `tenant:${tenant}`,
-    bodyHasCacheSalt: false,
-    storesResponses: false,
-    hashes: ["0123456789abcdef"],
-    promptTokens: 10,
-    attempts: [],
-    headers: { "content-type": "application/json" },
-  };
+  const meta: DispatchRequest = dispatchMeta({ requestId: `auth-${crypto.randomUUID()}`, tenant: { id: tenant, weight: 1 }, model: MODEL });
   return encodeDispatch(meta, new TextEncoder().encode(JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "forged" }] })));
 }
 

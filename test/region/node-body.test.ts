@@ -8,27 +8,13 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/load.ts";
 import type { DispatchRequest } from "../../src/contracts/region-service.ts";
 import { nodeBody } from "../../src/region/node-body.ts";
+import { dispatchMeta } from "../fixtures/dispatch.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
-const request = (askUsage: boolean, stream = askUsage): DispatchRequest => ({
-  requestId: "nb-1",
-  startedAt: Date.now(),
-  tenant: { id: "acme", weight: 1 },
-  model: "m-rr",
-  path: "/v1/chat/completions",
-  api: "openai",
-  stream,
-  askUsage,
-  cacheNamespace: "tenant:acme",
-  bodyHasCacheSalt: false,
-  storesResponses: false,
-  hashes: ["0123456789abcdef"],
-  promptTokens: 10,
-  attempts: [],
-  headers: { "content-type": "application/json" },
-});
+const request = (askUsage: boolean, stream = askUsage): DispatchRequest =>
+  dispatchMeta({ requestId: "nb-1", model: "m-rr", stream, askUsage });
 
 describe("nodeBody", () => {
   // rr: no engine cache isolation, so the body is the client's but for usage.
