@@ -202,8 +202,8 @@ export class RegionDurableObject extends DurableObject<Env> {
    * undefined when that fingerprint is not the one in force, and so the caller must send the init.
    */
   private routerFor(input: RegionInit | RegionInitRef): RegionRouter | undefined {
-    if (this.router && this.fingerprint === input.fingerprint) return this.router;
-    return "settings" in input ? this.ensure(input) : undefined;
+    if ("settings" in input) return this.ensure(input);
+    return this.fingerprint === input.fingerprint ? this.router : undefined;
   }
 
   private syncStaticNodes(init: RegionInit, now: number): void {

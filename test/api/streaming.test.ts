@@ -9,14 +9,10 @@ import { ACME_KEY, TEST_ADMIN_TOKEN, TEST_ORIGIN_TOKEN } from "../fixtures/confi
 import { call, chat, readChunks, registerAll } from "../helpers.ts";
 import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
 import { engineCacheSalt } from "../../src/region/cache-salt.ts";
+import { sha256Hex } from "../../src/core/hex.ts";
 
 /** The body as a region with `engine_cache_isolation = "cache_salt"` forwards it for tenant acme. */
 const salted = async (raw: string) => raw.replace("{", `{"cache_salt":"${await engineCacheSalt("tenant:acme", undefined)}",`);
-
-async function sha256Hex(text: string): Promise<string> {
-  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 describe("streaming", () => {
   it("passes SSE through with chunks arriving separately, as the node emits them", async () => {

@@ -71,13 +71,13 @@ export class TenantDemand {
     this.version++;
   }
 
-  /** Every active tenant's recent demand and weight, summed. */
-  private totals(now: number): { total: number; weights: number; active: number } {
+  /** The recent demand and weight of every active tenant asking for class `maxRank` or a higher one (every class by default), summed. */
+  private totals(now: number, maxRank = Infinity): { total: number; weights: number; active: number } {
     let total = 0;
     let weights = 0;
     let active = 0;
     for (const d of this.tenants.values()) {
-      if (now - d.at > DEMAND_TAU_MS) continue;
+      if (now - d.at > DEMAND_TAU_MS || d.rank > maxRank) continue;
       total += decayed(d, now);
       weights += d.weight;
       active++;
@@ -107,28 +107,12 @@ export class TenantDemand {
   overShare(tenant: string, now: number): Flooding {
     const own = this.tenants.get(tenant);
     if (!own) return undefined;
-    let total = 0;
-    let weights = 0;
-    let active = 0;
-    let peerTotal = 0;
-    let peerWeights = 0;
-    let peers = 0;
-    for (const d of this.tenants.values()) {
-      if (now - d.at > DEMAND_TAU_MS) continue;
-      const x = decayed(d, now);
-      total += x;
-      weights += d.weight;
-      active++;
-      if (d.rank <= own.rank) {
-        peerTotal += x;
-        peerWeights += d.weight;
-        peers++;
-      }
-    }
-    if (active < 2 || total <= 0) return undefined;
+    const everyone = this.totals(now);
+    if (everyone.active < 2 || everyone.total <= 0) return undefined;
     const mine = decayed(own, now);
-    if (overWeightedShare(mine, own.weight, weights, total)) return "everyone";
-    return peers >= 2 && overWeightedShare(mine, own.weight, peerWeights, peerTotal) ? "peers" : undefined;
+    if (overWeightedShare(mine, own.weight, everyone.weights, everyone.total)) return "everyone";
+    const peers = this.totals(now, own.rank);
+    return peers.active >= 2 && overWeightedShare(mine, own.weight, peers.weights, peers.total) ? "peers" : undefined;
   }
 
   private forgetIdle(now: number): void {

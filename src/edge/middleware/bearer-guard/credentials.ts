@@ -13,8 +13,6 @@ export function bearerToken(request: Request): string | undefined {
   return match?.[1];
 }
 
-export { sha256Hex } from "../../../core/hex.ts";
-
 /** Constant-time string comparison (length leaks, content does not). */
 export function timingSafeEqual(a: string, b: string): boolean {
   const ea = new TextEncoder().encode(a);

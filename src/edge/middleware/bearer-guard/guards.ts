@@ -8,7 +8,8 @@
  */
 import { ApiError } from "../../../http/errors.ts";
 import { bearerGuard } from "./index.ts";
-import { isLocalDevelopment, sha256Hex, timingSafeEqual } from "./credentials.ts";
+import { sha256Hex } from "../../../core/hex.ts";
+import { isLocalDevelopment, timingSafeEqual } from "./credentials.ts";
 
 export const tenantAuth = bearerGuard({
   credential: "api_key",
