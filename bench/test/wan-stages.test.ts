@@ -31,6 +31,7 @@ test("moduleStage names the stage of the modules on the request path, and none f
   assert.equal(moduleStage("durable-objects/route-session.ts"), "object call: route session (route, firstByte, complete)");
   assert.equal(moduleStage("src/region/call-node.ts"), "node call setup (body, headers, fetch)");
   assert.equal(moduleStage("src/proxy/relay.ts"), "relay: stream and SSE events (edge guard, relay, seam)");
+  assert.equal(moduleStage("src/proxy/read-clock.ts"), "relay: stream and SSE events (edge guard, relay, seam)");
   assert.equal(moduleStage("src/edge/guard-stream.ts"), "relay: stream and SSE events (edge guard, relay, seam)");
   assert.equal(moduleStage("src/edge/forward.ts"), "service binding: dispatch encode/decode, edge and region handlers");
   assert.equal(moduleStage("node_modules/hono/dist/hono-base.js"), "edge: HTTP, Hono, API key, bounds");

@@ -23,19 +23,19 @@
  * The nodes answer at once (bench/wan/node.ts): what is measured is the path.
  */
 import { request as httpRequest, Agent } from "node:http";
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import * as prettier from "prettier";
 import { parse } from "smol-toml";
 import { DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3 } from "../../src/config/dev-credentials.ts";
 import { ROOT, startSystem, type System } from "../../scripts/system.ts";
-import { freePort } from "../../scripts/ports.ts";
 import { percentileOf } from "../../src/core/stats.ts";
 import { cpuMs, descendants } from "../e2e/procs.ts";
 import { startNode, type BenchNode } from "./node.ts";
+import { FLOOR_MODES, startFloor, type FloorMode } from "./floor.ts";
+import { startHost, type Host } from "./host.ts";
 import { startRelay, type Relay } from "./relay.ts";
 import { STAGES, profileStages, type Stage } from "./stages.ts";
 
@@ -62,7 +62,10 @@ const TARGET_CPU_MS = 1.5;
 /** How long the router processes' idle CPU is sampled before the one-at-a-time requests. */
 const IDLE_SAMPLE_MS = 2_000;
 /** Rounds of the one-process measurement: its CPU per request is the median round's (a busy neighbour inflates a round, rarely all). */
-const CPU_ROUNDS = 3;
+const CPU_ROUNDS = 5;
+/** Requests of the typical chat and of the streamed answer that warm a path's isolates before its CPU is measured (cpuRounds). */
+const WARM_REQUESTS = QUICK ? 50 : 500;
+const WARM_STREAMS = QUICK ? 5 : 50;
 /** Content events of the streamed answer that prices the relay per SSE event, and the requests per round that stream it. */
 const STREAM_EVENTS = 100;
 const STREAM_REQUESTS = QUICK ? 10 : 50;
@@ -183,6 +186,16 @@ interface Stages {
   ms: Record<Stage, number>;
 }
 
+/** The runtime's floor (bench/wan/floor-worker.mts): one mode's cost, measured as the one-process path is. */
+interface FloorRow {
+  mode: FloorMode;
+  cpu_rounds_ms: number[];
+  cpu_ms_per_request: number;
+  relay_per_event_us: number;
+  added_p50_ms: number;
+  added_p99_ms: number;
+}
+
 interface CpuRow {
   rtt_ms: number;
   path: Path;
@@ -195,7 +208,7 @@ interface CpuRow {
  * their Node hosts: Miniflare, which also relays the workers' log lines).
  */
 async function withCpu<T>(
-  system: System,
+  system: Pick<System, "processes">,
   requests: number,
   work: () => Promise<T>,
 ): Promise<{ result: T; cpuMsPerRequest: number; workerdMsPerRequest: number }> {
@@ -228,6 +241,58 @@ async function withCpu<T>(
   const per = (k: "all" | "workerd") => round((cpuTo[k] - cpuFrom[k] - ((idleTo[k] - idleFrom[k]) / IDLE_SAMPLE_MS) * elapsed) / requests);
   return { result, cpuMsPerRequest: per("all"), workerdMsPerRequest: per("workerd") };
 }
+
+/**
+ * A path's CPU per request, measured in rounds once its isolates are warm: WARM_REQUESTS of the
+ * typical chat and WARM_STREAMS of the streamed answer first (unmeasured: V8 compiles and
+ * optimises a path's code over its first several hundred requests, each isolate its own), then
+ * CPU_ROUNDS rounds, each a round of the typical chat one at a time beside the direct call and a
+ * round of the streamed answer, interleaved so a slow spell of the machine weighs on both alike.
+ */
+async function cpuRounds(
+  system: Pick<System, "processes">,
+  targets: { direct: Target; path: Target; stream: Target },
+  label: string,
+): Promise<{
+  rounds: Array<{ all: number; workerd: number }>;
+  streamed: number[];
+  direct: number[];
+  path: number[];
+  errors: number;
+  directErrors: number;
+}> {
+  for (let i = 0; i < WARM_REQUESTS; i++) await timeOne(targets.path, MODEL);
+  for (let i = 0; i < WARM_STREAMS; i++) await timeOne(targets.stream, STREAM_MODEL);
+  const out = {
+    rounds: [] as Array<{ all: number; workerd: number }>,
+    streamed: [] as number[],
+    direct: [] as number[],
+    path: [] as number[],
+    errors: 0,
+    directErrors: 0,
+  };
+  for (let r = 0; r < CPU_ROUNDS; r++) {
+    const { result, cpuMsPerRequest, workerdMsPerRequest } = await withCpu(system, WARMUP + ONE_AT_A_TIME, () =>
+      oneAtATime({ direct: targets.direct, path: targets.path }, MODEL),
+    );
+    out.direct.push(...result.direct!.samples);
+    out.path.push(...result.path!.samples);
+    out.errors += result.path!.errors;
+    out.directErrors += result.direct!.errors;
+    out.rounds.push({ all: cpuMsPerRequest, workerd: workerdMsPerRequest });
+    const { cpuMsPerRequest: streamed } = await withCpu(system, STREAM_REQUESTS, async () => {
+      for (let i = 0; i < STREAM_REQUESTS; i++) await timeOne(targets.stream, STREAM_MODEL);
+    });
+    out.streamed.push(streamed);
+    console.log(
+      `${label}, round ${r + 1}: ${cpuMsPerRequest} ms CPU per request (${workerdMsPerRequest} in workerd), ${streamed} ms streamed`,
+    );
+  }
+  return out;
+}
+
+/** The CPU per SSE event: the streamed answer's median round less the typical request's, over its further events. */
+const perEventUs = (streamed: readonly number[], typical: number) => round(((median(streamed) - typical) / (STREAM_EVENTS - 1)) * 1000);
 
 /** The median of a few values (CPU per request over rounds). */
 const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[(values.length - 1) >> 1]!;
@@ -308,42 +373,12 @@ function benchConfig(answer: BenchNode[], refuse: BenchNode, stream: BenchNode):
 }
 
 /** wrangler.toml's single-process composition (the layout before the split) in workerd, with `config`. */
-async function startSingleWorker(config: unknown): Promise<{ url: string; stop: () => void }> {
-  const state = mkdtempSync(join(tmpdir(), "warmpath-wan-single-"));
-  const envFile = join(state, "config.env");
-  writeFileSync(envFile, `WARMPATH_CONFIG='${JSON.stringify(config)}'\n`);
-  const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [join(ROOT, "scripts", "workerd-host.ts"), "--port", String(port), "--persist-to", state, "--env-file", envFile],
-    {
-      cwd: ROOT,
-      stdio: "ignore",
-      detached: true,
-    },
-  );
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if (
-      await fetch(`${url}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return {
-    url,
-    stop: () => {
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {
-        /* gone */
-      }
-      rmSync(state, { recursive: true, force: true });
-    },
-  };
+async function startSingleWorker(config: unknown): Promise<Host> {
+  return startHost((state) => {
+    const envFile = join(state, "config.env");
+    writeFileSync(envFile, `WARMPATH_CONFIG='${JSON.stringify(config)}'\n`);
+    return ["--env-file", envFile];
+  });
 }
 
 const routerTarget = (base: string, region = "us-east"): Target => ({
@@ -448,43 +483,23 @@ async function main(): Promise<void> {
         direct: { url: `${answer[0]!.url}/v1/chat/completions`, headers: {}, agent: new Agent({ keepAlive: true, maxSockets: 64 }) },
         warmpath: routerTarget(system.url),
       };
-      // CPU_ROUNDS rounds of the typical chat, one at a time beside the direct call: the TTFB
-      // samples pooled, the CPU per request the median round's.
-      const direct: number[] = [];
-      const ours: number[] = [];
-      let errors = { direct: 0, warmpath: 0 };
-      const rounds: Array<{ all: number; workerd: number }> = [];
-      for (let r = 0; r < CPU_ROUNDS; r++) {
-        const {
-          result: one,
-          cpuMsPerRequest,
-          workerdMsPerRequest,
-        } = await withCpu(system, WARMUP + ONE_AT_A_TIME, () => oneAtATime(targets, MODEL));
-        direct.push(...one.direct!.samples);
-        ours.push(...one.warmpath!.samples);
-        errors = { direct: errors.direct + one.direct!.errors, warmpath: errors.warmpath + one.warmpath!.errors };
-        rounds.push({ all: cpuMsPerRequest, workerd: workerdMsPerRequest });
-        console.log(`one process, round ${r + 1}: ${cpuMsPerRequest} ms CPU per request (${workerdMsPerRequest} in workerd)`);
-      }
-      const d = row(0, "direct", "one-at-a-time", direct, errors.direct);
-      const w = row(0, "warmpath-one-process", "one-at-a-time", ours, errors.warmpath);
+      // The typical chat one at a time beside the direct call (the TTFB samples pooled, the CPU per
+      // request the median round's), and the relay per SSE event: the same request answered with
+      // STREAM_EVENTS content events, each its own chunk; the CPU above the typical request's, per event.
+      const measured = await cpuRounds(
+        system,
+        { direct: targets.direct, path: targets.warmpath, stream: routerTarget(system.url) },
+        "one process",
+      );
+      const rounds = measured.rounds;
+      const streamed = measured.streamed;
+      const d = row(0, "direct", "one-at-a-time", measured.direct, measured.directErrors);
+      const w = row(0, "warmpath-one-process", "one-at-a-time", measured.path, measured.errors);
       w.added_p50_ms = round(w.ttfb_p50_ms - d.ttfb_p50_ms);
       w.added_p99_ms = round(w.ttfb_p99_ms - d.ttfb_p99_ms);
       oneProcess.push(d, w);
       const typical = median(rounds.map((x) => x.all));
       cpu.push({ rtt_ms: 0, path: "warmpath-one-process", cpu_ms_per_request: typical });
-
-      // The relay per SSE event: the same request answered with STREAM_EVENTS content events,
-      // each its own chunk; the CPU above the typical request's, per event.
-      const streamTarget = { warmpath: targets.warmpath };
-      const streamed: number[] = [];
-      for (let r = 0; r < CPU_ROUNDS; r++) {
-        const { cpuMsPerRequest } = await withCpu(system, STREAM_REQUESTS, async () => {
-          for (let i = 0; i < STREAM_REQUESTS; i++) await timeOne(streamTarget.warmpath, STREAM_MODEL);
-        });
-        streamed.push(cpuMsPerRequest);
-      }
-      const perEventUs = round(((median(streamed) - typical) / (STREAM_EVENTS - 1)) * 1000);
 
       // Where the typical request's workerd CPU goes: a profile of every worker's isolate.
       const workerdMs = median(rounds.map((x) => x.workerd));
@@ -499,7 +514,7 @@ async function main(): Promise<void> {
         workerd_ms: workerdMs,
         host_ms: round(typical - workerdMs),
         stream_cpu_rounds_ms: streamed,
-        relay_per_event_us: perEventUs,
+        relay_per_event_us: perEventUs(streamed, typical),
         ms: Object.fromEntries(STAGES.map((s) => [s, round((samples[s] / Math.max(1, sampled)) * workerdMs)])) as Record<Stage, number>,
       };
     } finally {
@@ -507,6 +522,7 @@ async function main(): Promise<void> {
     }
   }
 
+  const floor = await measureFloor(answer[0]!, stream);
   if (!ONE_PROCESS_ONLY) await longHaul(config, answer, rows, cpu);
   for (const n of [...answer, refuse, stream]) await n.close();
 
@@ -522,7 +538,7 @@ async function main(): Promise<void> {
   const json = join(OUT, "results.json");
   writeFileSync(
     json,
-    await prettier.format(JSON.stringify({ ...meta, rows, one_process: oneProcess, cpu, stages }, null, 2), {
+    await prettier.format(JSON.stringify({ ...meta, rows, one_process: oneProcess, cpu, stages, floor }, null, 2), {
       ...((await prettier.resolveConfig(json)) ?? {}),
       filepath: json,
     }),
@@ -530,12 +546,89 @@ async function main(): Promise<void> {
   const md = join(OUT, "RESULTS.md");
   writeFileSync(
     md,
-    await prettier.format(render(meta, rows, oneProcess, cpu, stages), {
+    await prettier.format(render(meta, rows, oneProcess, cpu, stages, floor), {
       ...((await prettier.resolveConfig(md)) ?? {}),
       parser: "markdown",
     }),
   );
   console.log(`wrote ${join(OUT, "RESULTS.md")} in ${meta.seconds} s`);
+}
+
+/**
+ * The runtime's floor, each mode of bench/wan/floor-worker.mts measured as the one-process path is:
+ * CPU_ROUNDS rounds of the typical chat one at a time beside the direct call (the median round's
+ * CPU per request), then the streamed answer's rounds for the cost per SSE event.
+ */
+async function measureFloor(answer: BenchNode, stream: BenchNode): Promise<FloorRow[]> {
+  const host = await startFloor();
+  const system = { processes: () => [{ name: "floor", pid: host.pid }] };
+  const target = (mode: FloorMode, node: BenchNode): Target => ({
+    url: `${host.url}/v1/chat/completions`,
+    headers: { "x-floor": mode, "x-floor-node": node.url },
+    agent: new Agent({ keepAlive: true, maxSockets: 64 }),
+  });
+  const out: FloorRow[] = [];
+  try {
+    for (const mode of FLOOR_MODES) {
+      const measured = await cpuRounds(
+        system,
+        {
+          direct: { url: `${answer.url}/v1/chat/completions`, headers: {}, agent: new Agent({ keepAlive: true }) },
+          path: target(mode, answer),
+          stream: target(mode, stream),
+        },
+        `floor ${mode}`,
+      );
+      if (measured.errors > 0) throw new Error(`the floor's ${mode} mode failed ${measured.errors} requests`);
+      const typical = median(measured.rounds.map((x) => x.all));
+      const d = row(0, "direct", "one-at-a-time", measured.direct, 0);
+      const f = row(0, "direct", "one-at-a-time", measured.path, 0);
+      out.push({
+        mode,
+        cpu_rounds_ms: measured.rounds.map((x) => x.all),
+        cpu_ms_per_request: typical,
+        relay_per_event_us: perEventUs(measured.streamed, typical),
+        added_p50_ms: round(f.ttfb_p50_ms - d.ttfb_p50_ms),
+        added_p99_ms: round(f.ttfb_p99_ms - d.ttfb_p99_ms),
+      });
+      console.log(`floor ${mode}: ${typical} ms CPU per request, ${out.at(-1)!.relay_per_event_us} µs per event`);
+    }
+  } finally {
+    host.stop();
+  }
+  return out;
+}
+
+/** The floor's lines: what the runtime costs for the work a router of this shape cannot avoid. */
+function floorLines(
+  floor: FloorRow[],
+  ownCpu: number | undefined,
+  perEventUs: number | undefined,
+  ms: (v: number | undefined) => string,
+): string[] {
+  if (floor.length === 0) return [];
+  const by = (m: FloorMode) => floor.find((f) => f.mode === m)!;
+  const what: Record<FloorMode, string> = {
+    proxy: "a worker that forwards the request and returns the node's answer as the runtime gave it (no JavaScript touches the answer)",
+    relay:
+      "the same, the answer passed on chunk by chunk through JavaScript (what reading and filtering each SSE event costs before any filtering)",
+    hops: "warmpath's hops doing nothing at each: an edge that reads the body and calls a region worker over a service binding, two RPC calls to a Durable Object, the node's call, the answer relayed through JavaScript and passed on natively by the edge",
+  };
+  return [
+    "## The runtime's floor",
+    "",
+    `What workerd itself costs here for the work a router of this shape cannot avoid, with none of warmpath's own: bench/wan/floor-worker.mts in the same workerd build, bundled as a deploy bundles it, measured as the one-process path is (warmed by the same requests, then ${CPU_ROUNDS} rounds of the typical chat one at a time beside the direct call, each followed by a round of the streamed answer of ${STREAM_EVENTS} events for the cost per event; the median rounds).`,
+    "",
+    "| floor | what it does | CPU per request (ms) | per SSE event (µs) | added p50 / p99 (ms) |",
+    "| --- | --- | ---: | ---: | ---: |",
+    ...FLOOR_MODES.map((m) => {
+      const f = by(m);
+      return `| ${m} | ${what[m]} | ${ms(f.cpu_ms_per_request)} (${f.cpu_rounds_ms.map((v) => ms(v)).join(", ")}) | ${Math.round(f.relay_per_event_us)} | +${ms(f.added_p50_ms)} / +${ms(f.added_p99_ms)} |`;
+    }),
+    "",
+    `- warmpath's whole path costs ${ms(ownCpu)} ms of CPU per request, ${ms(ownCpu === undefined ? undefined : ownCpu - by("hops").cpu_ms_per_request)} ms above its hops' floor (${ms(by("hops").cpu_ms_per_request)} ms); the 1.5 ms target leaves ${ms(TARGET_CPU_MS - by("hops").cpu_ms_per_request)} ms for everything warmpath does at those hops. Per SSE event, ${Math.round(perEventUs ?? NaN)} µs against ${Math.round(by("hops").relay_per_event_us)} µs for the hops relaying it through JavaScript and ${Math.round(by("proxy").relay_per_event_us)} µs for a worker that does not read it.`,
+    "",
+  ];
 }
 
 /** The per-stage table of the one-process path's CPU. */
@@ -545,10 +638,7 @@ function stageLines(stages: Stages | undefined, ms: (v: number | undefined) => s
   return [
     "## Where the CPU goes (one process, round trip 0)",
     "",
-    `CPU per request of the typical chat, the whole path in one workerd process: ${stages.cpu_rounds_ms.map((v) => ms(v)).join(", ")} ms in ${stages.cpu_rounds_ms.length} rounds of ${WARMUP + ONE_AT_A_TIME} requests (the median is the figure: ${ms(stages.workerd_ms + stages.host_ms)} ms), of which ${ms(stages.workerd_ms)} ms in workerd and ${ms(stages.host_ms)} ms in its Node host (Miniflare, which also carries the workers' log lines to the terminal: on Cloudflare the runtime ships them). workerd's share is split by a V8 CPU profile of every worker's isolate over ${stages.requests} more requests (${stages.samples} samples; bench/wan/stages.ts): each sample goes to the stage of the innermost frame of its stack whose source module names one, and the shares are scaled to the unprofiled CPU. The profiler slows the isolates unevenly, so each figure is an estimate to a few tens of µs. Why a median of rounds: V8 compiles the path's code over its first few hundred requests, each isolate its own (here the first round read ${ms(stages.cpu_rounds_ms[0]!)} ms, the next ${stages.cpu_rounds_ms
-      .slice(1)
-      .map((v) => ms(v))
-      .join(" and ")}), so a measurement of a few dozen requests just after boot (a quick run) is mostly that compilation.`,
+    `CPU per request of the typical chat, the whole path in one workerd process: ${stages.cpu_rounds_ms.map((v) => ms(v)).join(", ")} ms in ${stages.cpu_rounds_ms.length} rounds of ${WARMUP + ONE_AT_A_TIME} requests (the median is the figure: ${ms(stages.workerd_ms + stages.host_ms)} ms), of which ${ms(stages.workerd_ms)} ms in workerd and ${ms(stages.host_ms)} ms in its Node host (Miniflare, which also carries the workers' log lines to the terminal: on Cloudflare the runtime ships them). workerd's share is split by a V8 CPU profile of every worker's isolate over ${stages.requests} more requests (${stages.samples} samples; bench/wan/stages.ts): each sample goes to the stage of the innermost frame of its stack whose source module names one, and the shares are scaled to the unprofiled CPU. The profiler slows the isolates unevenly, so each figure is an estimate to a few tens of µs. Why warm first, and a median of rounds: V8 compiles and optimises the path's code over its first several hundred requests, each isolate its own, so ${WARM_REQUESTS} requests of the typical chat and ${WARM_STREAMS} of the streamed answer go first, unmeasured (a measurement of a few dozen requests just after boot, a quick run, is mostly that compilation); the rounds that follow still spread by this shared machine's moods, and the median is the figure.`,
     "",
     "| stage | µs per request | share of workerd |",
     "| --- | ---: | ---: |",
@@ -568,6 +658,7 @@ function render(
   oneProcess: Row[],
   cpu: CpuRow[],
   stages: Stages | undefined,
+  floor: FloorRow[],
 ): string {
   const own = oneProcess.find((r) => r.path === "warmpath-one-process");
   const ownCpu = cpu.find((c) => c.path === "warmpath-one-process")?.cpu_ms_per_request;
@@ -590,6 +681,7 @@ function render(
       `- +${ms(own?.added_p50_ms)} ms p50 / +${ms(own?.added_p99_ms)} ms p99 to the first byte over the direct call, ${ms(ownCpu)} ms of CPU per request.`,
       "",
       ...stageLines(stages, ms),
+      ...floorLines(floor, ownCpu, stages?.relay_per_event_us, ms),
     ].join("\n");
   }
   const lines = [
@@ -617,6 +709,7 @@ function render(
     ),
     "",
     ...stageLines(stages, ms),
+    ...floorLines(floor, ownCpu, stages?.relay_per_event_us, ms),
     "## Targets",
     "",
     `- warmpath's added time to first byte over the direct call at every round trip: <= ${TARGET_P50_MS} ms p50 and <= ${TARGET_P99_MS} ms p99. ${

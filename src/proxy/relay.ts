@@ -22,7 +22,9 @@
 import type { StreamFailureKind } from "../contracts/routing.ts";
 import { sseErrorEvent } from "../http/errors.ts";
 import { openaiStreamEnd, type StreamEnd } from "./stream-end.ts";
-import { USAGE_TAIL_CHARS, parseAnswerTail, type Usage } from "./usage.ts";
+import { AnswerTail } from "./answer-tail.ts";
+import { ReadClock, type Read } from "./read-clock.ts";
+import { parseAnswerTail, type Usage } from "./usage.ts";
 
 export type RelayEnd = "ok" | "stream-error" | "cancelled";
 
@@ -89,73 +91,6 @@ interface RelayOptions {
   deadlineAt?: number | undefined;
 }
 
-/** What a read of the node's body came to: a chunk, its end, or a timeout. */
-type Read = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>> | { timeout: "idle" | "deadline" };
-
-/**
- * The node's next chunk, or a timeout: the idle wait or the request's deadline, whichever is first.
- *
- * One timer serves every read of a body, not one per read: a timer set and cleared around each
- * chunk (with a `Promise.race` and its `finally`) cost ~15 µs of CPU per SSE event in workerd, as
- * much as the rest of the relay's JavaScript (bench/wan/RESULTS.md, "relay per SSE event"). The
- * timer is armed for the read waiting when it is set; when it fires early (a later read started
- * since), it is set again for what is left of that read's wait.
- */
-class ReadClock {
-  private waiting: { due: number; kind: "idle" | "deadline"; settle: (r: Read) => void } | undefined;
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  private readonly idleMs: number | undefined;
-  private readonly deadlineAt: number | undefined;
-
-  constructor(idleMs: number | undefined, deadlineAt: number | undefined) {
-    this.idleMs = idleMs;
-    this.deadlineAt = deadlineAt;
-  }
-
-  read(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<Read> {
-    const now = Date.now();
-    const untilDeadline = this.deadlineAt === undefined ? Infinity : Math.max(0, this.deadlineAt - now);
-    const wait = Math.min(this.idleMs ?? Infinity, untilDeadline);
-    if (!Number.isFinite(wait)) return reader.read();
-    return new Promise<Read>((resolve, reject) => {
-      const waiting = { due: now + wait, kind: wait === untilDeadline ? ("deadline" as const) : ("idle" as const), settle: resolve };
-      this.waiting = waiting;
-      reader.read().then(
-        (r) => {
-          if (this.waiting !== waiting) return; // timed out first
-          this.waiting = undefined;
-          resolve(r);
-        },
-        (e: unknown) => {
-          if (this.waiting !== waiting) return;
-          this.waiting = undefined;
-          reject(e);
-        },
-      );
-      this.timer ??= setTimeout(() => this.fire(), wait);
-    });
-  }
-
-  /** The body ended: its timer goes (it must not outlive the answer by the idle wait); a read still out settles as it comes. */
-  stop(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  private fire(): void {
-    this.timer = undefined;
-    const waiting = this.waiting;
-    if (!waiting) return;
-    const left = waiting.due - Date.now();
-    if (left > 0) {
-      this.timer = setTimeout(() => this.fire(), left);
-      return;
-    }
-    this.waiting = undefined;
-    waiting.settle({ timeout: waiting.kind });
-  }
-}
-
 /** A failure's message and code for the client's error event. */
 function failureMessage(kind: StreamFailureKind, idleTimeoutMs: number | undefined): { message: string; code: string } {
   if (kind === "idle-timeout") {
@@ -182,15 +117,13 @@ export function relay({
   deadlineAt,
 }: RelayOptions): ReadableStream<Uint8Array> {
   let reader = firstReader;
-  let decoder = new TextDecoder();
-  let tail = "";
+  let tail = new AnswerTail();
   let bytes = 0;
   let ended = false;
   const clock = new ReadClock(idleTimeoutMs, deadlineAt);
   const observe = (chunk: Uint8Array) => {
     bytes += chunk.byteLength;
-    tail += decoder.decode(chunk, { stream: true });
-    if (tail.length > USAGE_TAIL_CHARS * 2) tail = tail.slice(-USAGE_TAIL_CHARS);
+    tail.push(chunk);
   };
   /**
    * What the client gets of a chunk: all of it, or what the filter passes. Returns whether
@@ -214,7 +147,7 @@ export function relay({
     // After the task that closed the stream: the client's last byte leaves first, then the usage
     // is parsed, the decision line written and the region told (bench/e2e's profile at 43f19cc: the line and the RPC
     // in the closing task held the end of the body back by ~1 ms).
-    setTimeout(() => onEnd(how, parseAnswerTail(tail), bytes), 0);
+    setTimeout(() => onEnd(how, parseAnswerTail(tail.text()), bytes), 0);
   };
   /** Ends the answer after a failure: an SSE stream with the error event, a JSON body broken. */
   const fail = (controller: ReadableStreamDefaultController<Uint8Array>, kind: StreamFailureKind, ending?: StreamEnding) => {
@@ -251,9 +184,9 @@ export function relay({
     if (!next) return undefined;
     if ("message" in next) return next;
     reader = next.reader;
+    clock.restart();
     // The tail is the answering node's: its usage, its terminator.
-    decoder = new TextDecoder();
-    tail = "";
+    tail = new AnswerTail();
     if (!next.first) return "more";
     observe(next.first);
     return emit(controller, next.first) ? "done" : "more";
@@ -318,16 +251,23 @@ export function relay({
    * again), "done" when a chunk was enqueued or the stream ended, or how the node failed.
    */
   async function pullOnce(controller: ReadableStreamDefaultController<Uint8Array>): Promise<Step> {
-    const read = await clock.read(reader);
-    if ("timeout" in read) {
-      // The node went silent (or the request ran out of time): stop the node's work on it.
-      console.log(JSON.stringify({ event: `upstream_stream_${read.timeout}_timeout`, request_id: requestId }));
-      void reader.cancel(new Error(`${read.timeout} timeout`)).catch(() => {});
-      return { failure: read.timeout === "idle" ? "idle-timeout" : "deadline" };
+    let read: Read | undefined;
+    let error: unknown;
+    try {
+      read = await clock.read(reader);
+    } catch (e) {
+      error = e;
     }
+    if (clock.timedOut) {
+      // The node went silent (or the request ran out of time): the clock cancelled its body.
+      console.log(JSON.stringify({ event: `upstream_stream_${clock.timedOut}_timeout`, request_id: requestId }));
+      return { failure: clock.timedOut === "idle" ? "idle-timeout" : "deadline" };
+    }
+    clock.settled();
+    if (!read) throw error;
     const { done, value } = read;
     if (done) {
-      if (sse && !streamEnd(tail)) {
+      if (sse && !streamEnd(tail.text())) {
         console.log(JSON.stringify({ event: "upstream_stream_truncated", request_id: requestId }));
         return { failure: "truncated" };
       }

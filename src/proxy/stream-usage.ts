@@ -25,7 +25,8 @@
 
 import type { EventFilter } from "./relay.ts";
 import { topLevelFields, type Field } from "./body-fields.ts";
-import { SseEventSplitter, eventData, joinEvents } from "./sse-events.ts";
+import { concatBytes } from "../http/body.ts";
+import { SseEventSplitter, eventData } from "./sse-events.ts";
 
 const INJECTED = new TextEncoder().encode('"stream_options":{"include_usage":true},');
 const OPEN_BRACE = 0x7b;
@@ -103,7 +104,7 @@ export class UsageEventFilter implements EventFilter {
 
   /** The bytes of `chunk` to pass on now. */
   push(chunk: Uint8Array): Uint8Array {
-    return joinEvents(this.events.push(chunk).filter((event) => !isUsageOnlyEvent(this.decoder.decode(event))));
+    return concatBytes(this.events.push(chunk).filter((event) => !isUsageOnlyEvent(this.decoder.decode(event))));
   }
 
   /** Whatever is left at the end of the stream (an unterminated last event), as received. */

@@ -19,7 +19,8 @@
  * resumes or ends. The usage event the router asked for is taken out, as stream-usage.ts does.
  */
 import { StreamFailure, type EventFilter } from "../proxy/relay.ts";
-import { SseEventSplitter, eventData, joinEvents } from "../proxy/sse-events.ts";
+import { concatBytes } from "../http/body.ts";
+import { SseEventSplitter, eventData } from "../proxy/sse-events.ts";
 import { COMPLETION_SLACK_TOKENS, wellFormed } from "../proxy/usage-check.ts";
 
 export type SeamKind = "chat" | "completion";
@@ -170,7 +171,7 @@ export class SeamFilter implements EventFilter {
       const passed = this.read(event);
       if (passed) out.push(passed);
     }
-    return joinEvents(out);
+    return concatBytes(out);
   }
 
   flush(): Uint8Array {

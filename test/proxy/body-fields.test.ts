@@ -28,6 +28,25 @@ describe("topLevelFields", () => {
     expect(f.get("n")).toEqual({ present: true, value: null });
   });
 
+  it("finds each string's end past escaped quotes and runs of backslashes, as JSON.parse does", () => {
+    // Content ending in an escaped backslash (its quote closes it), and content holding an escaped
+    // quote followed by text that looks like a top-level key.
+    const body = JSON.stringify({
+      messages: [
+        { role: "user", content: "path C:\\" },
+        { role: "user", content: 'say \\"max_tokens": 3, "x' },
+      ],
+      'we"ird': 1,
+      max_tokens: 42,
+    });
+    expect(JSON.parse(body).max_tokens).toBe(42);
+    const f = read(body, ["max_tokens", 'we"ird']);
+    expect(numberField(f, "max_tokens")).toBe(42);
+    expect(numberField(f, 'we"ird')).toBe(1);
+    // A body cut inside a string reads nothing after the cut.
+    expect(read('{"messages": "unterminated \\", "max_tokens": 4', ["max_tokens"]).get("max_tokens")).toEqual({ present: false });
+  });
+
   it("says present but does not parse a value past its bound, and reads nothing of a non-object", () => {
     const f = read(`{"stream_options":"${"x".repeat(MAX_FIELD_VALUE_BYTES)}"}`, ["stream_options"]);
     expect(f.get("stream_options")).toEqual({ present: true, value: undefined });

@@ -241,6 +241,40 @@ describe("relay timeouts (one timer per body, not per read)", () => {
     expect(ends).toEqual(["stream-error"]);
   });
 
+  it("times the next node's body afresh after a silent node is resumed, and cancels the silent one", async () => {
+    let cancelled: unknown;
+    const silent = new ReadableStream<Uint8Array>(
+      {
+        start(controller) {
+          controller.enqueue(enc.encode(content(0)));
+        },
+        cancel(reason) {
+          cancelled = reason;
+        },
+      },
+      { highWaterMark: 0 },
+    ).getReader();
+    const kinds: string[] = [];
+    const ends: RelayEnd[] = [];
+    const stream = relay({
+      first: undefined,
+      reader: silent,
+      sse: true,
+      requestId: "r",
+      idleTimeoutMs: 100,
+      resume: async (kind) => {
+        kinds.push(kind);
+        // The next node is slower than nothing but within the idle wait between its chunks.
+        return { first: undefined, reader: paced([content(1), content(2), "data: [DONE]\n\n"], [60, 60, 60, 0]) };
+      },
+      onEnd: (end) => ends.push(end),
+    });
+    expect(await readAll(stream)).toBe(content(0) + content(1) + content(2) + "data: [DONE]\n\n");
+    expect(kinds).toEqual(["idle-timeout"]);
+    expect(String(cancelled)).toContain("idle timeout");
+    expect(ends).toEqual(["ok"]);
+  });
+
   it("ends a stream at the request's deadline even while chunks keep coming within the idle wait", async () => {
     const chunks = Array.from({ length: 40 }, (_, i) => content(i));
     const { stream, ends } = timed(

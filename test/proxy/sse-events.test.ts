@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { StreamFailure } from "../../src/proxy/relay.ts";
-import { SseEventSplitter, eventData, joinEvents } from "../../src/proxy/sse-events.ts";
+import { concatBytes } from "../../src/http/body.ts";
+import { SseEventSplitter, eventData } from "../../src/proxy/sse-events.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -24,7 +25,7 @@ describe("SseEventSplitter", () => {
     const s = new SseEventSplitter();
     expect(s.push(enc.encode("data: x\n"))).toEqual([]);
     expect(s.pendingBytes).toBe(8);
-    expect(dec.decode(joinEvents(s.push(enc.encode("\ndata: y"))))).toBe("data: x\n\n");
+    expect(dec.decode(concatBytes(s.push(enc.encode("\ndata: y"))))).toBe("data: x\n\n");
     expect(dec.decode(s.rest())).toBe("data: y");
     expect(s.pendingBytes).toBe(0);
   });

@@ -1,0 +1,26 @@
+import { concatBytes } from "../http/body.ts";
+import { USAGE_TAIL_CHARS } from "./usage.ts";
+
+/**
+ * The last bytes of an answer, enough to hold its usage and its terminator: the chunks as they
+ * came, the oldest dropped while the rest still hold {@link USAGE_TAIL_CHARS} bytes, decoded only
+ * when read (at the end). Decoding and joining the text at every chunk cost a few µs per SSE event
+ * for text read once. (The usage and the terminator are ASCII, so bytes count as characters here;
+ * a character cut at the tail's start decodes as U+FFFD, before anything read.)
+ */
+export class AnswerTail {
+  private chunks: Uint8Array[] = [];
+  private size = 0;
+
+  push(chunk: Uint8Array): void {
+    this.chunks.push(chunk);
+    this.size += chunk.byteLength;
+    while (this.chunks.length > 1 && this.size - this.chunks[0]!.byteLength >= USAGE_TAIL_CHARS)
+      this.size -= this.chunks.shift()!.byteLength;
+  }
+
+  text(): string {
+    if (this.chunks.length !== 1) this.chunks = [concatBytes(this.chunks)];
+    return new TextDecoder().decode(this.chunks[0]);
+  }
+}
