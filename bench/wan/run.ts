@@ -291,8 +291,14 @@ async function cpuRounds(
   return out;
 }
 
-/** The CPU per SSE event: the streamed answer's median round less the typical request's, over its further events. */
-const perEventUs = (streamed: readonly number[], typical: number) => round(((median(streamed) - typical) / (STREAM_EVENTS - 1)) * 1000);
+/**
+ * The CPU per SSE event: each round's streamed answer less that round's typical request, over its
+ * further events, and the median of the rounds. The two halves of a round run back to back, so a
+ * slow spell of the machine weighs on both; the difference of the two medians, each from other
+ * rounds, read 71 to 160 µs across one day's runs.
+ */
+const perEventUs = (streamed: readonly number[], typical: readonly number[]) =>
+  round(median(streamed.map((s, r) => ((s - typical[r]!) / (STREAM_EVENTS - 1)) * 1000)));
 
 /** The median of a few values (CPU per request over rounds). */
 const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[(values.length - 1) >> 1]!;
@@ -514,7 +520,10 @@ async function main(): Promise<void> {
         workerd_ms: workerdMs,
         host_ms: round(typical - workerdMs),
         stream_cpu_rounds_ms: streamed,
-        relay_per_event_us: perEventUs(streamed, typical),
+        relay_per_event_us: perEventUs(
+          streamed,
+          rounds.map((x) => x.all),
+        ),
         ms: Object.fromEntries(STAGES.map((s) => [s, round((samples[s] / Math.max(1, sampled)) * workerdMs)])) as Record<Stage, number>,
       };
     } finally {
@@ -587,7 +596,10 @@ async function measureFloor(answer: BenchNode, stream: BenchNode): Promise<Floor
         mode,
         cpu_rounds_ms: measured.rounds.map((x) => x.all),
         cpu_ms_per_request: typical,
-        relay_per_event_us: perEventUs(measured.streamed, typical),
+        relay_per_event_us: perEventUs(
+          measured.streamed,
+          measured.rounds.map((x) => x.all),
+        ),
         added_p50_ms: round(f.ttfb_p50_ms - d.ttfb_p50_ms),
         added_p99_ms: round(f.ttfb_p99_ms - d.ttfb_p99_ms),
       });
@@ -647,7 +659,7 @@ function stageLines(stages: Stages | undefined, ms: (v: number | undefined) => s
     ),
     `| (workerd's Node host: Miniflare, log lines) | ${us(stages.host_ms)} | |`,
     "",
-    `- **Relay per SSE event**: ${stages.relay_per_event_us.toFixed(1)} µs of CPU per content event, each its own chunk as a model node sends tokens (the same request answered with ${STREAM_EVENTS} events: ${stages.stream_cpu_rounds_ms.map((v) => ms(v)).join(", ")} ms per request in ${stages.stream_cpu_rounds_ms.length} rounds of ${STREAM_REQUESTS}; the median less the typical request's, over ${STREAM_EVENTS - 1} events). A 500-token answer streamed a token an event adds ${ms((stages.relay_per_event_us * 499) / 1000)} ms over the typical request's.`,
+    `- **Relay per SSE event**: ${stages.relay_per_event_us.toFixed(1)} µs of CPU per content event, each its own chunk as a model node sends tokens (the same request answered with ${STREAM_EVENTS} events: ${stages.stream_cpu_rounds_ms.map((v) => ms(v)).join(", ")} ms per request in ${stages.stream_cpu_rounds_ms.length} rounds of ${STREAM_REQUESTS}, each less its round's typical request, over ${STREAM_EVENTS - 1} events; the median of the rounds). A 500-token answer streamed a token an event adds ${ms((stages.relay_per_event_us * 499) / 1000)} ms over the typical request's.`,
     "",
   ];
 }
