@@ -4,8 +4,8 @@ import { USAGE_TAIL_CHARS } from "./usage.ts";
 /**
  * The last bytes of an answer, enough to hold its usage and its terminator: the chunks as they
  * came, the oldest dropped while the rest still hold {@link USAGE_TAIL_CHARS} bytes, decoded only
- * when read (at the end). Decoding and joining the text at every chunk cost a few µs per SSE event
- * for text read once. (The usage and the terminator are ASCII, so bytes count as characters here;
+ * when read (at the end), instead of decoding and joining the text at every chunk (per SSE event)
+ * for a text read once. (The usage and the terminator are ASCII, so bytes count as characters here;
  * a character cut at the tail's start decodes as U+FFFD, before anything read.)
  */
 export class AnswerTail {

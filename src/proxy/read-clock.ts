@@ -10,10 +10,10 @@ export type Read = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["r
  * The node's next chunk, or a timeout: the idle wait or the request's deadline, whichever is first.
  *
  * The read is the reader's own promise, with no wrapper: a timeout cancels the reader, which
- * settles the read waiting (done, or an error), and `timedOut` says which wait ran out. A promise
- * racing each read cost ~6 µs of CPU per SSE event in workerd, and a timer set and cleared around
- * each chunk ~15 µs (bench/wan/RESULTS.md, "relay per SSE event"); one timer serves every read of a
- * body. It is armed for the read waiting when it is set; when it fires early (a later read started
+ * settles the read waiting (done, or an error), and `timedOut` says which wait ran out: no promise
+ * and callbacks of our own per SSE event, where every one is paid per token (bench/wan/RESULTS.md,
+ * "relay per SSE event"). One timer serves every read of a body: a timer set and cleared around
+ * each chunk cost ~15 µs of CPU per event in workerd. It is armed for the read waiting when it is set; when it fires early (a later read started
  * since), it is set again for what is left of that read's wait.
  */
 export class ReadClock {
