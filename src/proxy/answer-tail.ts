@@ -11,8 +11,11 @@ import { USAGE_TAIL_CHARS } from "./usage.ts";
 export class AnswerTail {
   private chunks: Uint8Array[] = [];
   private size = 0;
+  /** The chunks decoded, until the next push: the relay reads the tail twice at the end (terminator, usage). */
+  private decoded: string | undefined;
 
   push(chunk: Uint8Array): void {
+    this.decoded = undefined;
     this.chunks.push(chunk);
     this.size += chunk.byteLength;
     while (this.chunks.length > 1 && this.size - this.chunks[0]!.byteLength >= USAGE_TAIL_CHARS)
@@ -20,7 +23,6 @@ export class AnswerTail {
   }
 
   text(): string {
-    if (this.chunks.length !== 1) this.chunks = [concatBytes(this.chunks)];
-    return new TextDecoder().decode(this.chunks[0]);
+    return (this.decoded ??= new TextDecoder().decode(concatBytes(this.chunks)));
   }
 }

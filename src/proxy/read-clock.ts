@@ -13,8 +13,9 @@ export type Read = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["r
  * settles the read waiting (done, or an error), and `timedOut` says which wait ran out: no promise
  * and callbacks of our own per SSE event, where every one is paid per token (bench/wan/RESULTS.md,
  * "relay per SSE event"). One timer serves every read of a body: a timer set and cleared around
- * each chunk cost ~15 µs of CPU per event in workerd. It is armed for the read waiting when it is set; when it fires early (a later read started
- * since), it is set again for what is left of that read's wait.
+ * each chunk cost ~15 µs of CPU per event in workerd. It is armed for the read waiting when it is
+ * set; when it fires early (a later read started since), it is set again for what is left of that
+ * read's wait.
  */
 export class ReadClock {
   /** Which wait ran out (the reader was cancelled for it), once one has. */
