@@ -27,6 +27,7 @@ import { fileURLToPath } from "node:url";
 import { DEFAULT_FLEET, type FleetConfig } from "./fleet.ts";
 import {
   capacitySpeed,
+  commitmentsAt,
   DEFAULT_TRACE,
   dynamoLabel,
   pickTuned,
@@ -119,7 +120,8 @@ for (const name of workloadNames) {
     log(`  tuned: smg ${smgLabel(tuned.smg)}; dynamo ${dynamoLabel(tuned.dynamo)}`);
   }
   const hasClasses = w.requests.some((r) => r.priority === "batch");
-  const entries = routerEntries(fleet, hasClasses, tuned);
+  // Tenants with classes (the mix): warmpath also with each tenant committed its own rate at 1x.
+  const entries = routerEntries(fleet, hasClasses, tuned, hasClasses ? commitmentsAt(w, capacity.speed) : undefined);
   workloads.push({
     name,
     description: w.description,

@@ -94,6 +94,8 @@ export class RouterDispatcher implements Dispatcher {
    *   admission reads them); off, every request is the same tenant's, as for the anchors, which
    *   have no tenants
    * @param options.refusals record the router's refusals (bench/goodput.ts) instead of failing the run
+   * @param options.commitments each tenant's committed prompt tokens a minute, sent with its requests
+   *   (with `tenancy`), as the worker sends the configured `committed_prompt_tokens_per_minute`
    */
   constructor(
     label: string,
@@ -107,6 +109,7 @@ export class RouterDispatcher implements Dispatcher {
       settings?: (policy: PolicySpec, prefillRate: number) => RegionSettings;
       tenancy?: boolean;
       refusals?: boolean;
+      commitments?: Readonly<Record<string, number>> | undefined;
     } = {},
   ) {
     this.name = label;
@@ -117,9 +120,11 @@ export class RouterDispatcher implements Dispatcher {
     this.serves = options.nodes ?? (() => true);
     this.tenancy = options.tenancy ?? false;
     this.refusals = options.refusals ?? false;
+    this.commitments = options.commitments;
   }
 
   private readonly tenancy: boolean;
+  private readonly commitments: Readonly<Record<string, number>> | undefined;
   private readonly refusals: boolean;
   /** Requests held in the router's queue, by queue id. */
   private readonly queued = new Map<string, Live>();
@@ -166,7 +171,7 @@ export class RouterDispatcher implements Dispatcher {
       sessionKey: r.req.sessionKey,
     };
     if (exclude !== undefined && exclude.length > 0) req.exclude = exclude;
-    if (this.tenancy) Object.assign(req, tenancyOf(r));
+    if (this.tenancy) Object.assign(req, tenancyOf(r, this.commitments));
     // With admission off (the main bench, the anchors), admit is route: placed at once or refused.
     const res = this.router.admit(req, now);
     if (res.ok === "queued") {
@@ -244,13 +249,19 @@ export class RouterDispatcher implements Dispatcher {
 }
 
 /**
- * What warmpath's admission reads of a request (RouteRequest's tenant, priority, objectiveMs):
- * the tenant's class and configured objective, as the worker would send them from configuration.
- * Absent fields are left out, so a workload without tenants routes exactly as before.
+ * What warmpath's admission reads of a request (RouteRequest's tenant, priority, objectiveMs and
+ * commitment): the tenant's class, configured objective and commitment, as the worker would send
+ * them from configuration. Absent fields are left out, so a workload without tenants routes
+ * exactly as before.
  */
-function tenancyOf(r: Live): Pick<RouteRequest, "tenant" | "priority" | "objectiveMs"> {
-  const out: Pick<RouteRequest, "tenant" | "priority" | "objectiveMs"> = {};
+function tenancyOf(
+  r: Live,
+  commitments: Readonly<Record<string, number>> | undefined,
+): Pick<RouteRequest, "tenant" | "priority" | "objectiveMs" | "committedTokensPerMinute"> {
+  const out: Pick<RouteRequest, "tenant" | "priority" | "objectiveMs" | "committedTokensPerMinute"> = {};
   if (r.req.tenant !== undefined) out.tenant = r.req.tenant;
+  const committed = r.req.tenant === undefined ? undefined : commitments?.[r.req.tenant];
+  if (committed !== undefined) out.committedTokensPerMinute = committed;
   if (r.req.priority !== undefined) out.priority = r.req.priority;
   if (r.req.objectiveMs !== undefined) out.objectiveMs = Math.round(r.req.objectiveMs);
   return out;

@@ -116,11 +116,32 @@ export function dynamoLabel(c: DynamoBusyConfig): string {
   return `decode ${c.activeDecodeBlocksThreshold}, prefill ${c.activePrefillTokensThreshold} tokens`;
 }
 
-/** The routers compared on a workload; `tuned` are the protections' tuned configurations. */
+/**
+ * Each tenant's commitment as an operator who sold the fleet's capacity would configure it
+ * (`committed_prompt_tokens_per_minute`): the prompt tokens a minute it sends at 1x (`speed`, the
+ * capacity's arrival-rate multiplier), over the workload's span. The mix at 1x keeps the fleet's
+ * prefill about fully busy, so the commitments add up to the fleet's capacity, with no headroom.
+ */
+export function commitmentsAt(w: Workload, speed: number): Record<string, number> {
+  let span = 0;
+  const tokens = new Map<string, number>();
+  for (const r of w.requests) {
+    span = Math.max(span, r.arrival);
+    if (r.tenant !== undefined) tokens.set(r.tenant, (tokens.get(r.tenant) ?? 0) + r.promptTokens);
+  }
+  const minutes = span / speed / 60_000;
+  return Object.fromEntries([...tokens].sort(([a], [b]) => a.localeCompare(b)).map(([t, n]) => [t, Math.max(1, Math.round(n / minutes))]));
+}
+
+/**
+ * The routers compared on a workload; `tuned` are the protections' tuned configurations;
+ * `commitments` (a workload of tenants) adds warmpath with each tenant committed its own rate.
+ */
 export function routerEntries(
   fleet: FleetConfig,
   hasClasses: boolean,
   tuned: { smg: SmgLimiterConfig; dynamo: DynamoBusyConfig },
+  commitments?: Record<string, number>,
 ): RouterEntry[] {
   const engineSlots = fleet.nodes * fleet.slots;
   const out: RouterEntry[] = [
@@ -130,6 +151,17 @@ export function routerEntries(
       spec: { kind: "warmpath", admission: true },
       description: "the production RegionRouter with DEFAULT_REGION_SETTINGS (admission by objective and the region queue on)",
     },
+    ...(commitments === undefined
+      ? []
+      : [
+          {
+            name: "warmpath-committed",
+            group: "warmpath" as const,
+            spec: { kind: "warmpath" as const, admission: true, commitments },
+            description:
+              "the same with each tenant committed the prompt tokens a minute it sends at x1 (`committed_prompt_tokens_per_minute`; together the fleet's capacity)",
+          },
+        ]),
     {
       name: "warmpath-no-admission",
       group: "warmpath",

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { DEFAULT_FLEET, simulate, type Decided, type Dispatcher, type Fleet, type Live, type Placement } from "../fleet.ts";
 import { generateMix, MIX } from "../workloads/generator.ts";
 import type { Workload } from "../workloads/types.ts";
-import { capacitySpeed, routerEntries, SMG_GRID, DYNAMO_GRID, runOne } from "../goodput/harness.ts";
+import { capacitySpeed, commitmentsAt, routerEntries, SMG_GRID, DYNAMO_GRID, runOne } from "../goodput/harness.ts";
 import { buildRouter, type PlacingDispatcher } from "../goodput/routers.ts";
 import { SmgLimiter, smgDefaults } from "../goodput/smg-limiter.ts";
 import { DynamoBusy } from "../goodput/dynamo-busy.ts";
@@ -74,6 +74,34 @@ describe("goodput benchmark", () => {
       const r = runOne(mix, 3, capacity, DEFAULT_FLEET, e);
       assert.ok(wp.all.goodput > r.all.goodput, `warmpath ${wp.all.goodput} vs ${e.name} ${r.all.goodput}`);
     }
+  });
+
+  test("commits each tenant the prompt tokens a minute it sends at 1x, and warmpath-committed sends them with its requests", () => {
+    const c = commitmentsAt(mix, capacity);
+    assert.deepEqual(Object.keys(c).sort(), MIX.tenants.map((t) => t.name).sort());
+    // At 1x the run lasts the workload's span divided by the speed: a tenant's commitment is its prompt tokens over that.
+    const span = Math.max(...mix.requests.map((r) => r.arrival)) / capacity / 60_000;
+    for (const [tenant, perMinute] of Object.entries(c)) {
+      const tokens = mix.requests.filter((r) => r.tenant === tenant).reduce((n, r) => n + r.promptTokens, 0);
+      assert.ok(Math.abs(perMinute - tokens / span) <= 1, `${tenant}: ${perMinute} vs ${tokens / span}`);
+    }
+    const entries = routerEntries(DEFAULT_FLEET, true, { smg: SMG_GRID[0]!, dynamo: DYNAMO_GRID[0]! }, c);
+    const committed = entries.find((e) => e.name === "warmpath-committed")!;
+    assert.deepEqual(committed.spec, { kind: "warmpath", admission: true, commitments: c });
+    assert.equal(
+      routerEntries(DEFAULT_FLEET, true, { smg: SMG_GRID[0]!, dynamo: DYNAMO_GRID[0]! }).find((e) => e.name === "warmpath-committed"),
+      undefined,
+    );
+    // Its commitments reach the region: the same run without them differs.
+    const a = runOne(mix, 2, capacity, DEFAULT_FLEET, committed);
+    const b = runOne(
+      mix,
+      2,
+      capacity,
+      DEFAULT_FLEET,
+      entries.find((e) => e.name === "warmpath")!,
+    );
+    assert.notDeepEqual(a.byTenant, b.byTenant);
   });
 
   test("a run is deterministic", () => {

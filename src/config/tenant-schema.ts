@@ -3,7 +3,7 @@
  * budget, prices and priority.
  */
 import { z } from "zod";
-import { priorityClassSchema, MAX_OBJECTIVE_MS } from "../contracts/routing.ts";
+import { priorityClassSchema, MAX_COMMITTED_TOKENS_PER_MINUTE, MAX_OBJECTIVE_MS } from "../contracts/routing.ts";
 import { name, SHA256_HEX } from "./schema-names.ts";
 import { budgetSchema, pricesSchema } from "./usage-schema.ts";
 
@@ -49,6 +49,15 @@ export const tenantSchema = z.strictObject({
     })
     .optional()
     .describe("Its rate limits in each region, as token buckets (a minute's budget may be spent at once); default none."),
+  committed_prompt_tokens_per_minute: z
+    .number()
+    .int()
+    .positive()
+    .max(MAX_COMMITTED_TOKENS_PER_MINUTE)
+    .optional()
+    .describe(
+      "The prompt tokens a minute it was sold in each region (estimated, as `rate_limits` count them): while its last minute stays within 1.5x of it, its requests keep their class whatever the other tenants send; past that, they rank after every tenant within its commitment or share, in class order (docs/ADMISSION.md). Size the commitments within the region's prefill. Default none: judged by its weighted share of the demand.",
+    ),
   budget: budgetSchema
     .optional()
     .describe(

@@ -20,7 +20,14 @@
  */
 import { z } from "zod";
 import { nodeIdSchema, nodeReportSchema } from "./node.ts";
-import { MAX_OBJECTIVE_MS, priorityClassSchema, rateLimitStateSchema, responseIdSchema, shedReasonSchema } from "./routing.ts";
+import {
+  MAX_COMMITTED_TOKENS_PER_MINUTE,
+  MAX_OBJECTIVE_MS,
+  priorityClassSchema,
+  rateLimitStateSchema,
+  responseIdSchema,
+  shedReasonSchema,
+} from "./routing.ts";
 import { traceScopeSchema } from "./trace.ts";
 import { nodeCredentialSchema } from "../core/node-identity.ts";
 
@@ -97,6 +104,8 @@ export const dispatchRequestSchema = z.object({
     weight: z.number().positive().max(1_000),
     requestsPerMinute: z.number().int().positive().optional(),
     promptTokensPerMinute: z.number().int().positive().optional(),
+    /** Its committed prompt tokens a minute in each region, if any (tenant-demand.ts). */
+    committedTokensPerMinute: z.number().int().positive().max(MAX_COMMITTED_TOKENS_PER_MINUTE).optional(),
     /** Its configured time-to-first-token objective (ms), if any. */
     objectiveMs: z.number().int().min(1).max(MAX_OBJECTIVE_MS).optional(),
   }),

@@ -67,6 +67,9 @@ export type PriorityClass = z.infer<typeof priorityClassSchema>;
 /** The longest time-to-first-token objective a request may carry: an hour (a longer one is no objective). */
 export const MAX_OBJECTIVE_MS = 3_600_000;
 
+/** The largest commitment a tenant may be given: a billion prompt tokens a minute (past any region's prefill). */
+export const MAX_COMMITTED_TOKENS_PER_MINUTE = 1_000_000_000;
+
 /** Why a region shed a request it could have placed (reason `shed`): see RouteResult. */
 export const shedReasonSchema = z.enum(["objective", "deadline", "queue-full"]);
 export type ShedReason = z.infer<typeof shedReasonSchema>;
@@ -143,6 +146,8 @@ export const routeRequestSchema = z.object({
   failoverFrom: z.string().min(1).max(64).optional(),
   /** The tenant's weight for its fair share of the region (configuration, default 1). */
   tenantWeight: z.number().positive().max(1_000).optional(),
+  /** The tenant's committed prompt tokens a minute in each region (configuration; absent: judged by its share of the demand). */
+  committedTokensPerMinute: z.number().int().positive().max(MAX_COMMITTED_TOKENS_PER_MINUTE).optional(),
   /** The stored response (Responses API) this request continues, scoped by tenant: only its node holds it. */
   previousResponseId: responseIdSchema.optional(),
   /**

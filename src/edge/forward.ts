@@ -113,6 +113,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
         weight: tenant.weight,
         requestsPerMinute: tenant.rate_limits?.requests_per_minute,
         promptTokensPerMinute: tenant.rate_limits?.prompt_tokens_per_minute,
+        committedTokensPerMinute: tenant.committed_prompt_tokens_per_minute,
         objectiveMs: input.admission.tenantObjectiveMs,
       },
       priority: input.admission.priority,

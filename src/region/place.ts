@@ -156,6 +156,9 @@ function routeRequest(rc: RegionContext, { shard, exclude, continuation }: NodeP
     requestId: r.requestId,
     tenant: r.tenant.id,
     tenantWeight: r.tenant.weight,
+    // A sharded region's shards each judge their part of the commitment, as of the rate limits.
+    committedTokensPerMinute:
+      r.tenant.committedTokensPerMinute === undefined ? undefined : Math.max(1, Math.ceil(r.tenant.committedTokensPerMinute / shards)),
     model: r.model,
     hashes: r.hashes,
     promptTokens: continuation?.promptTokens ?? r.promptTokens,

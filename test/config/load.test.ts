@@ -55,6 +55,12 @@ describe("loadConfig", () => {
     const badKey = clone();
     badKey.tenants[0]!.api_key_sha256 = ["not-a-hash"];
     expect(configError(envWith(badKey))).toContain("tenants.0.api_key_sha256.0");
+    // A commitment is a whole number of prompt tokens a minute, above zero.
+    for (const committed of [0, -5, 1.5, "1000"]) {
+      const badCommitment = clone();
+      (badCommitment.tenants[0] as Record<string, unknown>).committed_prompt_tokens_per_minute = committed;
+      expect(configError(envWith(badCommitment))).toContain("tenants.0.committed_prompt_tokens_per_minute");
+    }
   });
 
   it("refuses an unknown key anywhere, naming the key and where it is", () => {

@@ -45,6 +45,21 @@ function queued(step: RouteStep): string {
   if (step.ok !== "queued") throw new Error(`not queued: ${JSON.stringify(step)}`);
   return step.queueId;
 }
+/**
+ * The queued requests' names (`whose`, by queue id) in the order the region releases them from one
+ * node: each placed one's first byte a second after the last, from the head's (`ticket`).
+ */
+function releaseOrder(r: RegionRouter, ticket: string, whose: ReadonlyMap<string, string>): string[] {
+  const order: string[] = [];
+  for (let t = 1_000; order.length < whose.size && t < 60_000; t += 1_000) {
+    r.firstByte(ticket, t);
+    for (const o of r.drainQueue(t)) {
+      order.push(whose.get(o.queueId)!);
+      ticket = placed(o.result).ticket;
+    }
+  }
+  return order;
+}
 const inflight = (r: RegionRouter) => r.snapshot(0).nodes.reduce((s, n) => s + n.load.inflight, 0);
 
 describe("objective", () => {
@@ -205,7 +220,7 @@ describe("admission", () => {
     r.upsertNode(spec("a"), 0);
     const loose = { objectiveMs: 60_000 };
     const whose = new Map<string, string>();
-    let ticket = placed(r.admit(req(10_000, { tenant: "other", priority: "standard", ...loose }), 0)).ticket;
+    const ticket = placed(r.admit(req(10_000, { tenant: "other", priority: "standard", ...loose }), 0)).ticket;
     whose.set(queued(r.admit(req(2_000, { tenant: "bulk", priority: "batch", ...loose }), 1)), "bulk1");
     // "hog" asks for interactive: its first two are within its share of the demand (5,000 of
     // 17,000, 10,000 of 22,000); from its third (15,000 of 27,000: over 1.5x a third) it floods.
@@ -213,15 +228,29 @@ describe("admission", () => {
       whose.set(queued(r.admit(req(5_000, { tenant: "hog", priority: "interactive", ...loose }), 1 + i)), `hog${i}`);
     // The batch tenant asks for batch within its share: even arriving after the flood, it goes first.
     whose.set(queued(r.admit(req(2_000, { tenant: "bulk", priority: "batch", ...loose }), 7)), "bulk2");
-    const order: string[] = [];
-    for (let t = 1_000; order.length < 7 && t < 60_000; t += 1_000) {
-      r.firstByte(ticket, t);
-      for (const o of r.drainQueue(t)) {
-        order.push(whose.get(o.queueId)!);
-        ticket = placed(o.result).ticket;
-      }
-    }
-    expect(order).toEqual(["hog1", "hog2", "bulk1", "bulk2", "hog3", "hog4", "hog5"]);
+    expect(releaseOrder(r, ticket, whose)).toEqual(["hog1", "hog2", "bulk1", "bulk2", "hog3", "hog4", "hog5"]);
+  });
+
+  it("with commitments, releases a tenant's requests past its commitment after every tenant's committed ones, though it is within every share", () => {
+    const run = (committed: boolean) => {
+      const r = new RegionRouter(settings());
+      r.upsertNode(spec("a"), 0);
+      const loose = { objectiveMs: 60_000 };
+      // bulk asks for batch and is sold 100,000 prompt tokens a minute; rag, standard, 10,000.
+      const bulk = { tenant: "bulk", priority: "batch" as const, ...loose, ...(committed ? { committedTokensPerMinute: 100_000 } : {}) };
+      const rag = { tenant: "rag", priority: "standard" as const, ...loose, ...(committed ? { committedTokensPerMinute: 10_000 } : {}) };
+      const whose = new Map<string, string>();
+      const ticket = placed(r.admit(req(10_000, { tenant: "other", priority: "standard", ...loose }), 0)).ticket;
+      whose.set(queued(r.admit(req(20_000, bulk), 1)), "bulk1");
+      // rag's uncached demand stays within its share of everyone's and of its peers' (at its third,
+      // 15,000 of 45,000 and of 25,000): by shares it never floods. Against its commitment, its
+      // first two fit, its third is within 1.5x it (and within its share), its fourth is past it.
+      for (let i = 1; i <= 5; i++) whose.set(queued(r.admit(req(5_000, rag), 1 + i)), `rag${i}`);
+      whose.set(queued(r.admit(req(20_000, bulk), 7)), "bulk2");
+      return releaseOrder(r, ticket, whose);
+    };
+    expect(run(false)).toEqual(["rag1", "rag2", "rag3", "rag4", "rag5", "bulk1", "bulk2"]);
+    expect(run(true)).toEqual(["rag1", "rag2", "rag3", "bulk1", "bulk2", "rag4", "rag5"]);
   });
 
   it("keeps a tenant over its share of everyone's demand off the nodes held for the others while it has prefill on them, and holds nothing idle", () => {

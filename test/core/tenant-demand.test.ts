@@ -1,8 +1,8 @@
 /** TenantDemand: which tenants are flooding, and over whose share (src/core/region/tenant-demand.ts). */
 import { describe, expect, it } from "vitest";
-import { TenantDemand } from "../../src/core/region/tenant-demand.ts";
+import { COMMITMENT_TAU_MS, TenantDemand } from "../../src/core/region/tenant-demand.ts";
 import { DEMAND_TAU_MS } from "../../src/core/region/class-reserve.ts";
-import { demotedRank, EXCESS_RANK } from "../../src/core/region/admission-queue.ts";
+import { demotedRank, EXCESS_RANK, RANKS, rankClass } from "../../src/core/region/admission-queue.ts";
 
 describe("TenantDemand", () => {
   it("finds a tenant over 1.5x its weighted share of the active tenants' recent prefill, and only then", () => {
@@ -63,5 +63,70 @@ describe("TenantDemand", () => {
     expect(demotedRank(1, "everyone")).toBe(EXCESS_RANK);
     expect(demotedRank(2, "everyone")).toBe(2);
     expect(EXCESS_RANK).toBeGreaterThan(2);
+  });
+
+  it("ranks a tenant past its commitment after every class, in its class's order; a batch one with the share's excess, last", () => {
+    const ranks = [0, 1, 2].map((asked) => demotedRank(asked, "commitment"));
+    expect(ranks).toEqual([3, 4, 5]);
+    expect(ranks.at(-1)).toBe(EXCESS_RANK);
+    expect(RANKS).toBe(6);
+    // Reported as batch: it ranks after every class.
+    expect(ranks.map(rankClass)).toEqual(["batch", "batch", "batch"]);
+  });
+});
+
+describe("TenantDemand with commitments", () => {
+  const PER_MINUTE = 60_000;
+  const commit = (promptTokens: number) => ({ perMinute: PER_MINUTE, promptTokens });
+
+  it("keeps a tenant within its commitment in its class although it is over every share of the demand", () => {
+    const d = new TenantDemand();
+    d.arrived("light", 1, 1_000, 0, 1);
+    d.arrived("big", 1, 900_000, 0, 1, commit(50_000));
+    expect(d.overShare("big", 0)).toBeUndefined();
+    expect(d.overEveryone(0).has("big")).toBe(false);
+    // The same demand without a commitment floods.
+    const e = new TenantDemand();
+    e.arrived("light", 1, 1_000, 0, 1);
+    e.arrived("big", 1, 900_000, 0, 1);
+    expect(e.overShare("big", 0)).toBe("everyone");
+  });
+
+  it("past its commitment, demotes only the part beyond it: the committed part keeps its class", () => {
+    const d = new TenantDemand();
+    d.arrived("other", 1, 1_000_000, 0, 1);
+    const verdicts: Array<string | undefined> = [];
+    // Ten requests of 10,000 prompt tokens at one instant, against a 60,000-a-minute commitment,
+    // while it asks little of the uncached demand (within its share): 6 fit, the band to 1.5x
+    // is judged by its share (within: 3 more), the last is past 1.5x.
+    for (let i = 0; i < 10; i++) {
+      d.arrived("committed", 1, 1_000, 0, 1, commit(10_000));
+      verdicts.push(d.overShare("committed", 0));
+    }
+    expect(verdicts.filter((v) => v === undefined)).toHaveLength(9);
+    expect(verdicts.slice(9)).toEqual(["commitment"]);
+    // A request that lost its class is not counted as kept: the next minute frees the commitment.
+    d.arrived("other", 1, 1_000_000, COMMITMENT_TAU_MS * 5, 1);
+    d.arrived("committed", 1, 1_000, COMMITMENT_TAU_MS * 5, 1, commit(10_000));
+    expect(d.overShare("committed", COMMITMENT_TAU_MS * 5)).toBeUndefined();
+  });
+
+  it("in the band between its commitment and 1.5x it, keeps its class only while within its share of the demand", () => {
+    const d = new TenantDemand();
+    d.arrived("other", 1, 10_000, 0, 1);
+    // Its uncached demand dwarfs the other's: over everyone's share.
+    d.arrived("committed", 1, 1_000_000, 0, 1, commit(60_000)); // exactly its commitment: kept
+    expect(d.overShare("committed", 0)).toBeUndefined();
+    d.arrived("committed", 1, 1_000_000, 0, 1, commit(10_000)); // in the band, over its share
+    expect(d.overShare("committed", 0)).toBe("commitment");
+    expect(d.overEveryone(0).has("committed")).toBe(true);
+  });
+
+  it("judges a tenant by shares again once its configuration has no commitment", () => {
+    const d = new TenantDemand();
+    d.arrived("light", 1, 1_000, 0, 1);
+    d.arrived("big", 1, 900_000, 0, 1, commit(1_000));
+    d.arrived("big", 1, 1_000, 0, 1);
+    expect(d.overShare("big", 0)).toBe("everyone");
   });
 });

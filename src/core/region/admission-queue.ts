@@ -19,15 +19,21 @@ import { PRIORITY_CLASSES, type PriorityClass, type RouteRequest } from "../../c
 import type { Flooding } from "./tenant-demand.ts";
 
 /**
- * The rank below every class: a flooding tenant's requests (tenant-demand.ts). A class is what a
- * tenant is entitled to at its share; what it sends beyond is entitled to nothing, so it is
- * released only to what no class needs (the batch tenants included), and shed first.
+ * Ranks past the classes: a flooding tenant's requests (tenant-demand.ts). A class is what a
+ * tenant is entitled to within its share or commitment; what it sends beyond is entitled to
+ * nothing, so it is released only to what no class needs (the batch tenants included), and shed
+ * first. A tenant past its commitment keeps its class's order among the excess (the excess ranks
+ * follow the classes, each in class order: past 2x load every committed tenant may be past its
+ * commitment, and interactive must still go first); one over everyone's share of the demand, with
+ * no commitment, ranks last, EXCESS_RANK.
  */
-export const EXCESS_RANK = PRIORITY_CLASSES.length;
-/** Ranks the region orders: the classes, then the excess. */
-export const RANKS = PRIORITY_CLASSES.length + 1;
+const EXCESS_BASE = PRIORITY_CLASSES.length;
+/** Ranks the region orders: the classes, then the excess in class order. */
+export const RANKS = 2 * PRIORITY_CLASSES.length;
+/** The last rank: a tenant over everyone's share of the demand (and a batch tenant past its commitment). */
+export const EXCESS_RANK = RANKS - 1;
 
-/** The class a rank is reported as: the excess is reported as batch (with `overShare` on the decision). */
+/** The class a rank is reported as: the excess is reported as batch (it ranks after every class). */
 export function rankClass(rank: number): PriorityClass {
   return PRIORITY_CLASSES[Math.min(rank, PRIORITY_CLASSES.length - 1)]!;
 }
@@ -35,6 +41,7 @@ export function rankClass(rank: number): PriorityClass {
 /** The rank a tenant's request takes, from the class it asked for and how far it floods (tenant-demand.ts). */
 export function demotedRank(asked: number, flooding: Flooding): number {
   const batch = PRIORITY_CLASSES.length - 1;
+  if (flooding === "commitment") return EXCESS_BASE + asked;
   if (flooding === undefined || asked >= batch) return asked;
   return flooding === "everyone" ? EXCESS_RANK : batch;
 }

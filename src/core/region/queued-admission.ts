@@ -121,15 +121,17 @@ export class QueuedAdmission {
     const meanRate = this.regionRate(found.nodes);
     const objective = objectiveMs(req, meanRate, this.settings.admission);
     const { ownMs, work } = leastOwnCost(candidates);
-    // A tenant over its share of the recent demand loses the class it asked for while it is
-    // (tenant-demand.ts: below batch, unless it asked for batch),
+    // A tenant over its share of the recent demand, or past its commitment, loses the class it
+    // asked for while it is (tenant-demand.ts: below batch, unless it asked for batch without a commitment),
     // and is refused (another region, else 429) if every node it may use has a queue past the fair
     // share's bound. A tenant within its share is never refused for it: the fair share judges
     // dispatched prefill, which the queue's class order tilts towards the higher classes (refused
     // on that alone, 4% of the interactive requests at 2x load with noise were refused as over
     // their share although interactive traffic was a third of the demand: bench/GOODPUT.md).
     const tenant = req.tenant ?? "";
-    this.demand.arrived(tenant, req.tenantWeight ?? 1, work, now, asked);
+    const committed =
+      req.committedTokensPerMinute === undefined ? undefined : { perMinute: req.committedTokensPerMinute, promptTokens: req.promptTokens };
+    this.demand.arrived(tenant, req.tenantWeight ?? 1, work, now, asked, committed);
     const flooding = this.demand.overShare(tenant, now);
     const share = this.placement.admitFairShare(req, tenant, candidates, now);
     if (!share.ok && flooding !== undefined) return this.placement.refuseOverShare(req, tenant, share, all, now);

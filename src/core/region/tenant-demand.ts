@@ -33,6 +33,22 @@
  *   (which kept 72.1% of its goodput against 83.5%; 77.1% with this).
  * Same tolerance as the fair share's bound (fair-share.ts): two tenants sending alike hold 40% or
  * 60% by the luck of arrival, and must not demote each other.
+ *
+ * A tenant with a commitment (its `committed_prompt_tokens_per_minute`: what the operator sold it)
+ * is judged by it instead, request by request ({@link TenantDemand.arrived}), against the prompt
+ * tokens of its that kept their class over the last minute: within the commitment, a request keeps
+ * its class whatever the others send; up to 1.5x it (the same tolerance), only while the tenant is
+ * within its share of the demand (bursts pass, a flood does not); past that it is `commitment`, and
+ * ranks after every tenant's traffic within its commitment or share, in class order
+ * (admission-queue.ts). Only the part past the commitment: a tenant at five times its rate keeps its
+ * committed part in its class. Shares of the demand cannot tell who changed: on the mix at 1x, a
+ * standard RAG tenant at five times its rate asks 23.5% of the uncached prefill, within its fifth
+ * x 1.5, while the batch tenant asks 45%, so by shares the batch tenant is the one over (it kept
+ * 80.3% of its goodput); with every tenant committed its own rate, 93.1% at worst under any
+ * tenant's flood (bench/GOODPUT.md, warmpath-committed). A commitment says what each was sold, so
+ * the tenant past its own is the one that pays. (Judged by everything it sent, not what it kept,
+ * a tenant at 1.5x its commitment flipped between classes and lost all of them: interactive
+ * goodput at 1.5x load 70% against 92%.)
  */
 import { SHARE_TOLERANCE } from "./fair-share.ts";
 import { DEMAND_TAU_MS } from "./class-reserve.ts";
@@ -40,14 +56,44 @@ import { DEMAND_TAU_MS } from "./class-reserve.ts";
 /** Tenants tracked per region (the configuration's, with room to spare); idle ones are forgotten first. */
 const MAX_TENANTS = 1_024;
 
-/** Whose demand a tenant is over its share of: every active tenant's, only its peers' (its class and above), or neither. */
-export type Flooding = "everyone" | "peers" | undefined;
+/** Whose demand a tenant is over its share of: every active tenant's, only its peers' (its class and above), its own commitment, or none. */
+export type Flooding = "everyone" | "peers" | "commitment" | undefined;
+
+/**
+ * A commitment is judged over the last minute (decayed with this time constant, so a steady rate
+ * of r tokens a minute sums to r): the period it is stated in, and long enough that a chat
+ * tenant's bursts at its committed rate stay within 1.5x of it.
+ */
+export const COMMITMENT_TAU_MS = 60_000;
+
+/** What a tenant with a commitment sent, for {@link TenantDemand.arrived}. */
+export interface Committed {
+  /** Its committed prompt tokens a minute in this region. */
+  perMinute: number;
+  /** This request's prompt tokens (estimated, as the rate limits count them). */
+  promptTokens: number;
+}
 
 interface Demand {
   tokens: number;
   rank: number;
   at: number;
   weight: number;
+  /** With a commitment: see {@link Commitment}. */
+  committed?: Commitment | undefined;
+}
+
+/**
+ * A tenant's commitment and what it sent against it over the last minute (prompt tokens, decayed
+ * with COMMITMENT_TAU_MS to `at`): all of it (`sent`), and the part that kept its class (`kept`).
+ */
+interface Commitment {
+  perMinute: number;
+  sent: number;
+  kept: number;
+  at: number;
+  /** Its last request's verdict ({@link TenantDemand.arrived}): it kept its class (undefined), or `commitment`. */
+  verdict: Flooding;
 }
 
 export class TenantDemand {
@@ -56,8 +102,11 @@ export class TenantDemand {
   private version = 0;
   private everyone: { at: number; version: number; tenants: ReadonlySet<string> } | undefined;
 
-  /** A request of `tenant` (of `weight`) arrived, asking for class `rank` (its last request's counts), costing `tokens` of uncached prefill. */
-  arrived(tenant: string, weight: number, tokens: number, now: number, rank: number): void {
+  /**
+   * A request of `tenant` (of `weight`) arrived, asking for class `rank` (its last request's
+   * counts), costing `tokens` of uncached prefill; `committed` when the tenant has a commitment.
+   */
+  arrived(tenant: string, weight: number, tokens: number, now: number, rank: number, committed?: Committed): void {
     let d = this.tenants.get(tenant);
     if (!d) {
       if (this.tenants.size >= MAX_TENANTS) this.forgetIdle(now);
@@ -68,6 +117,28 @@ export class TenantDemand {
     d.at = now;
     d.weight = weight;
     d.rank = rank;
+    if (committed) {
+      const c = d.committed;
+      const k = c ? Math.exp(-Math.max(0, now - c.at) / COMMITMENT_TAU_MS) : 0;
+      const kept = c ? c.kept * k : 0;
+      const after = kept + committed.promptTokens;
+      // Within its commitment it keeps its class; up to 1.5x it, only while within its share of
+      // the demand (as a tenant without one is judged); past that, only what it sends beyond
+      // loses its class: a tenant at five times its commitment keeps its committed part.
+      const verdict: Flooding =
+        after <= committed.perMinute
+          ? undefined
+          : after <= (1 + SHARE_TOLERANCE) * committed.perMinute && this.shareVerdict(d, now) === undefined
+            ? undefined
+            : "commitment";
+      d.committed = {
+        perMinute: committed.perMinute,
+        sent: (c ? c.sent * k : 0) + committed.promptTokens,
+        kept: verdict === undefined ? after : kept,
+        at: now,
+        verdict,
+      };
+    } else d.committed = undefined;
     this.version++;
   }
 
@@ -95,18 +166,28 @@ export class TenantDemand {
     const out = new Set<string>();
     const { total, weights, active } = this.totals(now);
     if (active >= 2 && total > 0)
-      for (const [name, d] of this.tenants) if (overWeightedShare(decayed(d, now), d.weight, weights, total)) out.add(name);
+      for (const [name, d] of this.tenants) {
+        if (d.committed ? d.committed.verdict !== undefined : overWeightedShare(decayed(d, now), d.weight, weights, total)) out.add(name);
+      }
     this.everyone = { at: now, version: this.version, tenants: out };
     return out;
   }
 
   /**
-   * Whether `tenant` sent more than SHARE_TOLERANCE over its weighted share of the recent prefill
-   * of every active tenant (`everyone`), or else of those of its class and above (`peers`).
+   * Whether `tenant` sent more than SHARE_TOLERANCE over its commitment (`commitment`), or, without
+   * one, over its weighted share of the recent prefill of every active tenant (`everyone`), or else
+   * of those of its class and above (`peers`).
    */
   overShare(tenant: string, now: number): Flooding {
     const own = this.tenants.get(tenant);
     if (!own) return undefined;
+    // With a commitment, its last request was judged at its arrival.
+    if (own.committed) return own.committed.verdict;
+    return this.shareVerdict(own, now);
+  }
+
+  /** Whether `own` is over its weighted share of every active tenant's recent demand, or else of its peers'. */
+  private shareVerdict(own: Demand, now: number): Flooding {
     const everyone = this.totals(now);
     if (everyone.active < 2 || everyone.total <= 0) return undefined;
     const mine = decayed(own, now);
