@@ -56,7 +56,7 @@ export const tenantSchema = z.strictObject({
     .max(MAX_COMMITTED_TOKENS_PER_MINUTE)
     .optional()
     .describe(
-      "The prompt tokens a minute it was sold in each region (estimated, as `rate_limits` count them): while its last minute stays within 1.5x of it, its requests keep their class whatever the other tenants send; past that, they rank after every tenant within its commitment or share, in class order (docs/ADMISSION.md). Size the commitments within the region's prefill. Default none: judged by its weighted share of the demand.",
+      "The prompt tokens a minute it was sold in each region (estimated, as `rate_limits` count them), for the region's admission (`regions[].admission.enabled`): within it, its requests keep their class whatever the other tenants send; up to 1.5x it, while it is within its share of the demand; what it sends past that ranks after every tenant within its commitment or share, in class order (docs/ADMISSION.md). Size the commitments within the region's prefill. Default none: judged by its weighted share of the demand.",
     ),
   budget: budgetSchema
     .optional()
