@@ -15,6 +15,7 @@ import {
   consideredSchema,
   continuationOutcomeSchema,
   decisionSchema,
+  demotionSchema,
   priorityClassSchema,
   streamFailureSchema,
   usageSchema,
@@ -92,6 +93,8 @@ const decisionLineSchema = z.object({
   priority: priorityClassSchema.optional(),
   objective_ms: z.number().optional(),
   queued_ms: z.number().optional(),
+  /** Its class was lowered: its tenant floods (`share`) or is past its commitment (`commitment`). */
+  demoted: demotionSchema.optional(),
   candidates: z.number().optional(),
   /** Nodes held for the region's other tenants that this request was kept off (fair share). */
   held_for_others: z.number().optional(),

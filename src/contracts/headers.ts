@@ -43,6 +43,8 @@ export const EXPLAIN = {
   priority: "x-warmpath-priority",
   objective: "x-warmpath-ttft-objective-ms",
   queued: "x-warmpath-queued-ms",
+  /** Why its class was lowered: `share` (its tenant floods) or `commitment` (past its commitment). */
+  demoted: "x-warmpath-demoted",
 } as const;
 
 /** OpenAI's rate-limit headers (src/proxy/rate-limit-headers.ts), by kind. */

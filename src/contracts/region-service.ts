@@ -23,6 +23,7 @@ import { nodeIdSchema, nodeReportSchema } from "./node.ts";
 import {
   MAX_COMMITTED_TOKENS_PER_MINUTE,
   MAX_OBJECTIVE_MS,
+  demotionSchema,
   priorityClassSchema,
   rateLimitStateSchema,
   responseIdSchema,
@@ -191,6 +192,8 @@ export const regionRefusalSchema = z.object({
   shed: shedReasonSchema.optional(),
   objectiveMs: z.number().min(0).optional(),
   queuedMs: z.number().min(0).optional(),
+  /** `shed`: why its class had been lowered, if it had (routing.ts demotionSchema). */
+  demoted: demotionSchema.optional(),
   /** This region's attempts (nodes tried), to add to the edge's. */
   attempts: z.array(attemptSchema).max(MAX_ATTEMPTS),
 });

@@ -67,6 +67,10 @@ export type PriorityClass = z.infer<typeof priorityClassSchema>;
 /** The longest time-to-first-token objective a request may carry: an hour (a longer one is no objective). */
 export const MAX_OBJECTIVE_MS = 3_600_000;
 
+/** Why a request's class was lowered (src/core/region/tenant-demand.ts): its tenant is over its share of the demand, or past its commitment. */
+export const demotionSchema = z.enum(["share", "commitment"]);
+export type Demotion = z.infer<typeof demotionSchema>;
+
 /** The largest commitment a tenant may be given: a billion prompt tokens a minute (past any region's prefill). */
 export const MAX_COMMITTED_TOKENS_PER_MINUTE = 1_000_000_000;
 
@@ -250,6 +254,8 @@ const routeResultSchema = z.discriminatedUnion("ok", [
     objectiveMs: z.number().min(0).optional(),
     /** How long it waited in the region's queue before it was placed (ms; 0: placed on arrival). */
     queuedMs: z.number().min(0).optional(),
+    /** Its class was lowered because its tenant floods (`share`: over its share of the demand) or is past its commitment (`commitment`): tenant-demand.ts. */
+    demoted: demotionSchema.optional(),
   }),
   z.object({
     ok: z.literal(false),
@@ -265,6 +271,8 @@ const routeResultSchema = z.discriminatedUnion("ok", [
     priority: priorityClassSchema.optional(),
     objectiveMs: z.number().min(0).optional(),
     queuedMs: z.number().min(0).optional(),
+    /** With `shed`: why its class had been lowered, if it had (its tenant floods, or is past its commitment). */
+    demoted: demotionSchema.optional(),
     message: z.string(),
     retryAfterSeconds: z.number().min(0),
     /** `saturated`: the shortest modelled wait of the region's nodes (s), for the next region to beat. */

@@ -78,7 +78,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   /** Regions that could not meet its objective even after their queue (429 `objective_unreachable` if no region served it). */
   let shed = 0;
   /** The last region's shed, for the refusal's decision line (its objective and time queued). */
-  let lastShed: { objectiveMs?: number | undefined; queuedMs?: number | undefined } | undefined;
+  let lastShed: { objectiveMs?: number | undefined; queuedMs?: number | undefined; demoted?: string | undefined } | undefined;
   /** Regions tried, and those whose worker could not be reached: when it is every one, the answer says so. */
   let asked = 0;
   let unavailable = 0;
@@ -216,6 +216,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
         priority: input.admission.priority,
         objective_ms: lastShed?.objectiveMs !== undefined ? Math.round(lastShed.objectiveMs) : undefined,
         queued_ms: lastShed?.queuedMs !== undefined ? Math.round(lastShed.queuedMs) : undefined,
+        demoted: lastShed?.demoted,
       }),
     );
   }
@@ -252,7 +253,7 @@ function refusalDetail(
   input: ForwardInput,
   attempts: Attempt[],
   reason: string,
-  admission: Pick<RefusalDetail, "priority" | "objective_ms" | "queued_ms"> = {},
+  admission: Pick<RefusalDetail, "priority" | "objective_ms" | "queued_ms" | "demoted"> = {},
 ): RefusalDetail {
   return { reason, model: input.model, prompt_tokens_estimated: input.promptTokens, attempts: [...attempts], ...admission };
 }

@@ -30,6 +30,8 @@ export interface RefusalDetail {
   priority?: string | undefined;
   objective_ms?: number | undefined;
   queued_ms?: number | undefined;
+  /** A shed request's lowered class: `share` or `commitment`. */
+  demoted?: string | undefined;
 }
 
 interface ErrorOptions {

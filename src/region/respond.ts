@@ -72,6 +72,7 @@ function explain(rc: RegionContext, a: Answer, headers: Headers): void {
   if (placed.priority !== undefined) headers.set(EXPLAIN.priority, placed.priority);
   if (placed.objectiveMs) headers.set(EXPLAIN.objective, String(Math.round(placed.objectiveMs)));
   if (placed.queuedMs !== undefined) headers.set(EXPLAIN.queued, String(Math.round(placed.queuedMs)));
+  if (placed.demoted !== undefined) headers.set(EXPLAIN.demoted, placed.demoted);
   for (const [k, v] of Object.entries(rateLimitHeaders(placed.rateLimit))) headers.set(k, v);
 }
 
@@ -116,6 +117,7 @@ function decisionLine(
     priority: placed.priority,
     objective_ms: placed.objectiveMs ? Math.round(placed.objectiveMs) : undefined,
     queued_ms: placed.queuedMs !== undefined ? Math.round(placed.queuedMs) : undefined,
+    demoted: placed.demoted,
     candidates: placed.candidates,
     held_for_others: placed.heldForOthers,
     considered: placed.considered,

@@ -22,11 +22,13 @@ describe("commitments", () => {
     const within = await chat(body("acme"), { headers: pinned });
     expect(within.status).toBe(200);
     expect(within.headers.get("x-warmpath-priority")).toBe("standard");
+    expect(within.headers.get("x-warmpath-demoted")).toBeNull();
     await within.text();
     // stark is committed 1 prompt token a minute: its first request is past it.
     const past = await chat(body("stark"), { key: STARK_KEY, headers: pinned });
     expect(past.status).toBe(200);
     expect(past.headers.get("x-warmpath-priority")).toBe("batch");
+    expect(past.headers.get("x-warmpath-demoted")).toBe("commitment");
     await past.text();
   });
 });

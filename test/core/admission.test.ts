@@ -49,13 +49,20 @@ function queued(step: RouteStep): string {
  * The queued requests' names (`whose`, by queue id) in the order the region releases them from one
  * node: each placed one's first byte a second after the last, from the head's (`ticket`).
  */
-function releaseOrder(r: RegionRouter, ticket: string, whose: ReadonlyMap<string, string>): string[] {
+function releaseOrder(
+  r: RegionRouter,
+  ticket: string,
+  whose: ReadonlyMap<string, string>,
+  demoted?: Map<string, string | undefined>,
+): string[] {
   const order: string[] = [];
   for (let t = 1_000; order.length < whose.size && t < 60_000; t += 1_000) {
     r.firstByte(ticket, t);
     for (const o of r.drainQueue(t)) {
       order.push(whose.get(o.queueId)!);
-      ticket = placed(o.result).ticket;
+      const p = placed(o.result);
+      demoted?.set(whose.get(o.queueId)!, p.demoted);
+      ticket = p.ticket;
     }
   }
   return order;
@@ -94,6 +101,19 @@ describe("admission", () => {
     expect(shed.retryAfterSeconds).toBeLessThanOrEqual(6);
     expect(inflight(r)).toBe(1); // it never reached the node
     expect(r.snapshot(10).rejected.shed).toBe(1);
+  });
+
+  it("says why a shed request's class had been lowered: its tenant past its commitment", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    placed(r.admit(req(50_000, { tenant: "other" }), 0)); // 5 s of prefill on the only node
+    const shed = r.admit(req(1_000, { tenant: "committed", committedTokensPerMinute: 1 }), 10);
+    expect(shed).toMatchObject({ ok: false, reason: "shed", shed: "objective", priority: "batch", demoted: "commitment" });
+    expect((shed as { message: string }).message).toContain("past its committed prompt tokens a minute");
+    // The same request of a tenant without a commitment is shed as its own class, with nothing lowered.
+    const plain = r.admit(req(1_000, { tenant: "plain" }), 20);
+    expect(plain).toMatchObject({ ok: false, reason: "shed", priority: "standard" });
+    expect((plain as { demoted?: string }).demoted).toBeUndefined();
   });
 
   it("holds what can still be served in time, and releases it when the node's first byte comes", () => {
@@ -228,7 +248,18 @@ describe("admission", () => {
       whose.set(queued(r.admit(req(5_000, { tenant: "hog", priority: "interactive", ...loose }), 1 + i)), `hog${i}`);
     // The batch tenant asks for batch within its share: even arriving after the flood, it goes first.
     whose.set(queued(r.admit(req(2_000, { tenant: "bulk", priority: "batch", ...loose }), 7)), "bulk2");
-    expect(releaseOrder(r, ticket, whose)).toEqual(["hog1", "hog2", "bulk1", "bulk2", "hog3", "hog4", "hog5"]);
+    const demoted = new Map<string, string | undefined>();
+    expect(releaseOrder(r, ticket, whose, demoted)).toEqual(["hog1", "hog2", "bulk1", "bulk2", "hog3", "hog4", "hog5"]);
+    // The decision says why: the flood's requests were demoted for its share, the others not.
+    expect(Object.fromEntries(demoted)).toEqual({
+      hog1: undefined,
+      hog2: undefined,
+      bulk1: undefined,
+      bulk2: undefined,
+      hog3: "share",
+      hog4: "share",
+      hog5: "share",
+    });
   });
 
   it("with commitments, releases a tenant's requests past its commitment after every tenant's committed ones, though it is within every share", () => {
@@ -247,10 +278,18 @@ describe("admission", () => {
       // first two fit, its third is within 1.5x it (and within its share), its fourth is past it.
       for (let i = 1; i <= 5; i++) whose.set(queued(r.admit(req(5_000, rag), 1 + i)), `rag${i}`);
       whose.set(queued(r.admit(req(20_000, bulk), 7)), "bulk2");
-      return releaseOrder(r, ticket, whose);
+      const demoted = new Map<string, string | undefined>();
+      const order = releaseOrder(r, ticket, whose, demoted);
+      return { order, demoted: [...demoted].filter(([, d]) => d !== undefined) };
     };
-    expect(run(false)).toEqual(["rag1", "rag2", "rag3", "rag4", "rag5", "bulk1", "bulk2"]);
-    expect(run(true)).toEqual(["rag1", "rag2", "rag3", "bulk1", "bulk2", "rag4", "rag5"]);
+    expect(run(false)).toEqual({ order: ["rag1", "rag2", "rag3", "rag4", "rag5", "bulk1", "bulk2"], demoted: [] });
+    expect(run(true)).toEqual({
+      order: ["rag1", "rag2", "rag3", "bulk1", "bulk2", "rag4", "rag5"],
+      demoted: [
+        ["rag4", "commitment"],
+        ["rag5", "commitment"],
+      ],
+    });
   });
 
   it("keeps a tenant over its share of everyone's demand off the nodes held for the others while it has prefill on them, and holds nothing idle", () => {

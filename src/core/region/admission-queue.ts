@@ -15,7 +15,7 @@
  * its weighted share of the queue while the newcomer's tenant holds less; otherwise the newcomer
  * is shed. So a flood fills at most its share, and batch is shed before anything above it.
  */
-import { PRIORITY_CLASSES, type PriorityClass, type RouteRequest } from "../../contracts/routing.ts";
+import { PRIORITY_CLASSES, type Demotion, type PriorityClass, type RouteRequest } from "../../contracts/routing.ts";
 import type { Flooding } from "./tenant-demand.ts";
 
 /**
@@ -46,6 +46,12 @@ export function demotedRank(asked: number, flooding: Flooding): number {
   return flooding === "everyone" ? EXCESS_RANK : batch;
 }
 
+/** Why a request ranks below the class it asked for (`asked`), from how far its tenant floods; undefined: it does not. */
+export function demotionOf(asked: number, flooding: Flooding): Demotion | undefined {
+  if (flooding === "commitment") return "commitment";
+  return demotedRank(asked, flooding) === asked ? undefined : "share";
+}
+
 /** A class's rank: 0 is released first. */
 export function classRank(c: PriorityClass | undefined): number {
   return c === undefined ? 1 : PRIORITY_CLASSES.indexOf(c);
@@ -58,6 +64,8 @@ export interface QueueEntry {
   tenant: string;
   weight: number;
   rank: number;
+  /** Why its rank is below the class it asked for, if it is. */
+  demoted?: Demotion | undefined;
   enqueuedAt: number;
   deadlineAt: number;
   objectiveMs: number;

@@ -12,7 +12,7 @@
  * first. A node whose queue is within that bound always takes the best queued request it can
  * serve in time, so a node is never left idle while the region holds work it could do.
  */
-import type { PriorityClass, RouteRequest } from "../../contracts/routing.ts";
+import type { Demotion, PriorityClass, RouteRequest } from "../../contracts/routing.ts";
 import type { Candidate } from "../policies/types.ts";
 import { classRank } from "./admission-queue.ts";
 import { estimateMs } from "./considered.ts";
@@ -25,6 +25,8 @@ export interface Admitted {
   rank: number;
   objectiveMs: number;
   queuedMs: number;
+  /** Its class was lowered: its tenant floods, or is past its commitment (tenant-demand.ts). */
+  demoted?: Demotion | undefined;
 }
 
 /** Admission off (or a retry, a continuation): what a placement says of its class and objective. */

@@ -266,6 +266,7 @@ export class Placement {
       priority: admitted.priority,
       objectiveMs: admitted.objectiveMs,
       queuedMs: admitted.queuedMs,
+      demoted: admitted.demoted,
     };
   }
 

@@ -9,7 +9,7 @@
  */
 import type { RouteRequest, RouteResult, ShedReason } from "../../contracts/routing.ts";
 import type { PolicyChoice, Candidate } from "../policies/types.ts";
-import { AdmissionQueue, classRank, demotedRank, RANKS, rankClass, type QueueEntry, type Visit } from "./admission-queue.ts";
+import { AdmissionQueue, classRank, demotedRank, demotionOf, RANKS, rankClass, type QueueEntry, type Visit } from "./admission-queue.ts";
 import {
   CLASS_ACTIVE_MS,
   dispatchBoundMs,
@@ -144,6 +144,7 @@ export class QueuedAdmission {
       tenant: req.tenant ?? "",
       weight: req.tenantWeight ?? 1,
       rank,
+      demoted: demotionOf(asked, flooding),
       enqueuedAt: now,
       deadlineAt: now + objective - (req.spentMs ?? 0),
       objectiveMs: objective,
@@ -289,7 +290,13 @@ export class QueuedAdmission {
   }
 
   private admittedOf(e: QueueEntry, now: number): Admitted {
-    return { priority: rankClass(e.rank), rank: e.rank, objectiveMs: e.objectiveMs, queuedMs: Math.max(0, now - e.enqueuedAt) };
+    return {
+      priority: rankClass(e.rank),
+      rank: e.rank,
+      objectiveMs: e.objectiveMs,
+      queuedMs: Math.max(0, now - e.enqueuedAt),
+      demoted: e.demoted,
+    };
   }
 
   /** Whether a class above `rank` is active: queued, or seen within CLASS_ACTIVE_MS. */
@@ -316,7 +323,7 @@ export class QueuedAdmission {
    * queue's order (it is released last, so its deadlines pass first).
    */
   private shed(
-    e: Pick<QueueEntry, "req" | "rank" | "objectiveMs" | "enqueuedAt">,
+    e: Pick<QueueEntry, "req" | "rank" | "objectiveMs" | "enqueuedAt" | "demoted">,
     why: ShedReason,
     now: number,
     wasQueued = false,
@@ -331,6 +338,7 @@ export class QueuedAdmission {
     const nodes = eligibleNodes(this.nodes, req, now, Infinity, this.settings.nodeTenants).nodes;
     return shedRefusal(this.settings.name, req, why, {
       ...at,
+      demoted: e.demoted,
       retryAfterSeconds: retryAfterSeconds(this.queue.totalWork(), this.nodeWaits(nodes, now)),
     });
   }

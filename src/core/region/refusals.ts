@@ -4,7 +4,7 @@
  * refusal in its ledger; the reason tells the edge what to do next (`no-node`, `saturated` and
  * `over-share`: another region may take it; `rate-limited`: 429 at once, routing.ts).
  */
-import type { PriorityClass, RouteRequest, RouteResult, ShedReason } from "../../contracts/routing.ts";
+import type { Demotion, PriorityClass, RouteRequest, RouteResult, ShedReason } from "../../contracts/routing.ts";
 import type { Admission } from "./fair-share.ts";
 import type { BudgetResult } from "./rate-budget.ts";
 
@@ -108,11 +108,18 @@ export function rateLimitedRefusal(
  * and it ranked below everything in it (`queue-full`): another region may take it (the edge fails
  * over, with the time already spent), else 429 with `Retry-After` (docs/ADMISSION.md).
  */
+/** What a shed request's message says of a lowered class. */
+const DEMOTED_AS: Record<Demotion | "none", string> = {
+  none: "",
+  share: " (ranked below its class: its tenant sends more than its share of the region's demand)",
+  commitment: " (ranked below its class: its tenant is past its committed prompt tokens a minute)",
+};
+
 export function shedRefusal(
   region: string,
   req: RouteRequest,
   why: ShedReason,
-  at: { priority: PriorityClass; objectiveMs: number; queuedMs: number; retryAfterSeconds: number },
+  at: { priority: PriorityClass; objectiveMs: number; queuedMs: number; retryAfterSeconds: number; demoted?: Demotion | undefined },
 ): RouteRefusal {
   const what =
     why === "queue-full"
@@ -124,11 +131,12 @@ export function shedRefusal(
     ok: false,
     reason: "shed",
     shed: why,
-    message: `region ${region} cannot give this ${at.priority} request its first token within its ${Math.round(at.objectiveMs)} ms objective: ${what}`,
+    message: `region ${region} cannot give this ${at.priority} request${DEMOTED_AS[at.demoted ?? "none"]} its first token within its ${Math.round(at.objectiveMs)} ms objective: ${what}`,
     retryAfterSeconds: at.retryAfterSeconds,
     priority: at.priority,
     objectiveMs: at.objectiveMs,
     queuedMs: at.queuedMs,
+    demoted: at.demoted,
     // What the next region must beat: the objective left.
     waitSeconds: Math.max(0, (at.objectiveMs - (req.spentMs ?? 0) - at.queuedMs) / 1000),
   };

@@ -61,8 +61,8 @@ export type Flooding = "everyone" | "peers" | "commitment" | undefined;
 
 /**
  * A commitment is judged over the last minute (decayed with this time constant, so a steady rate
- * of r tokens a minute sums to r): the period it is stated in, and long enough that a chat
- * tenant's bursts at its committed rate stay within 1.5x of it.
+ * of r tokens a minute sums to r): the period it is stated in, over which a chat tenant's bursts
+ * average out.
  */
 export const COMMITMENT_TAU_MS = 60_000;
 
@@ -84,12 +84,11 @@ interface Demand {
 }
 
 /**
- * A tenant's commitment and what it sent against it over the last minute (prompt tokens, decayed
- * with COMMITMENT_TAU_MS to `at`): all of it (`sent`), and the part that kept its class (`kept`).
+ * A tenant's commitment and the prompt tokens of its requests that kept their class over the last
+ * minute (`kept`, decayed with COMMITMENT_TAU_MS to `at`).
  */
 interface Commitment {
   perMinute: number;
-  sent: number;
   kept: number;
   at: number;
   /** Its last request's verdict ({@link TenantDemand.arrived}): it kept its class (undefined), or `commitment`. */
@@ -133,7 +132,6 @@ export class TenantDemand {
             : "commitment";
       d.committed = {
         perMinute: committed.perMinute,
-        sent: (c ? c.sent * k : 0) + committed.promptTokens,
         kept: verdict === undefined ? after : kept,
         at: now,
         verdict,
@@ -174,9 +172,10 @@ export class TenantDemand {
   }
 
   /**
-   * Whether `tenant` sent more than SHARE_TOLERANCE over its commitment (`commitment`), or, without
-   * one, over its weighted share of the recent prefill of every active tenant (`everyone`), or else
-   * of those of its class and above (`peers`).
+   * With a commitment, whether its last request was past it (`commitment`: {@link arrived});
+   * without one, whether `tenant` sent more than SHARE_TOLERANCE over its weighted share of the
+   * recent prefill of every active tenant (`everyone`), or else of those of its class and above
+   * (`peers`).
    */
   overShare(tenant: string, now: number): Flooding {
     const own = this.tenants.get(tenant);
