@@ -91,7 +91,16 @@ const classGoodputSchema = z.object({
 /** GoodputCounters (src/core/region/goodput-counters.ts). */
 const goodputCountersSchema = z.object({
   classes: z.object({ interactive: classGoodputSchema, standard: classGoodputSchema, batch: classGoodputSchema }),
-  tenants: z.record(z.string(), z.object({ within: count, late: count, shed: count })),
+  tenants: z.record(
+    z.string(),
+    z.object({
+      within: count,
+      late: count,
+      shed: count,
+      /** Absent from a region older than commitments. */
+      demoted: z.object({ share: count, commitment: count }).optional(),
+    }),
+  ),
 });
 
 /** One region's state, as its worker answers (its shards' merged). */

@@ -5,8 +5,8 @@
  * region's tenants start with no demand, so the tenant without a commitment is judged alone.
  */
 import { describe, expect, it } from "vitest";
-import { chat, registerAll } from "../helpers.ts";
-import { STARK_KEY } from "../fixtures/config.ts";
+import { call, chat, registerAll } from "../helpers.ts";
+import { STARK_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 
 const pinned = { "x-warmpath-region": "us" };
 const body = (tag: string) => ({
@@ -30,5 +30,9 @@ describe("commitments", () => {
     expect(past.headers.get("x-warmpath-priority")).toBe("batch");
     expect(past.headers.get("x-warmpath-demoted")).toBe("commitment");
     await past.text();
+    // Counted for the operator, by tenant and why.
+    const metrics = await (await call("/metrics", { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).text();
+    expect(metrics).toMatch(/^warmpath_tenant_demoted_total\{region="us",tenant="stark",reason="commitment"\} 1$/m);
+    expect(metrics).toMatch(/^warmpath_tenant_demoted_total\{region="us",tenant="acme",reason="commitment"\} 0$/m);
   });
 });

@@ -396,7 +396,10 @@ describe("admission", () => {
     expect(g.classes.interactive).toMatchObject({ placed: 1, within: 1, late: 0, queued: 0 });
     expect(g.classes.standard).toMatchObject({ placed: 1, within: 0, late: 1, queued: 1, queuedMs: 900 });
     expect(g.classes.batch.shed).toEqual({ objective: 1, deadline: 0, "queue-full": 0 });
-    expect(g.tenants).toEqual({ t: { within: 1, late: 1, shed: 0 }, u: { within: 0, late: 0, shed: 1 } });
+    expect(g.tenants).toEqual({
+      t: { within: 1, late: 1, shed: 0, demoted: { share: 0, commitment: 0 } },
+      u: { within: 0, late: 0, shed: 1, demoted: { share: 0, commitment: 0 } },
+    });
     expect(r.historyView(3_000).decisions.find((d) => d.decision === "shed")).toMatchObject({ priority: "batch", objectiveMs: 1_000 });
   });
 });

@@ -6,7 +6,7 @@
  * request's arrival at the object to the node's first byte reaching its worker): the long haul to
  * the client is not in it. Kept apart from the routing state: nothing here influences a decision.
  */
-import { PRIORITY_CLASSES, type PriorityClass, type ShedReason } from "../../contracts/routing.ts";
+import { PRIORITY_CLASSES, type Demotion, type PriorityClass, type ShedReason } from "../../contracts/routing.ts";
 
 /** Tenants counted (the configuration's tenants, with room to spare): as the ledger's tenant counters. */
 const MAX_TENANTS = 1_024;
@@ -25,6 +25,8 @@ interface TenantGoodput {
   within: number;
   late: number;
   shed: number;
+  /** Requests ranked below the class they asked for at arrival: its tenant flooded (`share`) or was past its commitment. */
+  demoted: Record<Demotion, number>;
 }
 
 export interface GoodputCounters {
@@ -62,6 +64,12 @@ export class Goodput {
     if (t) t[within ? "within" : "late"]++;
   }
 
+  /** A request of `tenant` was ranked below the class it asked for (tenant-demand.ts). */
+  demoted(tenant: string, why: Demotion): void {
+    const t = this.tenant(tenant);
+    if (t) t.demoted[why]++;
+  }
+
   shed(priority: PriorityClass, tenant: string, why: ShedReason): void {
     this.classes[priority].shed[why]++;
     const t = this.tenant(tenant);
@@ -71,13 +79,14 @@ export class Goodput {
   counters(): GoodputCounters {
     return {
       classes: structuredClone(this.classes),
-      tenants: Object.fromEntries([...this.tenants].map(([k, v]) => [k, { ...v }])),
+      tenants: Object.fromEntries([...this.tenants].map(([k, v]) => [k, { ...v, demoted: { ...v.demoted } }])),
     };
   }
 
   private tenant(key: string): TenantGoodput | undefined {
     let t = this.tenants.get(key);
-    if (!t && this.tenants.size < MAX_TENANTS) this.tenants.set(key, (t = { within: 0, late: 0, shed: 0 }));
+    if (!t && this.tenants.size < MAX_TENANTS)
+      this.tenants.set(key, (t = { within: 0, late: 0, shed: 0, demoted: { share: 0, commitment: 0 } }));
     return t;
   }
 }

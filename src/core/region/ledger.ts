@@ -8,7 +8,7 @@ import { nodeComputed, type CompletionOutcome, type Considered, type Decision, t
 import { HISTORY_BUCKET_MS, RegionHistory, type HistoryBucket } from "./history.ts";
 import { RecentDecisions, type DecisionRecord } from "./recent-decisions.ts";
 import { Goodput, type GoodputCounters } from "./goodput-counters.ts";
-import type { PriorityClass, ShedReason } from "../../contracts/routing.ts";
+import type { Demotion, PriorityClass, ShedReason } from "../../contracts/routing.ts";
 
 /** Tenants counted per region (the configuration's tenants, with room to spare). */
 const MAX_TENANTS = 1_024;
@@ -154,6 +154,11 @@ export class RegionLedger {
     else this.noNode++;
     this.history.rejected(now);
     this.recent.add({ ...recordOf(req, now), decision: reason, considered, status: "rejected" });
+  }
+
+  /** A request ranked below the class it asked for at its arrival (tenant-demand.ts), counted for its tenant. */
+  demoted(req: RouteRequest, why: Demotion): void {
+    this.goodput.demoted(req.tenant ?? "", why);
   }
 
   /** A request shed by admission: counted as a rejection and in its class's and tenant's goodput, with what it was promised. */

@@ -136,6 +136,8 @@ export class QueuedAdmission {
     const share = this.placement.admitFairShare(req, tenant, candidates, now);
     if (!share.ok && flooding !== undefined) return this.placement.refuseOverShare(req, tenant, share, all, now);
     const rank = demotedRank(asked, flooding);
+    const demoted = demotionOf(asked, flooding);
+    if (demoted) this.ledger.demoted(req, demoted);
     this.classSeenAt[rank] = now;
     this.reserve.arrived(rank, work, now);
     const entry = {
@@ -144,7 +146,7 @@ export class QueuedAdmission {
       tenant: req.tenant ?? "",
       weight: req.tenantWeight ?? 1,
       rank,
-      demoted: demotionOf(asked, flooding),
+      demoted,
       enqueuedAt: now,
       deadlineAt: now + objective - (req.spentMs ?? 0),
       objectiveMs: objective,

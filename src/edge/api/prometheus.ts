@@ -303,6 +303,14 @@ function admissionMetrics(e: Exposition, region: Labels, g: NonNullable<RegionSn
       t.late,
     );
     e.add("warmpath_tenant_shed_total", "counter", "Requests shed, by tenant.", labels, t.shed);
+    for (const [reason, n] of Object.entries(t.demoted ?? {}))
+      e.add(
+        "warmpath_tenant_demoted_total",
+        "counter",
+        "Requests ranked below the class they asked for, by tenant and why: over its share of the demand, or past its commitment.",
+        { ...labels, reason },
+        n,
+      );
   }
   if (queue) {
     classes.forEach(([priority], i) => {
