@@ -233,6 +233,20 @@ describe("admission", () => {
     r.admit(req(60_000, { tenant: "fast", priority: "interactive", ...loose }), 4);
     const flood = r.admit(req(1_000, { tenant: "fast", priority: "interactive", ...loose }), 5);
     expect(flood).toMatchObject({ ok: false, reason: "over-share" });
+    expect((flood as { message: string }).message).toContain("over its fair share");
+  });
+
+  it("refuses a tenant past its commitment as over its share when its nodes' queues are long, saying why", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    const fast = { tenant: "fast", priority: "interactive" as const, objectiveMs: 60_000, committedTokensPerMinute: 1 };
+    placed(r.admit(req(30_000, fast), 0));
+    queued(r.admit(req(30_000, { tenant: "slow", priority: "batch", objectiveMs: 60_000 }), 1));
+    r.admit(req(60_000, fast), 3);
+    r.admit(req(60_000, fast), 4);
+    const refused = r.admit(req(1_000, fast), 5);
+    expect(refused).toMatchObject({ ok: false, reason: "over-share" });
+    expect((refused as { message: string }).message).toContain("past its committed prompt tokens a minute");
   });
 
   it("releases a flooding tenant's requests after every class, the batch tenants' included", () => {

@@ -6,7 +6,7 @@
  * and issues the request's ticket (tickets.ts). `route` runs them all for a request placed now;
  * the region's queue (queued-admission.ts) runs them for each request it releases.
  */
-import type { RouteRequest, RouteResult } from "../../contracts/routing.ts";
+import type { Demotion, RouteRequest, RouteResult } from "../../contracts/routing.ts";
 import type { Candidate, PolicyChoice } from "../policies/types.ts";
 import type { Decision } from "../policies/index.ts";
 import type { PrefixIndex } from "../prefix-index.ts";
@@ -137,16 +137,20 @@ export class Placement {
     );
   }
 
-  /** A tenant over its fair share whose own nodes are all past the short wait: another region may take it, else 429. */
+  /**
+   * A tenant over its fair share (or past its commitment: `why`) whose own nodes are all past the
+   * short wait: another region may take it, else 429.
+   */
   refuseOverShare(
     req: RouteRequest,
     tenant: string,
     admission: Extract<Admission, { ok: false }>,
     all: CandidateField,
     now: number,
+    why: Demotion = "share",
   ): RouteRefusal {
     this.ledger.rejected(req, "over-share", considered(all.candidates, all.eligible, -1, now), now);
-    return overShareRefusal(this.settings.name, tenant, admission);
+    return overShareRefusal(this.settings.name, tenant, admission, why);
   }
 
   /**

@@ -134,7 +134,8 @@ export class QueuedAdmission {
     this.demand.arrived(tenant, req.tenantWeight ?? 1, work, now, asked, committed);
     const flooding = this.demand.overShare(tenant, now);
     const share = this.placement.admitFairShare(req, tenant, candidates, now);
-    if (!share.ok && flooding !== undefined) return this.placement.refuseOverShare(req, tenant, share, all, now);
+    if (!share.ok && flooding !== undefined)
+      return this.placement.refuseOverShare(req, tenant, share, all, now, flooding === "commitment" ? "commitment" : "share");
     const rank = demotedRank(asked, flooding);
     const demoted = demotionOf(asked, flooding);
     if (demoted) this.ledger.demoted(req, demoted);

@@ -42,13 +42,22 @@ export function unavailableRefusal(region: string, model: string, retryAfterSeco
   };
 }
 
-/** The tenant is over its fair share of a contended region and its queue is full (fair-share.ts): retry once it drains. */
-export function overShareRefusal(region: string, tenant: string, admission: Extract<Admission, { ok: false }>): RouteRefusal {
+/**
+ * The tenant is over its fair share of a contended region, or past its commitment (`why`), and its
+ * queue is full (fair-share.ts): retry once it drains.
+ */
+export function overShareRefusal(
+  region: string,
+  tenant: string,
+  admission: Extract<Admission, { ok: false }>,
+  why: Demotion = "share",
+): RouteRefusal {
   const held = admission.reserved > 0 ? ` (${admission.reserved} of its nodes held for the other tenants)` : "";
+  const over = why === "commitment" ? "past its committed prompt tokens a minute" : "over its fair share";
   return {
     ok: false,
     reason: "over-share",
-    message: `tenant ${tenant} sent ${(100 * admission.shareOfQueue).toFixed(0)}% of region ${region}'s recent prefill, over its fair share, and its queue is full${held}`,
+    message: `tenant ${tenant} sent ${(100 * admission.shareOfQueue).toFixed(0)}% of region ${region}'s recent prefill, ${over}, and its queue is full${held}`,
     retryAfterSeconds: admission.retryAfterSeconds,
   };
 }
