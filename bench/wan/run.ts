@@ -158,13 +158,11 @@ function timeOne(t: Target, model: string): Promise<{ ttfb: number; ok: boolean;
 }
 
 function row(rtt: number, path: Path, mode: Mode, samples: number[], errors: number, derivedFrom?: { add: number }): Row {
-  const add = derivedFrom?.add ?? 0;
   return {
     rtt_ms: rtt,
     path,
     mode,
-    ttfb_p50_ms: round(percentileOf(samples, 0.5) + add),
-    ttfb_p99_ms: round(percentileOf(samples, 0.99) + add),
+    ...ttfbOf(samples, derivedFrom?.add ?? 0),
     n: samples.length,
     errors,
     derived: derivedFrom !== undefined,
@@ -173,8 +171,17 @@ function row(rtt: number, path: Path, mode: Mode, samples: number[], errors: num
 
 const round = (v: number) => Math.round(v * 100) / 100;
 
-/** A path's time to first byte less the direct call's at percentile `q` (ms), each rounded as a row rounds it. */
-const addedMs = (path: number[], direct: number[], q: number) => round(round(percentileOf(path, q)) - round(percentileOf(direct, q)));
+type Ttfb = Pick<Row, "ttfb_p50_ms" | "ttfb_p99_ms">;
+
+/** The time to first byte of `samples` at p50 and p99 (ms), `add` ms added to each, rounded. */
+function ttfbOf(samples: number[], add = 0): Ttfb {
+  return { ttfb_p50_ms: round(percentileOf(samples, 0.5) + add), ttfb_p99_ms: round(percentileOf(samples, 0.99) + add) };
+}
+
+/** What a path adds over the direct call at p50 and p99 (ms). */
+function addedOver(path: Ttfb, direct: Ttfb): { added_p50_ms: number; added_p99_ms: number } {
+  return { added_p50_ms: round(path.ttfb_p50_ms - direct.ttfb_p50_ms), added_p99_ms: round(path.ttfb_p99_ms - direct.ttfb_p99_ms) };
+}
 
 /** The one-process path's CPU per request, split by stage (bench/wan/stages.ts). */
 interface Stages {
@@ -444,20 +451,16 @@ async function longHaul(config: unknown, answer: BenchNode[], rows: Row[], cpu: 
       ] as const) {
         const d = row(rtt, "direct", mode, m.direct!.samples, m.direct!.errors);
         const w = row(rtt, "warmpath", mode, m.warmpath!.samples, m.warmpath!.errors);
-        w.added_p50_ms = round(w.ttfb_p50_ms - d.ttfb_p50_ms);
-        w.added_p99_ms = round(w.ttfb_p99_ms - d.ttfb_p99_ms);
+        Object.assign(w, addedOver(w, d));
         const s = row(rtt, "single-worker", mode, (mode === "steady" ? singleSteady : single0).samples, 0, { add: 2 * rtt });
-        s.added_p50_ms = round(s.ttfb_p50_ms - d.ttfb_p50_ms);
-        s.added_p99_ms = round(s.ttfb_p99_ms - d.ttfb_p99_ms);
+        Object.assign(s, addedOver(s, d));
         rows.push(d, w, s);
       }
       const d = rows.find((r) => r.rtt_ms === rtt && r.path === "direct" && r.mode === "one-at-a-time")!;
       const w = row(rtt, "warmpath", "retry", re.samples, re.errors);
-      w.added_p50_ms = round(w.ttfb_p50_ms - d.ttfb_p50_ms);
-      w.added_p99_ms = round(w.ttfb_p99_ms - d.ttfb_p99_ms);
+      Object.assign(w, addedOver(w, d));
       const s = row(rtt, "single-worker", "retry", singleRetry.samples, 0, { add: 4 * rtt });
-      s.added_p50_ms = round(s.ttfb_p50_ms - d.ttfb_p50_ms);
-      s.added_p99_ms = round(s.ttfb_p99_ms - d.ttfb_p99_ms);
+      Object.assign(s, addedOver(s, d));
       rows.push(w, s);
       console.log(
         `rtt ${rtt} ms: ${rows
@@ -504,8 +507,7 @@ async function main(): Promise<void> {
       const streamed = measured.streamed;
       const d = row(0, "direct", "one-at-a-time", measured.direct, measured.directErrors);
       const w = row(0, "warmpath-one-process", "one-at-a-time", measured.path, measured.errors);
-      w.added_p50_ms = round(w.ttfb_p50_ms - d.ttfb_p50_ms);
-      w.added_p99_ms = round(w.ttfb_p99_ms - d.ttfb_p99_ms);
+      Object.assign(w, addedOver(w, d));
       oneProcess.push(d, w);
       const typical = median(rounds.map((x) => x.all));
       cpu.push({ rtt_ms: 0, path: "warmpath-one-process", cpu_ms_per_request: typical });
@@ -601,8 +603,7 @@ async function measureFloor(answer: BenchNode, stream: BenchNode): Promise<Floor
           measured.streamed,
           measured.rounds.map((x) => x.all),
         ),
-        added_p50_ms: addedMs(measured.path, measured.direct, 0.5),
-        added_p99_ms: addedMs(measured.path, measured.direct, 0.99),
+        ...addedOver(ttfbOf(measured.path), ttfbOf(measured.direct)),
       });
       console.log(`floor ${mode}: ${typical} ms CPU per request, ${out.at(-1)!.relay_per_event_us} µs per event`);
     }

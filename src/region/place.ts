@@ -158,8 +158,7 @@ function routeRequest(rc: RegionContext, { shard, exclude, continuation }: NodeP
     tenant: r.tenant.id,
     tenantWeight: r.tenant.weight,
     // A sharded region's shards each judge their part of the commitment, as of the rate limits.
-    committedTokensPerMinute:
-      r.tenant.committedTokensPerMinute === undefined ? undefined : Math.max(1, Math.ceil(r.tenant.committedTokensPerMinute / shards)),
+    committedTokensPerMinute: perShard(r.tenant.committedTokensPerMinute, shards),
     model: r.model,
     hashes: r.hashes,
     promptTokens: continuation?.promptTokens ?? r.promptTokens,
@@ -200,9 +199,16 @@ function budgetAsk(rc: RegionContext): Pick<RouteRequest, "budget" | "reservatio
  * prompts spread over the shards, stricter when they concentrate on one (docs/SCALING.md).
  */
 function limitsOf(tenant: RegionContext["request"]["tenant"], shards: number): RouteRequest["tenantLimits"] {
-  const part = (limit: number | undefined) => (limit === undefined ? undefined : Math.max(1, Math.ceil(limit / shards)));
   if (tenant.requestsPerMinute === undefined && tenant.promptTokensPerMinute === undefined) return undefined;
-  return { requestsPerMinute: part(tenant.requestsPerMinute), promptTokensPerMinute: part(tenant.promptTokensPerMinute) };
+  return {
+    requestsPerMinute: perShard(tenant.requestsPerMinute, shards),
+    promptTokensPerMinute: perShard(tenant.promptTokensPerMinute, shards),
+  };
+}
+
+/** One shard's part of a tenant's per-minute figure (a limit, a commitment): at least 1. */
+function perShard(perMinute: number | undefined, shards: number): number | undefined {
+  return perMinute === undefined ? undefined : Math.max(1, Math.ceil(perMinute / shards));
 }
 
 /**

@@ -42,6 +42,9 @@ export function unavailableRefusal(region: string, model: string, retryAfterSeco
   };
 }
 
+/** How a refusal says a tenant sent more than its commitment. */
+const PAST_COMMITMENT = "past its committed prompt tokens a minute";
+
 /**
  * The tenant is over its fair share of a contended region, or past its commitment (`why`), and its
  * queue is full (fair-share.ts): retry once it drains.
@@ -53,7 +56,7 @@ export function overShareRefusal(
   why: Demotion = "share",
 ): RouteRefusal {
   const held = admission.reserved > 0 ? ` (${admission.reserved} of its nodes held for the other tenants)` : "";
-  const over = why === "commitment" ? "past its committed prompt tokens a minute" : "over its fair share";
+  const over = why === "commitment" ? PAST_COMMITMENT : "over its fair share";
   return {
     ok: false,
     reason: "over-share",
@@ -111,19 +114,19 @@ export function rateLimitedRefusal(
   };
 }
 
+/** What a shed request's message says of a lowered class. */
+const DEMOTED_AS: Record<Demotion | "none", string> = {
+  none: "",
+  share: " (ranked below its class: its tenant sends more than its share of the region's demand)",
+  commitment: ` (ranked below its class: its tenant is ${PAST_COMMITMENT})`,
+};
+
 /**
  * No node can give the request its first token within its objective, even after the region's
  * queue (`objective`), its deadline passed while it was queued (`deadline`), or the queue was full
  * and it ranked below everything in it (`queue-full`): another region may take it (the edge fails
  * over, with the time already spent), else 429 with `Retry-After` (docs/ADMISSION.md).
  */
-/** What a shed request's message says of a lowered class. */
-const DEMOTED_AS: Record<Demotion | "none", string> = {
-  none: "",
-  share: " (ranked below its class: its tenant sends more than its share of the region's demand)",
-  commitment: " (ranked below its class: its tenant is past its committed prompt tokens a minute)",
-};
-
 export function shedRefusal(
   region: string,
   req: RouteRequest,
