@@ -271,7 +271,7 @@ const routeResultSchema = z.discriminatedUnion("ok", [
     priority: priorityClassSchema.optional(),
     objectiveMs: z.number().min(0).optional(),
     queuedMs: z.number().min(0).optional(),
-    /** With `shed`: why its class had been lowered, if it had (its tenant floods, or is past its commitment). */
+    /** With `shed`: why its class had been lowered, if it had (its tenant floods, or is past its commitment); with `over-share`: `commitment` when the tenant is past its commitment rather than over its share. */
     demoted: demotionSchema.optional(),
     message: z.string(),
     retryAfterSeconds: z.number().min(0),

@@ -75,6 +75,8 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   let lastMessage = "no region serves this model";
   /** Regions that refused the tenant as over its fair share (429 if no region could serve it at all). */
   let overShare = 0;
+  /** Of those, the regions that refused it as past its commitment rather than over its share (tenant-demand.ts). */
+  let pastCommitment = 0;
   /** Regions that could not meet its objective even after their queue (429 `objective_unreachable` if no region served it). */
   let shed = 0;
   /** The last region's shed, for the refusal's decision line (its objective and time queued). */
@@ -180,7 +182,10 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
     }
     // Stored elsewhere, perhaps: a farther region may hold it (each region keeps its own).
     if (refusal.reason === "unknown-response") unknownResponse++;
-    if (refusal.reason === "over-share") overShare++;
+    if (refusal.reason === "over-share") {
+      overShare++;
+      if (refusal.demoted === "commitment") pastCommitment++;
+    }
     if (refusal.reason === "shed") {
       shed++;
       lastShed = refusal;
@@ -202,10 +207,13 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   }
   // A tenant refused for its share somewhere is told to slow down (429); otherwise the fleet is full (503).
   if (overShare > 0) {
-    throw ApiError.overShare(
-      `This tenant is over its fair share of the capacity that could serve it (${lastMessage}; tried ${tried}). Retry after ${seconds} s.`,
-      seconds,
-    ).refusedBy(refusalDetail(input, attempts, "over-share"));
+    const why =
+      pastCommitment === overShare
+        ? "This tenant is past its committed prompt tokens a minute in the regions that could serve it"
+        : "This tenant is over its fair share of the capacity that could serve it";
+    throw ApiError.overShare(`${why} (${lastMessage}; tried ${tried}). Retry after ${seconds} s.`, seconds).refusedBy(
+      refusalDetail(input, attempts, "over-share", { demoted: pastCommitment === overShare ? "commitment" : undefined }),
+    );
   }
   if (shed > 0) {
     throw ApiError.objectiveUnreachable(

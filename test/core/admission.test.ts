@@ -233,6 +233,7 @@ describe("admission", () => {
     r.admit(req(60_000, { tenant: "fast", priority: "interactive", ...loose }), 4);
     const flood = r.admit(req(1_000, { tenant: "fast", priority: "interactive", ...loose }), 5);
     expect(flood).toMatchObject({ ok: false, reason: "over-share" });
+    expect((flood as { demoted?: string }).demoted).toBeUndefined();
     expect((flood as { message: string }).message).toContain("over its fair share");
   });
 
@@ -245,7 +246,8 @@ describe("admission", () => {
     r.admit(req(60_000, fast), 3);
     r.admit(req(60_000, fast), 4);
     const refused = r.admit(req(1_000, fast), 5);
-    expect(refused).toMatchObject({ ok: false, reason: "over-share" });
+    // The refusal names the commitment, so the edge's 429 says it instead of "over its fair share".
+    expect(refused).toMatchObject({ ok: false, reason: "over-share", demoted: "commitment" });
     expect((refused as { message: string }).message).toContain("past its committed prompt tokens a minute");
   });
 

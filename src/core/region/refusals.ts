@@ -62,6 +62,8 @@ export function overShareRefusal(
     reason: "over-share",
     message: `tenant ${tenant} sent ${(100 * admission.shareOfQueue).toFixed(0)}% of region ${region}'s recent prefill, ${over}, and its queue is full${held}`,
     retryAfterSeconds: admission.retryAfterSeconds,
+    // Only a commitment is named: the edge's 429 then says so instead of "over its fair share".
+    demoted: why === "commitment" ? why : undefined,
   };
 }
 
