@@ -6,9 +6,11 @@
  *
  *   proxy   a worker that forwards the request to the node and returns its answer as the runtime
  *           gave it: no JavaScript touches the answer (workerd pumps it natively)
- *   relay   the same, the answer passed on chunk by chunk through JavaScript (a reader and a
- *           ReadableStream of high-water mark 0, as src/proxy/relay.ts): what a router pays to read
- *           and filter every SSE event it relays
+ *   relay   the same, the answer passed on chunk by chunk through JavaScript (a reader and one loop
+ *           writing the runtime's identity stream, each write awaited, as src/proxy/relay.ts): what
+ *           a router pays to read and filter every SSE event it relays
+ *   pull    the same through a JavaScript ReadableStream of high-water mark 0 the runtime pulls
+ *           from (src/proxy/relay.ts before it wrote the identity stream): what that choice saves
  *   hops    the path's hops, doing nothing at each: an edge that reads the body and calls a region
  *           worker over a service binding, whose worker calls a Durable Object twice over RPC (a
  *           placement and its completion, as the route session does), calls the node and relays the
@@ -40,8 +42,32 @@ export class FloorRegion extends DurableObject {
   }
 }
 
-/** The node's answer passed on through JavaScript one chunk at a time, nothing read ahead of the client. */
+/**
+ * The node's answer passed on through JavaScript one chunk at a time, nothing read ahead of the
+ * client: a loop writing the runtime's identity stream, whose write settles once the client read the
+ * chunk (as src/proxy/relay.ts).
+ */
 function relayed(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  const { readable, writable } = new IdentityTransformStream();
+  const writer = writable.getWriter();
+  void (async () => {
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return await writer.close();
+        await writer.write(value);
+      }
+    } catch (e) {
+      await reader.cancel(e).catch(() => {});
+      await writer.abort(e).catch(() => {});
+    }
+  })();
+  return readable;
+}
+
+/** The same through a JavaScript stream the runtime pulls from, one read per pull. */
+function pulled(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   return new ReadableStream<Uint8Array>(
     {
@@ -73,6 +99,10 @@ export default {
         const answer = await callNode(request, request.body);
         return new Response(answer.body && relayed(answer.body), answer);
       }
+      case "pull": {
+        const answer = await callNode(request, request.body);
+        return new Response(answer.body && pulled(answer.body), answer);
+      }
       case "hops": {
         const body = await request.arrayBuffer();
         const answer = await env.SELF.fetch(request.url, {
@@ -93,7 +123,7 @@ export default {
         return response;
       }
       default:
-        return new Response("x-floor: proxy | relay | hops", { status: request.method === "GET" ? 200 : 400 });
+        return new Response("x-floor: proxy | relay | pull | hops", { status: request.method === "GET" ? 200 : 400 });
     }
   },
 } satisfies ExportedHandler<FloorEnv>;

@@ -13,7 +13,7 @@ import { startHost, type Host } from "./host.ts";
 const WORKER = join(dirname(fileURLToPath(import.meta.url)), "floor-worker.mts");
 
 /** The floor's modes (floor-worker.mts). */
-export const FLOOR_MODES = ["proxy", "relay", "hops"] as const;
+export const FLOOR_MODES = ["proxy", "relay", "pull", "hops"] as const;
 export type FloorMode = (typeof FLOOR_MODES)[number];
 
 /** The floor worker, on wrangler.toml's compatibility date and flags (the runtime warmpath runs on). */

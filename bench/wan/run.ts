@@ -204,7 +204,26 @@ interface FloorRow {
   relay_per_event_us: number;
   added_p50_ms: number;
   added_p99_ms: number;
+  /** The relay mode only: its streamed answers against the pull mode's, paired round by round ({@link pairedStreams}). */
+  against_pull?: PairedStreams | undefined;
 }
+
+/** Two relays' CPU per streamed answer, measured in alternating rounds of the same process. */
+interface PairedStreams {
+  rounds: number;
+  streams_per_round: number;
+  /** CPU per streamed answer of each round (ms): this mode's, and the other's. */
+  ms: number[];
+  other_ms: number[];
+  /** The median of the rounds' differences (the other's less this one's), per SSE event (µs). */
+  saved_per_event_us: number;
+  /** Rounds in which this mode used less CPU than the other. */
+  rounds_less: number;
+}
+
+/** Rounds and streamed answers a round of the paired relay comparison: a 5 µs difference an event is ~0.5 ms a 100-event answer, against CPU ticks of 10 ms. */
+const PAIRED_ROUNDS = QUICK ? 3 : 15;
+const PAIRED_STREAMS = QUICK ? 10 : 60;
 
 interface CpuRow {
   rtt_ms: number;
@@ -263,40 +282,58 @@ async function cpuRounds(
   system: Pick<System, "processes">,
   targets: { direct: Target; path: Target; stream: Target },
   label: string,
-): Promise<{
+): Promise<CpuRounds> {
+  return (await interleavedCpuRounds(system, { [label]: targets }))[label]!;
+}
+
+/** What {@link cpuRounds} measured of one path. */
+interface CpuRounds {
   rounds: Array<{ all: number; workerd: number }>;
   streamed: number[];
   direct: number[];
   path: number[];
   errors: number;
   directErrors: number;
-}> {
-  for (let i = 0; i < WARM_REQUESTS; i++) await timeOne(targets.path, MODEL);
-  for (let i = 0; i < WARM_STREAMS; i++) await timeOne(targets.stream, STREAM_MODEL);
-  const out = {
-    rounds: [] as Array<{ all: number; workerd: number }>,
-    streamed: [] as number[],
-    direct: [] as number[],
-    path: [] as number[],
-    errors: 0,
-    directErrors: 0,
-  };
+}
+
+/**
+ * {@link cpuRounds} for several paths served by the same processes (the floor's modes), their
+ * rounds interleaved (round r of every path, in an order that alternates, before round r + 1), so
+ * that a slow spell of the machine weighs on all of them, not on whichever ran then: run one after
+ * another, two modes whose relays differ by ~5 µs an event read 78.5 and 78.4 µs.
+ */
+async function interleavedCpuRounds(
+  system: Pick<System, "processes">,
+  paths: Record<string, { direct: Target; path: Target; stream: Target }>,
+): Promise<Record<string, CpuRounds>> {
+  const labels = Object.keys(paths);
+  for (const label of labels) {
+    for (let i = 0; i < WARM_REQUESTS; i++) await timeOne(paths[label]!.path, MODEL);
+    for (let i = 0; i < WARM_STREAMS; i++) await timeOne(paths[label]!.stream, STREAM_MODEL);
+  }
+  const out: Record<string, CpuRounds> = Object.fromEntries(
+    labels.map((label) => [label, { rounds: [], streamed: [], direct: [], path: [], errors: 0, directErrors: 0 }]),
+  );
   for (let r = 0; r < CPU_ROUNDS; r++) {
-    const { result, cpuMsPerRequest, workerdMsPerRequest } = await withCpu(system, WARMUP + ONE_AT_A_TIME, () =>
-      oneAtATime({ direct: targets.direct, path: targets.path }, MODEL),
-    );
-    out.direct.push(...result.direct!.samples);
-    out.path.push(...result.path!.samples);
-    out.errors += result.path!.errors;
-    out.directErrors += result.direct!.errors;
-    out.rounds.push({ all: cpuMsPerRequest, workerd: workerdMsPerRequest });
-    const { cpuMsPerRequest: streamed } = await withCpu(system, STREAM_REQUESTS, async () => {
-      for (let i = 0; i < STREAM_REQUESTS; i++) await timeOne(targets.stream, STREAM_MODEL);
-    });
-    out.streamed.push(streamed);
-    console.log(
-      `${label}, round ${r + 1}: ${cpuMsPerRequest} ms CPU per request (${workerdMsPerRequest} in workerd), ${streamed} ms streamed`,
-    );
+    for (const label of r % 2 === 0 ? labels : [...labels].reverse()) {
+      const targets = paths[label]!;
+      const o = out[label]!;
+      const { result, cpuMsPerRequest, workerdMsPerRequest } = await withCpu(system, WARMUP + ONE_AT_A_TIME, () =>
+        oneAtATime({ direct: targets.direct, path: targets.path }, MODEL),
+      );
+      o.direct.push(...result.direct!.samples);
+      o.path.push(...result.path!.samples);
+      o.errors += result.path!.errors;
+      o.directErrors += result.direct!.errors;
+      o.rounds.push({ all: cpuMsPerRequest, workerd: workerdMsPerRequest });
+      const { cpuMsPerRequest: streamed } = await withCpu(system, STREAM_REQUESTS, async () => {
+        for (let i = 0; i < STREAM_REQUESTS; i++) await timeOne(targets.stream, STREAM_MODEL);
+      });
+      o.streamed.push(streamed);
+      console.log(
+        `${label}, round ${r + 1}: ${cpuMsPerRequest} ms CPU per request (${workerdMsPerRequest} in workerd), ${streamed} ms streamed`,
+      );
+    }
   }
   return out;
 }
@@ -583,16 +620,21 @@ async function measureFloor(answer: BenchNode, stream: BenchNode): Promise<Floor
   });
   const out: FloorRow[] = [];
   try {
+    const measuredAll = await interleavedCpuRounds(
+      system,
+      Object.fromEntries(
+        FLOOR_MODES.map((mode) => [
+          `floor ${mode}`,
+          {
+            direct: { url: `${answer.url}/v1/chat/completions`, headers: {}, agent: new Agent({ keepAlive: true }) },
+            path: target(mode, answer),
+            stream: target(mode, stream),
+          },
+        ]),
+      ),
+    );
     for (const mode of FLOOR_MODES) {
-      const measured = await cpuRounds(
-        system,
-        {
-          direct: { url: `${answer.url}/v1/chat/completions`, headers: {}, agent: new Agent({ keepAlive: true }) },
-          path: target(mode, answer),
-          stream: target(mode, stream),
-        },
-        `floor ${mode}`,
-      );
+      const measured = measuredAll[`floor ${mode}`]!;
       if (measured.errors > 0) throw new Error(`the floor's ${mode} mode failed ${measured.errors} requests`);
       const typical = median(measured.rounds.map((x) => x.all));
       out.push({
@@ -607,10 +649,56 @@ async function measureFloor(answer: BenchNode, stream: BenchNode): Promise<Floor
       });
       console.log(`floor ${mode}: ${typical} ms CPU per request, ${out.at(-1)!.relay_per_event_us} µs per event`);
     }
+    out.find((f) => f.mode === "relay")!.against_pull = await pairedStreams(system, target("relay", stream), target("pull", stream));
   } finally {
     host.stop();
   }
   return out;
+}
+
+/**
+ * Two relays told apart: a few µs an event is within what the rounds above spread by, so their
+ * streamed answers alone, in PAIRED_ROUNDS rounds of PAIRED_STREAMS each, the two in turn (the order
+ * alternating), each round's difference taken within the round.
+ */
+async function pairedStreams(system: Pick<System, "processes">, mine: Target, other: Target): Promise<PairedStreams> {
+  const ms: number[] = [];
+  const otherMs: number[] = [];
+  const streamed = async (t: Target) =>
+    (
+      await withCpu(system, PAIRED_STREAMS, async () => {
+        for (let i = 0; i < PAIRED_STREAMS; i++) await timeOne(t, STREAM_MODEL);
+      })
+    ).cpuMsPerRequest;
+  for (let r = 0; r < PAIRED_ROUNDS; r++) {
+    if (r % 2 === 0) {
+      ms.push(await streamed(mine));
+      otherMs.push(await streamed(other));
+    } else {
+      otherMs.push(await streamed(other));
+      ms.push(await streamed(mine));
+    }
+  }
+  const saved = median(ms.map((m, r) => otherMs[r]! - m));
+  console.log(
+    `floor relay against pull: ${round((saved / STREAM_EVENTS) * 1000)} µs less an event (${ms.join(", ")} against ${otherMs.join(", ")} ms)`,
+  );
+  return {
+    rounds: PAIRED_ROUNDS,
+    streams_per_round: PAIRED_STREAMS,
+    ms,
+    other_ms: otherMs,
+    saved_per_event_us: round((saved / STREAM_EVENTS) * 1000),
+    rounds_less: ms.filter((m, r) => m < otherMs[r]!).length,
+  };
+}
+
+/** The paired relay comparison's line (the relay's choice of stream: src/proxy/relay.ts). */
+function pairedLine(p: PairedStreams | undefined): string[] {
+  if (!p) return [];
+  return [
+    `- **relay against pull**, their streamed answers alone (100 events each), in ${p.rounds} rounds of ${p.streams_per_round} each, the two in turn: the identity stream written by one loop uses ${p.saved_per_event_us} µs less CPU an event than a stream the runtime pulls from (the median of the rounds' differences; less in ${p.rounds_less} of ${p.rounds} rounds). Per answer (ms), relay ${p.ms.join(", ")}; pull ${p.other_ms.join(", ")}.`,
+  ];
 }
 
 /** The floor's lines: what the runtime costs for the work a router of this shape cannot avoid. */
@@ -625,13 +713,14 @@ function floorLines(
   const what: Record<FloorMode, string> = {
     proxy: "a worker that forwards the request and returns the node's answer as the runtime gave it (no JavaScript touches the answer)",
     relay:
-      "the same, the answer passed on chunk by chunk through JavaScript (what reading and filtering each SSE event costs before any filtering)",
+      "the same, the answer passed on chunk by chunk through JavaScript, one loop writing the runtime's identity stream as src/proxy/relay.ts does (what reading and filtering each SSE event costs before any filtering)",
+    pull: "the same through a JavaScript stream the runtime pulls from, one read per pull (how src/proxy/relay.ts relayed before: what writing the identity stream saves per event)",
     hops: "warmpath's hops doing nothing at each: an edge that reads the body and calls a region worker over a service binding, two RPC calls to a Durable Object, the node's call, the answer relayed through JavaScript and passed on natively by the edge",
   };
   return [
     "## The runtime's floor",
     "",
-    `What workerd itself costs here for the work a router of this shape cannot avoid, with none of warmpath's own: bench/wan/floor-worker.mts in the same workerd build, bundled as a deploy bundles it, measured as the one-process path is (warmed by the same requests, then ${CPU_ROUNDS} rounds of the typical chat one at a time beside the direct call, each followed by a round of the streamed answer of ${STREAM_EVENTS} events for the cost per event; the median rounds).`,
+    `What workerd itself costs here for the work a router of this shape cannot avoid, with none of warmpath's own: bench/wan/floor-worker.mts in the same workerd build, bundled as a deploy bundles it, measured as the one-process path is (warmed by the same requests, then ${CPU_ROUNDS} rounds of the typical chat one at a time beside the direct call, each followed by a round of the streamed answer of ${STREAM_EVENTS} events for the cost per event; the median rounds), the modes' rounds interleaved (each mode's round r before any mode's round r + 1), so that the machine's slow spells weigh on every mode alike.`,
     "",
     "| floor | what it does | CPU per request (ms) | per SSE event (µs) | added p50 / p99 (ms) |",
     "| --- | --- | ---: | ---: | ---: |",
@@ -640,6 +729,7 @@ function floorLines(
       return `| ${m} | ${what[m]} | ${ms(f.cpu_ms_per_request)} (${f.cpu_rounds_ms.map((v) => ms(v)).join(", ")}) | ${Math.round(f.relay_per_event_us)} | +${ms(f.added_p50_ms)} / +${ms(f.added_p99_ms)} |`;
     }),
     "",
+    ...pairedLine(by("relay").against_pull),
     `- warmpath's whole path costs ${ms(ownCpu)} ms of CPU per request, ${ms(ownCpu === undefined ? undefined : ownCpu - by("hops").cpu_ms_per_request)} ms above its hops' floor (${ms(by("hops").cpu_ms_per_request)} ms); the 1.5 ms target leaves ${ms(TARGET_CPU_MS - by("hops").cpu_ms_per_request)} ms for everything warmpath does at those hops. Per SSE event, ${Math.round(perEventUs ?? NaN)} µs against ${Math.round(by("hops").relay_per_event_us)} µs for the hops relaying it through JavaScript and ${Math.round(by("proxy").relay_per_event_us)} µs for a worker that does not read it.`,
     "",
   ];

@@ -57,7 +57,7 @@ export function moduleStage(module: string): Stage | undefined {
   )
     return "logging + tracing (decision line, spans)";
   if (
-    /^src\/proxy\/(relay|read-clock|answer-tail|sse-events|stream-usage|usage|usage-check|stream-end)\.ts$/.test(module) ||
+    /^src\/proxy\/(relay|event-filter|read-clock|answer-tail|sse-events|stream-usage|usage|usage-check|stream-end)\.ts$/.test(module) ||
     module === "src/region/seam.ts" ||
     module === "src/region/continue.ts" ||
     module === "src/edge/guard-stream.ts"

@@ -2,9 +2,15 @@
  * The relay: streams an upstream body to the client chunk by chunk, and tells the caller how it
  * ended.
  *
- * Each upstream chunk is enqueued as it is read, with a high-water mark of zero so nothing is read
- * ahead of the client: SSE events reach the client as the node emits them, never buffered. The
- * first chunk has already been read by the dispatcher (a retry is possible until then), so it is
+ * Each upstream chunk is written as it is read into the runtime's identity stream, whose write
+ * settles when the client has read the chunk, and the next chunk is read only then: nothing is read
+ * ahead of the client, and SSE events reach it as the node emits them, never buffered. One loop
+ * writing the runtime's own stream, rather than a JavaScript `ReadableStream` the runtime pulls
+ * from: no pull, promise and enqueue of our own per chunk, a few µs of CPU less per SSE event
+ * (bench/wan/RESULTS.md, "relay against pull"). The runtime's stream tells its writer that the
+ * client went only at the next write, so the client's departure also comes as a signal
+ * (`clientGone`: the region worker's request signal) and ends the relay at once. The first chunk
+ * has already been read by the dispatcher (a retry is possible until then), so it is
  * emitted first. When the node fails after that, an SSE stream ends with an OpenAI-shaped error
  * event (clients see an error, not a silently truncated answer); a JSON body is errored, which the
  * client sees as a broken connection. An SSE stream that simply stops without its API's final
@@ -25,29 +31,11 @@ import { openaiStreamEnd, type StreamEnd } from "./stream-end.ts";
 import { AnswerTail } from "./answer-tail.ts";
 import { ReadClock, type Read } from "./read-clock.ts";
 import { parseAnswerTail, type Usage } from "./usage.ts";
+import { StreamFailure, type EventFilter } from "./event-filter.ts";
 
 export type RelayEnd = "ok" | "stream-error" | "cancelled";
 
 export type { StreamFailureKind };
-
-/** Thrown by a filter that finds the node's stream failed in its events (an error event, a malformed one). */
-export class StreamFailure extends Error {
-  readonly kind: StreamFailureKind;
-  constructor(kind: StreamFailureKind, message: string) {
-    super(message);
-    this.kind = kind;
-  }
-}
-
-/** What the client gets of the node's bytes: a filter of whole events (stream-usage.ts, src/region/seam.ts). */
-export interface EventFilter {
-  /** The bytes of `chunk` to pass on now; throws {@link StreamFailure} when the events show the node failed. */
-  push(chunk: Uint8Array): Uint8Array;
-  /** Whatever is left at the end of the stream (an unterminated last event). */
-  flush(): Uint8Array;
-  /** Drops an unfinished event of a node that failed (before another node's body is relayed). */
-  abandon?(): void;
-}
 
 /**
  * How a failed stream ends when it could not be carried on for a reason the client should read
@@ -87,6 +75,12 @@ interface RelayOptions {
   onEnd: (end: RelayEnd, usage: Usage | undefined, bytes: number) => void;
   /** Longest wait for the node's next chunk (the client's own pace does not count). Default: none. */
   idleTimeoutMs?: number | undefined;
+  /**
+   * Aborted when the client goes (the region worker's request signal: the edge cancelled its body).
+   * The node's body is then let go at once, and no other node is asked to carry on. Without it, the
+   * client's departure is seen at the next chunk written. Default: none.
+   */
+  clientGone?: AbortSignal | undefined;
   /** When the whole request must be over (ms epoch). Default: none. */
   deadlineAt?: number | undefined;
 }
@@ -99,6 +93,13 @@ function failureMessage(kind: StreamFailureKind, idleTimeoutMs: number | undefin
   if (kind === "deadline")
     return { message: "The request reached its deadline before the answer ended", code: "request_deadline_exceeded" };
   return { message: "The model node failed while streaming the answer", code: "upstream_stream_error" };
+}
+
+/** Where the relay writes the client's bytes (the runtime's identity stream). */
+interface Sink {
+  enqueue(chunk: Uint8Array): void;
+  close(): void;
+  error(e: Error): void;
 }
 
 /** What one read of the node's body came to: read again, the stream is over, or the node failed. */
@@ -115,6 +116,7 @@ export function relay({
   streamEnd = openaiStreamEnd,
   idleTimeoutMs,
   deadlineAt,
+  clientGone,
 }: RelayOptions): ReadableStream<Uint8Array> {
   let reader = firstReader;
   let tail = new AnswerTail();
@@ -130,15 +132,15 @@ export function relay({
    * anything was enqueued: a chunk that was only the usage event, or only part of an event, gives
    * the client nothing yet.
    */
-  const emit = (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array): boolean => {
+  const emit = (client: Sink, chunk: Uint8Array): boolean => {
     const out = filter ? filter.push(chunk) : chunk;
-    if (out.byteLength > 0) controller.enqueue(out);
+    if (out.byteLength > 0) client.enqueue(out);
     return out.byteLength > 0;
   };
   /** At the end of the body: whatever the filter still holds (an unterminated last event). */
-  const flush = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+  const flush = (client: Sink) => {
     const rest = filter?.flush();
-    if (rest && rest.byteLength > 0) controller.enqueue(rest);
+    if (rest && rest.byteLength > 0) client.enqueue(rest);
   };
   const end = (how: RelayEnd) => {
     if (ended) return;
@@ -150,7 +152,7 @@ export function relay({
     setTimeout(() => onEnd(how, parseAnswerTail(tail.text()), bytes), 0);
   };
   /** Ends the answer after a failure: an SSE stream with the error event, a JSON body broken. */
-  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, kind: StreamFailureKind, ending?: StreamEnding) => {
+  const fail = (client: Sink, kind: StreamFailureKind, ending?: StreamEnding) => {
     if (ended) return; // the client went: nobody to tell
     const failed = failureMessage(kind, idleTimeoutMs);
     const { message, code } =
@@ -161,10 +163,10 @@ export function relay({
           : { message: ending.message, code: ending.code };
     if (sse) {
       if (filter?.abandon) filter.abandon();
-      else flush(controller);
-      controller.enqueue(new TextEncoder().encode(sseErrorEvent(message, code)));
-      controller.close();
-    } else controller.error(new Error(message));
+      else flush(client);
+      client.enqueue(new TextEncoder().encode(sseErrorEvent(message, code)));
+      client.close();
+    } else client.error(new Error(message));
     end("stream-error");
   };
   /**
@@ -173,10 +175,7 @@ export function relay({
    * something, "more" when not yet, undefined when there is no other node, or the error the
    * stream ends with instead of the node's.
    */
-  const resumeAfter = async (
-    controller: ReadableStreamDefaultController<Uint8Array>,
-    kind: StreamFailureKind,
-  ): Promise<"done" | "more" | StreamEnding | undefined> => {
+  const resumeAfter = async (client: Sink, kind: StreamFailureKind): Promise<"done" | "more" | StreamEnding | undefined> => {
     if (!resume || !sse || kind === "deadline") return undefined;
     void reader.cancel(new Error(`stream ${kind}`)).catch(() => {});
     filter?.abandon?.();
@@ -189,7 +188,7 @@ export function relay({
     tail = new AnswerTail();
     if (!next.first) return "more";
     observe(next.first);
-    return emit(controller, next.first) ? "done" : "more";
+    return emit(client, next.first) ? "done" : "more";
   };
   /** A step whose error is how the node failed (a filter's {@link StreamFailure}, else a broken connection). */
   const attempt = async <T>(step: () => Promise<T>): Promise<T | Step> => {
@@ -200,57 +199,69 @@ export function relay({
       return { failure: e instanceof StreamFailure ? e.kind : "connection" };
     }
   };
-  let firstFailure: StreamFailureKind | undefined;
   if (first) observe(first);
 
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        if (!first || first.byteLength === 0) return;
-        try {
-          emit(controller, first);
-        } catch (e) {
-          // The first chunk already shows the node failed: handled by the first pull, which may resume.
-          firstFailure = e instanceof StreamFailure ? e.kind : "malformed";
-        }
-      },
-      async pull(controller) {
-        // Read until something reaches the client (or the body ends). A pull that returns
-        // without enqueueing is never called again for the same pending read (the streams
-        // spec re-pulls only when asked during a pull), and with no upstream read or timer left
-        // the runtime cancels the request as hung: this lost one stream in ~1,000 whenever the
-        // node's usage event (taken out by the filter) or a fragment of an event arrived as a
-        // chunk of its own.
-        for (;;) {
-          let step: Step | undefined = firstFailure && { failure: firstFailure };
-          firstFailure = undefined;
-          step ??= await attempt(() => pullOnce(controller));
-          // A failed node: carried on by another (whose first chunk may fail too), or the end. Not
-          // once the client has gone (a cancelled stream makes every enqueue throw: each would
-          // look like one more failure to resume).
-          while (typeof step === "object") {
-            if (ended) return;
-            const resumed = await attempt(() => resumeAfter(controller, (step as { failure: StreamFailureKind }).failure));
-            if (resumed === undefined) return fail(controller, step.failure);
-            if (typeof resumed === "object" && "message" in resumed) return fail(controller, step.failure, resumed);
-            step = resumed;
-          }
-          if (step === "done") return;
-        }
-      },
-      async cancel(reason) {
-        end("cancelled");
-        await reader.cancel(reason).catch(() => {});
-      },
+  const { readable, writable } = new IdentityTransformStream();
+  const writer = writable.getWriter();
+  /** The last chunk written: it settles once the client has read it, and fails if the client went. */
+  let written: Promise<void> = Promise.resolve();
+  const client: Sink = {
+    enqueue: (chunk) => {
+      written = writer.write(chunk);
+      // Handled here too: the loop awaits it, but the last write (an error event, the end) may fail unawaited.
+      written.catch(() => {});
     },
-    { highWaterMark: 0 },
-  );
+    close: () => void writer.close().catch(() => {}),
+    error: (e) => void writer.abort(e).catch(() => {}),
+  };
+  /** The client went: the node's body is let go now (a read may wait long), and nothing more is done for it. */
+  const gone = (reason: unknown) => {
+    if (ended) return;
+    end("cancelled");
+    void reader.cancel(reason).catch(() => {});
+  };
+  if (clientGone?.aborted) gone(clientGone.reason);
+  else clientGone?.addEventListener("abort", () => gone(clientGone.reason), { once: true });
+
+  void (async () => {
+    let step: Step | undefined;
+    if (first && first.byteLength > 0) {
+      try {
+        emit(client, first);
+      } catch (e) {
+        // The first chunk already shows the node failed: handled below, which may resume.
+        step = { failure: e instanceof StreamFailure ? e.kind : "malformed" };
+      }
+    }
+    for (;;) {
+      // Nothing is read from the node before the client has read what it was given; a write that
+      // fails is a client that went.
+      const read = await written.then(
+        () => true,
+        (e: unknown) => (gone(e), false),
+      );
+      if (!read || ended) return;
+      step ??= await attempt(() => pullOnce(client));
+      // A failed node: carried on by another (whose first chunk may fail too), or the end. Not
+      // once the client has gone.
+      while (typeof step === "object") {
+        if (ended) return;
+        const resumed = await attempt(() => resumeAfter(client, (step as { failure: StreamFailureKind }).failure));
+        if (resumed === undefined) return fail(client, step.failure);
+        if (typeof resumed === "object" && "message" in resumed) return fail(client, step.failure, resumed);
+        step = resumed;
+      }
+      if (ended) return;
+      step = undefined;
+    }
+  })();
+  return readable;
 
   /**
    * One read of the node's body, relayed: "more" when the read gave the client nothing yet (read
    * again), "done" when a chunk was enqueued or the stream ended, or how the node failed.
    */
-  async function pullOnce(controller: ReadableStreamDefaultController<Uint8Array>): Promise<Step> {
+  async function pullOnce(client: Sink): Promise<Step> {
     let read: Read | undefined;
     let error: unknown;
     try {
@@ -264,6 +275,8 @@ export function relay({
       return { failure: clock.timedOut === "idle" ? "idle-timeout" : "deadline" };
     }
     clock.settled();
+    // The client went while the node's body was read (its reader cancelled): nothing to relay or report.
+    if (ended) return "done";
     if (!read) throw error;
     const { done, value } = read;
     if (done) {
@@ -271,12 +284,12 @@ export function relay({
         console.log(JSON.stringify({ event: "upstream_stream_truncated", request_id: requestId }));
         return { failure: "truncated" };
       }
-      flush(controller);
-      controller.close();
+      flush(client);
+      client.close();
       end("ok");
       return "done";
     }
     observe(value);
-    return emit(controller, value) ? "done" : "more";
+    return emit(client, value) ? "done" : "more";
   }
 }

@@ -11,7 +11,7 @@
  * (bench/SSE.md).
  */
 import { concatBytes } from "../http/body.ts";
-import { StreamFailure } from "./relay.ts";
+import { StreamFailure } from "./event-filter.ts";
 
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;

@@ -23,7 +23,7 @@
  * latter kind.
  */
 
-import type { EventFilter } from "./relay.ts";
+import type { EventFilter } from "./event-filter.ts";
 import { topLevelFields, type Field } from "./body-fields.ts";
 import { concatBytes } from "../http/body.ts";
 import { SseEventSplitter, eventData } from "./sse-events.ts";

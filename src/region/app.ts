@@ -161,6 +161,7 @@ export function createRegionApp(): Hono<RegionEnv> {
         request: meta.data,
         ...(await nodeBody(region, meta.data, decoded.body)),
         trace,
+        clientGone: c.req.raw.signal,
       });
     } catch (e) {
       trace.finish(String(e).slice(0, 200));

@@ -25,6 +25,11 @@ export interface RegionContext {
   completionBudget: number | undefined;
   /** The request's spans in this worker (trace.ts). */
   trace: RegionTrace;
+  /**
+   * Aborted when the edge lets go of the answer (its client went): the worker's incoming request's
+   * signal (the `enable_request_signal` compatibility flag, wrangler.toml). Absent: not known.
+   */
+  clientGone?: AbortSignal | undefined;
 }
 
 /** When the whole request must be over (ms epoch): the edge's arrival plus the configured deadline. */

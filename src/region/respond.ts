@@ -256,6 +256,7 @@ export function respond(rc: RegionContext, a: Answer): Response {
     streamEnd: streamEndOf(rc.request.api),
     idleTimeoutMs: limits.stream_idle_timeout_ms,
     deadlineAt: deadlineOf(rc),
+    clientGone: rc.clientGone,
   });
   return new Response(body, { status: upstream.response.status, headers });
 }

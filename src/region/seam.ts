@@ -18,7 +18,7 @@
  * failure) or one that is not JSON ends that node's part: {@link StreamFailure}, which the relay
  * resumes or ends. The usage event the router asked for is taken out, as stream-usage.ts does.
  */
-import { StreamFailure, type EventFilter } from "../proxy/relay.ts";
+import { StreamFailure, type EventFilter } from "../proxy/event-filter.ts";
 import { concatBytes } from "../http/body.ts";
 import { SseEventSplitter, eventData } from "../proxy/sse-events.ts";
 import { COMPLETION_SLACK_TOKENS, wellFormed } from "../proxy/usage-check.ts";

@@ -167,6 +167,32 @@ describe("in-flight credits", () => {
   });
 });
 
+describe("a client that goes mid-answer", () => {
+  it("lets go of the node at once, though the node sends nothing more: cancelled, not timed out", async () => {
+    // The node streams its first chunk, then nothing: only the client's going can end it before the idle wait.
+    await registerAll([{ id: "gone-a", region: "us", mode: "hangmid", models: ["m-gone"] }]);
+    const before = await metrics("us", "gone-a");
+    const res = await chat(
+      { model: "m-gone", stream: true, messages: [{ role: "user", content: "go" }] },
+      { headers: { "x-warmpath-region": "us" } },
+    );
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    let after = before;
+    for (let i = 0; i < 100 && after.cancelled === before.cancelled && after.streamErrors === before.streamErrors; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      after = await metrics("us", "gone-a");
+    }
+    // The edge let go of the region's answer, whose request signal told the relay (src/proxy/relay.ts):
+    // without it, the silent node would have been cut by the idle wait, a stream error.
+    expect({ cancelled: after.cancelled - before.cancelled, streamErrors: after.streamErrors - before.streamErrors }).toEqual({
+      cancelled: 1,
+      streamErrors: 0,
+    });
+  });
+});
+
 describe("the region's object restarted", () => {
   it("never cuts a stream in flight (the stream is the worker's), and the next request routes as before", async () => {
     await registerAll([{ id: "evict-a", region: "us", models: ["m-evict"] }]);

@@ -174,6 +174,9 @@ describe("relay with resume", () => {
         controller.error(new Error("reset"));
       },
     }).getReader();
+    // The region worker's request signal: aborted when the edge lets go of the answer.
+    const clientGone = new AbortController();
+    const ends: RelayEnd[] = [];
     const stream = relay({
       first: enc.encode(content(0)),
       reader,
@@ -183,16 +186,71 @@ describe("relay with resume", () => {
         resumes++;
         return { first: enc.encode(content(1)), reader: upstream(["data: [DONE]\n\n"]) };
       },
-      onEnd: () => {},
+      onEnd: (end) => ends.push(end),
+      clientGone: clientGone.signal,
     });
     const client = stream.getReader();
     await client.read();
     const pending = client.read();
     await client.cancel("gone");
+    clientGone.abort(new Error("gone"));
     release();
     await pending.catch(() => {});
     await new Promise((r) => setTimeout(r, 10));
     expect(resumes).toBe(0);
+    expect(ends).toEqual(["cancelled"]);
+  });
+
+  it("lets go of a silent node's body as soon as the client goes, without waiting for its next chunk", async () => {
+    let cancelled: unknown;
+    // A node that sends nothing more after its first chunk (and would not for the idle wait's 30 s).
+    const reader = new ReadableStream<Uint8Array>({
+      pull: () => new Promise<void>(() => {}),
+      cancel: (reason) => void (cancelled = reason ?? "cancelled"),
+    }).getReader();
+    const clientGone = new AbortController();
+    const ends: RelayEnd[] = [];
+    const stream = relay({
+      first: enc.encode(content(0)),
+      reader,
+      sse: true,
+      requestId: "r",
+      onEnd: (end) => ends.push(end),
+      idleTimeoutMs: 30_000,
+      clientGone: clientGone.signal,
+    });
+    const client = stream.getReader();
+    await client.read();
+    void client.read().catch(() => {});
+    clientGone.abort(new Error("gone"));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(cancelled).toBeDefined();
+    expect(ends).toEqual(["cancelled"]);
+  });
+
+  it("without the client's signal, sees the client gone at the next chunk: the node's body is let go, nothing more is read", async () => {
+    let reads = 0;
+    let cancelled = false;
+    const reader = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          reads++;
+          controller.enqueue(enc.encode(content(reads)));
+        },
+        cancel: () => void (cancelled = true),
+      },
+      { highWaterMark: 0 },
+    ).getReader();
+    const ends: RelayEnd[] = [];
+    const stream = relay({ first: enc.encode(content(0)), reader, sse: true, requestId: "r", onEnd: (end) => ends.push(end) });
+    const client = stream.getReader();
+    await client.read();
+    await client.cancel("gone");
+    await new Promise((r) => setTimeout(r, 10));
+    expect(cancelled).toBe(true);
+    expect(ends).toEqual(["cancelled"]);
+    // At most the one chunk whose write found the client gone: the node's body is not read on.
+    expect(reads).toBeLessThanOrEqual(2);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { StreamFailure } from "../../src/proxy/relay.ts";
+import { StreamFailure } from "../../src/proxy/event-filter.ts";
 import { concatBytes } from "../../src/http/body.ts";
 import { SseEventSplitter, eventData } from "../../src/proxy/sse-events.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { StreamFailure } from "../../src/proxy/relay.ts";
+import { StreamFailure } from "../../src/proxy/event-filter.ts";
 import { SeamFilter } from "../../src/region/seam.ts";
 
 const enc = new TextEncoder();
