@@ -45,6 +45,25 @@ async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
   return result;
 }
 
+/**
+ * A relay of `reader` after its first content chunk, given the client's signal as the region worker
+ * gives it its request's (aborted when the edge lets go of the answer), with `options` added.
+ */
+function relayWithSignal(reader: ReadableStreamDefaultReader<Uint8Array>, options: Partial<Parameters<typeof relay>[0]>) {
+  const clientGone = new AbortController();
+  const ends: RelayEnd[] = [];
+  const stream = relay({
+    first: enc.encode(content(0)),
+    reader,
+    sse: true,
+    requestId: "r",
+    onEnd: (end) => ends.push(end),
+    clientGone: clientGone.signal,
+    ...options,
+  });
+  return { stream, ends, clientGone };
+}
+
 function relayOf(chunks: string[], first: string | undefined = undefined) {
   const ends: RelayEnd[] = [];
   const stream = relay({
@@ -174,20 +193,11 @@ describe("relay with resume", () => {
         controller.error(new Error("reset"));
       },
     }).getReader();
-    // The region worker's request signal: aborted when the edge lets go of the answer.
-    const clientGone = new AbortController();
-    const ends: RelayEnd[] = [];
-    const stream = relay({
-      first: enc.encode(content(0)),
-      reader,
-      sse: true,
-      requestId: "r",
+    const { stream, ends, clientGone } = relayWithSignal(reader, {
       resume: async () => {
         resumes++;
         return { first: enc.encode(content(1)), reader: upstream(["data: [DONE]\n\n"]) };
       },
-      onEnd: (end) => ends.push(end),
-      clientGone: clientGone.signal,
     });
     const client = stream.getReader();
     await client.read();
@@ -208,17 +218,7 @@ describe("relay with resume", () => {
       pull: () => new Promise<void>(() => {}),
       cancel: (reason) => void (cancelled = reason ?? "cancelled"),
     }).getReader();
-    const clientGone = new AbortController();
-    const ends: RelayEnd[] = [];
-    const stream = relay({
-      first: enc.encode(content(0)),
-      reader,
-      sse: true,
-      requestId: "r",
-      onEnd: (end) => ends.push(end),
-      idleTimeoutMs: 30_000,
-      clientGone: clientGone.signal,
-    });
+    const { stream, ends, clientGone } = relayWithSignal(reader, { idleTimeoutMs: 30_000 });
     const client = stream.getReader();
     await client.read();
     void client.read().catch(() => {});
