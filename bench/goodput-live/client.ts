@@ -222,7 +222,16 @@ function one(agent: Agent, target: Target, r: ScheduledRequest, sendLagMs: numbe
       req.destroy();
       finish({ outcome: "gave-up", totalMs: performance.now() - sent });
     }, r.giveUpMs);
-    req.on("error", (err) => finish({ outcome: "lost", code: "transport", detail: err.message }));
+    // Which error, and whether it came on a kept-alive socket the server may have closed as this
+    // request went out (the keep-alive race, which Node's documentation advises retrying): a request
+    // lost before any status never reached a handler that answers, and this is all that tells why.
+    req.on("error", (err: NodeJS.ErrnoException) =>
+      finish({
+        outcome: "lost",
+        code: "transport",
+        detail: `${err.code ?? "error"}: ${err.message}${req.reusedSocket ? " (on a reused keep-alive socket)" : ""}`,
+      }),
+    );
     req.end(r.body);
   });
 }

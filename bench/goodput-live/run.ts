@@ -329,6 +329,8 @@ export interface RunResult {
   refusalMismatches?: string[];
   /** Per request: [id, outcome, status, ttft ms, code, node, cached tokens, send lag ms]. */
   records: Array<[number, string, number | null, number | null, string | null, string | null, number | null, number]>;
+  /** Each lost request's id, code and what the client saw (the error's code and message): why it was lost. */
+  lostDetails?: Array<{ id: number; code: string | null; detail: string | null }>;
 }
 
 /**
@@ -444,6 +446,9 @@ async function runOne(
         x.cachedTokens ?? null,
         Math.round(x.sendLagMs * 10) / 10,
       ]),
+      lostDetails: result.records
+        .filter((x: RequestRecord) => x.outcome === "lost")
+        .map((x: RequestRecord) => ({ id: x.id, code: x.code ?? null, detail: x.detail?.slice(0, 200) ?? null })),
     };
   } finally {
     await r.stop();

@@ -125,7 +125,7 @@ describe("naive router", () => {
 });
 
 describe("client", () => {
-  test("reads every kind of answer: in time, refused, unshaped error, error event, cut stream, silence", async () => {
+  test("reads every kind of answer: in time, refused, unshaped error, error event, cut stream, a reset before any status (saying why), silence", async () => {
     const server = createServer((req, res) => {
       let body = "";
       req.on("data", (c) => (body += c));
@@ -166,13 +166,15 @@ describe("client", () => {
             chunk(content);
             chunk(usage);
             return res.end();
+          case "reset":
+            return req.socket.destroy(); // no status at all: the connection is reset
           case "silent":
             return; // never answers: the client gives up
         }
       });
     });
     const url = await listen(server);
-    const scenarios = ["ok", "shed", "unshaped", "error-event", "cut", "no-done", "silent"];
+    const scenarios = ["ok", "shed", "unshaped", "error-event", "cut", "no-done", "reset", "silent"];
     try {
       const result = await replay(
         { url, headers: {} },
@@ -186,6 +188,7 @@ describe("client", () => {
         "error-event": "error",
         cut: "lost",
         "no-done": "lost",
+        reset: "lost",
         silent: "gave-up",
       };
       for (const s of scenarios) assert.equal(by(s).outcome, expected[s], `${s}: ${JSON.stringify(by(s))}`);
@@ -194,6 +197,9 @@ describe("client", () => {
       assert.deepEqual([ok.node, ok.queuedMs, ok.promptTokens, ok.cachedTokens], ["n1", 12, 10, 4]);
       assert.deepEqual([by("shed").code, by("shed").retryAfter, by("shed").shaped], ["objective_unreachable", "3", true]);
       assert.equal(by("unshaped").shaped, false);
+      // Lost before any status: the error's code and message say why (ECONNRESET, "socket hang up").
+      assert.equal(by("reset").code, "transport");
+      assert.match(by("reset").detail ?? "", /^ECONNRESET: socket hang up/);
       const summary = summarise(
         scenarios.map((_, id) => ({ id, promptTokens: 10, objectiveMs: id === 0 ? 1000 : 1 })),
         result.records,
@@ -204,8 +210,9 @@ describe("client", () => {
       );
       // The cut stream is lost however the socket's end surfaces (an "aborted" error, or a close mid-answer).
       assert.equal(summary.lost.no_done, 1);
-      assert.equal(total(summary.lost), 2, JSON.stringify(summary.lost));
-      assert.equal(summary.goodput, 1 / 7);
+      assert.equal(summary.lost.transport, 1);
+      assert.equal(total(summary.lost), 3, JSON.stringify(summary.lost));
+      assert.equal(summary.goodput, 1 / 8);
     } finally {
       server.closeAllConnections();
       server.close();
