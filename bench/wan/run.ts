@@ -326,9 +326,7 @@ async function interleavedCpuRounds(
       o.errors += result.path!.errors;
       o.directErrors += result.direct!.errors;
       o.rounds.push({ all: cpuMsPerRequest, workerd: workerdMsPerRequest });
-      const { cpuMsPerRequest: streamed } = await withCpu(system, STREAM_REQUESTS, async () => {
-        for (let i = 0; i < STREAM_REQUESTS; i++) await timeOne(targets.stream, STREAM_MODEL);
-      });
+      const streamed = await streamedCpu(system, targets.stream, STREAM_REQUESTS);
       o.streamed.push(streamed);
       console.log(
         `${label}, round ${r + 1}: ${cpuMsPerRequest} ms CPU per request (${workerdMsPerRequest} in workerd), ${streamed} ms streamed`,
@@ -336,6 +334,14 @@ async function interleavedCpuRounds(
     }
   }
   return out;
+}
+
+/** CPU per request (ms) of `n` streamed answers of STREAM_EVENTS events sent to `target` one at a time. */
+async function streamedCpu(system: Pick<System, "processes">, target: Target, n: number): Promise<number> {
+  const { cpuMsPerRequest } = await withCpu(system, n, async () => {
+    for (let i = 0; i < n; i++) await timeOne(target, STREAM_MODEL);
+  });
+  return cpuMsPerRequest;
 }
 
 /**
@@ -664,12 +670,7 @@ async function measureFloor(answer: BenchNode, stream: BenchNode): Promise<Floor
 async function pairedStreams(system: Pick<System, "processes">, mine: Target, other: Target): Promise<PairedStreams> {
   const ms: number[] = [];
   const otherMs: number[] = [];
-  const streamed = async (t: Target) =>
-    (
-      await withCpu(system, PAIRED_STREAMS, async () => {
-        for (let i = 0; i < PAIRED_STREAMS; i++) await timeOne(t, STREAM_MODEL);
-      })
-    ).cpuMsPerRequest;
+  const streamed = (t: Target) => streamedCpu(system, t, PAIRED_STREAMS);
   for (let r = 0; r < PAIRED_ROUNDS; r++) {
     if (r % 2 === 0) {
       ms.push(await streamed(mine));

@@ -207,12 +207,12 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   }
   // A tenant refused for its share somewhere is told to slow down (429); otherwise the fleet is full (503).
   if (overShare > 0) {
-    const why =
-      pastCommitment === overShare
-        ? "This tenant is past its committed prompt tokens a minute in the regions that could serve it"
-        : "This tenant is over its fair share of the capacity that could serve it";
+    const committed = pastCommitment === overShare;
+    const why = committed
+      ? "This tenant is past its committed prompt tokens a minute in the regions that could serve it"
+      : "This tenant is over its fair share of the capacity that could serve it";
     throw ApiError.overShare(`${why} (${lastMessage}; tried ${tried}). Retry after ${seconds} s.`, seconds).refusedBy(
-      refusalDetail(input, attempts, "over-share", { demoted: pastCommitment === overShare ? "commitment" : undefined }),
+      refusalDetail(input, attempts, "over-share", { demoted: committed ? "commitment" : undefined }),
     );
   }
   if (shed > 0) {
