@@ -4,6 +4,7 @@
  *
  *   npm run bench:goodput-live                  # full run (~17 min on 2 cores): bench/goodput-live/RESULTS.md + results.json
  *   npm run bench:goodput-live -- --quick       # < 1 min: .tmp/bench-goodput-live-quick/
+ *   npm run bench:goodput-live -- --render      # RESULTS.md again from its results.json (nothing runs)
  *   node bench/goodput-live/run.ts [--quick] [--out DIR] [--loads 1,2,3] [--nodes 8] [--start 9000] [--requests 360]
  *        [--time-factor 1] [--runtime workerd|wrangler-dev] [--prefix-chars 4096] [--give-up-s 60]
  *        [--routers warmpath,naive] [--trace PATH] [--wait-quiet SECONDS] [--[no-]twin]
@@ -83,6 +84,8 @@ const { values: flags } = parseArgs({
     trace: { type: "string" },
     "wait-quiet": { type: "string" },
     twin: { type: "boolean" },
+    /** Only RESULTS.md again, from the results.json beside it (the figures as they are: nothing runs). */
+    render: { type: "boolean", default: false },
   },
 });
 const QUICK = flags.quick;
@@ -157,6 +160,17 @@ function fleetConfig(): FleetConfig {
     defaults: { models: [MODEL], ...NODE, time_factor: PLAN.timeFactor },
     regions: [{ name: REGION.name, token: NODE_TOKEN, nodes: Array.from({ length: PLAN.nodes }, (_, i) => ({ id: `gpu-${i}` })) }],
   });
+}
+
+// --render: the report's text again from its figures (a change to the report's wording), without
+// a run: the figures, the command and the date stay the run's.
+if (flags.render) {
+  const md = join(OUT, "RESULTS.md");
+  const report = JSON.parse(readFileSync(join(OUT, "results.json"), "utf8")) as Report;
+  const options = (await prettier.resolveConfig(md)) ?? {};
+  writeFileSync(md, await prettier.format(renderReport(report, new Date().toISOString()), { ...options, parser: "markdown" }));
+  log(`wrote ${relative(ROOT, md)} from ${relative(ROOT, join(OUT, "results.json"))}`);
+  process.exit(0);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ import { replay, type Outcome } from "../goodput-live/client.ts";
 import { DEFAULT_TRACE, loadSlice } from "../goodput-live/workload.ts";
 import { summarise, total } from "../goodput-live/score.ts";
 import { byStatusAndCode, clientRefusals, counted, edgeRefusals, refusalMismatches } from "../goodput-live/refusals.ts";
+import { renderReading } from "../goodput-live/reading.ts";
+import type { Report, RunResult } from "../goodput-live/run.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RUN = join(HERE, "..", "goodput-live", "run.ts");
@@ -276,6 +278,68 @@ interface QuickResults {
     refusals?: Record<string, number>;
   }>;
 }
+
+describe("reading", () => {
+  /** A run with the figures the reading reads; the rest of a RunResult is not looked at. */
+  const run = (router: "warmpath" | "naive", load: number, goodput: number, extra: Partial<RunResult> = {}): RunResult =>
+    ({
+      router,
+      load,
+      summary: {
+        requests: 100,
+        within: Math.round(goodput * 100),
+        goodput,
+        tokenGoodput: goodput,
+        answered: 90,
+        late: router === "naive" ? 40 : 0,
+        refused429: router === "warmpath" ? { objective_unreachable: 10 } : {},
+        refused429WithRetryAfter: router === "warmpath" ? 10 : 0,
+        refused503: {},
+        gaveUp: 0,
+        lost: {},
+        hitRate: 0.1,
+        ttftP99Ms: 40_000,
+        queuedP99Ms: router === "warmpath" ? 30_000 : undefined,
+      },
+      cpu: { other: 0.03, routerMsPerRequest: router === "warmpath" ? 30 : 10 },
+      decisions: { "200 prefix-hit": 90 },
+      ...(router === "warmpath" ? { refusals: { "429 objective_unreachable shed": 10 } } : {}),
+      ...extra,
+    }) as unknown as RunResult;
+  const report = (runs: RunResult[]): Report =>
+    ({
+      quick: false,
+      durationS: 600,
+      plan: { timeFactor: 1 },
+      loads: [...new Set(runs.map((r) => r.load))].map((load) => ({ load, traceSpanS: 100 * load, capacity: { speed: 1 }, twin: [] })),
+      runs,
+    }) as unknown as Report;
+
+  test("says the target is met only when warmpath's goodput is at least twice the naive router's at 2x and at 3x", () => {
+    const met = renderReading(report([run("warmpath", 2, 0.8), run("naive", 2, 0.4), run("warmpath", 3, 0.7), run("naive", 3, 0.35)]));
+    assert.match(met, /\*\*The proof's target is met\*\*/);
+    assert.match(met, /2\.00x at 2x \(80\.0% against 40\.0%\) and 2\.00x at 3x/);
+    const missed = renderReading(report([run("warmpath", 2, 0.8), run("naive", 2, 0.4), run("warmpath", 3, 0.7), run("naive", 3, 0.36)]));
+    assert.match(missed, /\*\*The proof's target is missed\*\*/);
+    const one = renderReading(report([run("warmpath", 2, 0.8), run("naive", 2, 0.1)]));
+    assert.match(one, /is met where measured\*\* .*not run at 3x/);
+    assert.match(renderReading(report([run("warmpath", 1, 0.9), run("naive", 1, 0.5)])), /cannot be read from this run/);
+  });
+
+  test("names each lost request with what its client saw, and whether warmpath's records account for the rest", () => {
+    const lost = run("warmpath", 3, 0.7, {
+      lostDetails: [{ id: 17, code: "ECONNRESET", detail: "socket hang up (reused socket)" }],
+    } as Partial<RunResult>);
+    (lost.summary as { lost: Record<string, number> }).lost = { transport: 1 };
+    const text = renderReading(report([lost, run("naive", 3, 0.2)]));
+    assert.match(text, /warmpath at 3x lost 1 \(transport: 1\): request 17: ECONNRESET \(socket hang up \(reused socket\)\)/);
+    assert.match(text, /exactly the answered and refused requests/);
+    const unexplained = run("warmpath", 3, 0.7);
+    (unexplained.summary as { lost: Record<string, number> }).lost = { transport: 1 };
+    assert.match(renderReading(report([unexplained])), /kept no error message/);
+    assert.match(renderReading(report([run("warmpath", 2, 0.8), run("naive", 2, 0.3)])), /\*\*Lost\*\*: none, by either router/);
+  });
+});
 
 test(
   "--quick through the real workers and the naive router: every request answered or refused in OpenAI's shape, none lost",
