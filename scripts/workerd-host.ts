@@ -35,6 +35,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs, parseEnv } from "node:util";
 import { parse as parseToml } from "smol-toml";
+import { LOCAL_ASSETS_BINDING } from "../src/contracts/topology.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
@@ -50,10 +51,8 @@ const { values: flags } = parseArgs({
     config: { type: "string", multiple: true, default: [join(ROOT, "wrangler.toml")] },
     bind: { type: "string", multiple: true, default: [] },
     /**
-     * Leaves the static assets (the dashboard) out. Miniflare puts its asset router and an RPC
-     * proxy, two more workers, in front of a worker with assets for every request, even the ones
-     * `run_worker_first` sends straight to it (~0.8 ms of CPU a request here); Cloudflare decides
-     * that before the worker runs. The benchmarks, which call only the API, run without them.
+     * Leaves the static assets (the dashboard) and their worker ({@link assetWorker}) out: the
+     * benchmarks, which call only the API, boot one worker fewer.
      */
     "no-assets": { type: "boolean", default: false },
   },
@@ -147,8 +146,11 @@ function worker(config: string, index: number): WorkerHostOptions {
     compatibilityFlags: o.compatibilityFlags,
     durableObjects: o.durableObjects,
     ratelimits: o.ratelimits,
-    ...(o.assets && !flags["no-assets"] ? { assets: o.assets } : {}),
-    serviceBindings: { ...(o.serviceBindings as Record<string, unknown>), ...external },
+    serviceBindings: {
+      ...(o.serviceBindings as Record<string, unknown>),
+      ...external,
+      ...(o.assets && !flags["no-assets"] ? { [LOCAL_ASSETS_BINDING]: assetWorkerName(configName(config)) } : {}),
+    },
     analyticsEngineDatasets: o.analyticsEngineDatasets,
     bindings: {
       ...(o.bindings as Record<string, unknown>),
@@ -157,10 +159,35 @@ function worker(config: string, index: number): WorkerHostOptions {
   };
 }
 
+/** The asset worker of a worker with static assets (see {@link assetWorker}). */
+const assetWorkerName = (name: string) => `${name}-assets`;
+
+/**
+ * A worker with static assets (the edge: the dashboard) gets them from a worker of their own,
+ * bound as LOCAL_ASSETS (src/edge/api/local-assets.ts), rather than through Miniflare's `assets`
+ * option on the worker itself: with it, Miniflare puts its asset router and an RPC proxy in front
+ * of every request, the API's too (1-2 ms of CPU a request), where Cloudflare serves the files
+ * before the worker runs and sends `run_worker_first` paths straight to it. This worker has the
+ * files and no code of its own: a path that names no file is its 404.
+ */
+function assetWorker(config: string): WorkerHostOptions | undefined {
+  const o = unstable_getMiniflareWorkerOptions(config).workerOptions as Record<string, unknown> & {
+    assets?: { directory: string; assetConfig?: unknown };
+  };
+  if (!o.assets || flags["no-assets"]) return undefined;
+  return {
+    name: assetWorkerName(configName(config)),
+    modules: true,
+    script: "export default { fetch: () => new Response(null, { status: 404 }) };",
+    compatibilityDate: o.compatibilityDate,
+    assets: { directory: o.assets.directory, routerConfig: { has_user_worker: false }, assetConfig: o.assets.assetConfig },
+  };
+}
+
 // Several configurations: one process, their service bindings between them in-process as on
-// Cloudflare (no HTTP hop); the first one takes the socket (the edge).
+// Cloudflare (no HTTP hop); the first one takes the socket (the edge). Asset workers come last.
 await Promise.all(flags.config.map(bundle));
-const workers = flags.config.map(worker);
+const workers = [...flags.config.map(worker), ...flags.config.flatMap((c) => assetWorker(c) ?? [])];
 const first = workers[0]!;
 const mf = new Miniflare(
   convertV4MiniflareOptions({

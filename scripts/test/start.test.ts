@@ -119,6 +119,19 @@ test("npm start boots, serves a streamed completion, and leaves nothing behind o
     const output = stdout + stderr;
     assert.doesNotMatch(output, /ENOTFOUND|types might be out of date|\n\s+at /, output);
 
+    // The dashboard, from the host's asset worker (src/edge/api/local-assets.ts); a file it does
+    // not have is the edge's 404 in OpenAI's shape, as deployed.
+    const page = await fetch(`${url}/dashboard/`);
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get("content-type") ?? "", /text\/html/);
+    assert.match(await page.text(), /dashboard\.js/);
+    const bare = await fetch(`${url}/dashboard`, { redirect: "manual" });
+    assert.equal(bare.status, 307);
+    assert.equal(bare.headers.get("location"), "/dashboard/");
+    const missing = await fetch(`${url}/dashboard/missing.js`);
+    assert.equal(missing.status, 404);
+    assert.equal(((await missing.json()) as { error: { code: string } }).error.code, "route_not_found");
+
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${DEV_API_KEY}`, "content-type": "application/json", "x-session-id": "start-test" },

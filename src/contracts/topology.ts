@@ -52,3 +52,10 @@ export const REGION_VAR = "WARMPATH_REGION";
  * bindings reach there: the region worker's handler, behind a real service binding.
  */
 export const REGION_ENTRYPOINT = "RegionWorker";
+
+/**
+ * The local host's asset worker, bound to the edge under `npm start` (scripts/workerd-host.ts);
+ * never declared in a deployed configuration, where Cloudflare serves the files before the worker
+ * (src/edge/api/local-assets.ts).
+ */
+export const LOCAL_ASSETS_BINDING = "LOCAL_ASSETS";

@@ -8,6 +8,7 @@ import { adminApi } from "./api/admin.ts";
 import { nodesApi } from "./api/nodes.ts";
 import { CLIENT_PATHS, openaiApi } from "./api/openai.ts";
 import { rootIndex } from "./api/root.ts";
+import { LOCAL_ASSET_PATHS, localAssets } from "./api/local-assets.ts";
 import { ConfigError, loadConfig, type ConfigRole } from "../config/load.ts";
 import { JsonBoundsError } from "../core/json-bounds.ts";
 import { ApiError } from "../http/errors.ts";
@@ -46,6 +47,8 @@ export function createApp(): Hono<AppEnv> {
   app.get("/healthz", (c) => c.json({ ok: true }));
   // Where to go from the bare address (the API, the dashboard, the docs): needs no configuration.
   app.get("/", rootIndex);
+  // The dashboard's files, where the runtime does not serve them first (locally: api/local-assets.ts).
+  app.on(["GET", "HEAD"], LOCAL_ASSET_PATHS, localAssets);
 
   app.use("*", async (c, next) => {
     c.set("config", loadConfig(c.env, EDGE));
