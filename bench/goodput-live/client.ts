@@ -236,9 +236,24 @@ function one(agent: Agent, target: Target, r: ScheduledRequest, sendLagMs: numbe
   });
 }
 
+/**
+ * How long a kept-alive connection may sit idle before the client closes it itself: 4 s, undici's
+ * default (what fetch, and so the OpenAI SDK, uses). workerd closes an idle connection after 15 s
+ * without saying so in a `Keep-Alive` header (measured on `npm start`'s edge), and Node's agent
+ * otherwise keeps an idle socket until the server closes it: a request sent on one just as the
+ * server closes it is reset before any status (the keep-alive race Node's documentation describes),
+ * which the client would count against the router as lost.
+ */
+export const IDLE_SOCKET_MS = 4_000;
+
 /** Sends every request at its scheduled time and waits for every answer (or give-up). */
-export async function replay(target: Target, schedule: readonly ScheduledRequest[]): Promise<ReplayResult> {
-  const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+export async function replay(
+  target: Target,
+  schedule: readonly ScheduledRequest[],
+  idleSocketMs: number = IDLE_SOCKET_MS,
+): Promise<ReplayResult> {
+  // `timeout` closes a socket idle that long in the agent's free list; one in use only hears of it.
+  const agent = new Agent({ keepAlive: true, maxSockets: Infinity, timeout: idleSocketMs });
   const loop = monitorLoopLag();
   const start = performance.now();
   const pending: Promise<RequestRecord>[] = [];

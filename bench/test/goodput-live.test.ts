@@ -279,6 +279,42 @@ interface QuickResults {
   }>;
 }
 
+describe("client connections", () => {
+  test("a kept-alive connection idle past the client's own limit is closed by the client, not reused", async () => {
+    let connections = 0;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(429, { "content-type": "application/json", "retry-after": "1" });
+        res.end(JSON.stringify({ error: { message: "busy", type: "rate_limit_error", code: "objective_unreachable", param: null } }));
+      });
+    });
+    // A server that keeps idle connections far longer than the client: only the client's limit can close them.
+    server.keepAliveTimeout = 60_000;
+    server.on("connection", () => connections++);
+    const url = await listen(server);
+    const schedule = [0, 800].map((dueMs, id) => ({ id, dueMs, body: "{}", giveUpMs: 5_000 }));
+    try {
+      const kept = await replay({ url, headers: {} }, schedule, 30_000);
+      assert.deepEqual(
+        kept.records.map((r) => r.outcome),
+        ["refused", "refused"],
+      );
+      assert.equal(connections, 1, "an idle socket within the limit is reused");
+      connections = 0;
+      const retired = await replay({ url, headers: {} }, schedule, 150);
+      assert.deepEqual(
+        retired.records.map((r) => r.outcome),
+        ["refused", "refused"],
+      );
+      assert.equal(connections, 2, "a socket idle past the limit is closed and a new one opened");
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
+
 describe("reading", () => {
   /** A run with the figures the reading reads; the rest of a RunResult is not looked at. */
   const run = (router: "warmpath" | "naive", load: number, goodput: number, extra: Partial<RunResult> = {}): RunResult =>
