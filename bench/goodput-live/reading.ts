@@ -104,7 +104,7 @@ export function renderReading(rep: Report): string {
     const withRetry = w.map((r) => r.summary.refused429WithRetryAfter);
     const inTime = w.every((r) => r.summary.late <= IN_TIME_SHARE * Math.max(1, r.summary.answered));
     bullets.push(
-      `**Refusals and lateness**: warmpath refused ${list(w.map((r, i) => `${refused[i]} at ${r.load}x`))}${codes.length ? ` (${codes.map((c) => `\`${c}\``).join(", ")})` : ""}, ${withRetry.reduce((a, b) => a + b, 0)} of its ${w.reduce((a, r) => a + total(r.summary.refused429), 0)} 429s with \`Retry-After\`, and answered ${list(w.map((r) => `${r.summary.late} late at ${r.load}x`))}${inTime ? ` (at most ${pct(IN_TIME_SHARE)} of its answers at every load: what it admits, it serves in time)` : ""}.` +
+      `**Refusals and lateness**: warmpath refused ${list(w.map((r, i) => `${refused[i]} at ${r.load}x`))}${codes.length ? ` (${codes.map((c) => `\`${c}\``).join(", ")})` : ""}, ${withRetry.reduce((a, b) => a + b, 0)} of its ${w.reduce((a, r) => a + total(r.summary.refused429), 0)} 429s with \`Retry-After\`, and answered ${list(w.map((r) => `${r.summary.late} late at ${r.load}x`))}${inTime ? ` (at most ${pct(Math.max(...w.map((r) => r.summary.late / Math.max(1, r.summary.answered))))} of its answers at any load: what it admits, it serves in time)` : ""}.` +
         (n.length
           ? ` The naive router ${refusedBy(n) ? `refused ${refusedBy(n)}` : "refused nothing"}; it answered ${list(n.map((r) => `${r.summary.late} late at ${r.load}x`))} and the client gave up on ${list(n.map((r) => `${r.summary.gaveUp} at ${r.load}x`))} (no first token after its give-up time).`
           : ""),
