@@ -125,19 +125,22 @@ async function bundle(config: string, index: number): Promise<void> {
 
 /**
  * One worker's options: the exact bundle a deploy uploads (wrangler's esbuild settings, its shims
- * and defines) and its configuration's bindings. A worker started again on its store (a crash and
- * restart: scripts/system.ts) runs the bundle it ran, as a restarted worker on Cloudflare does, and
- * is back in a second or two instead of 7-14 s.
+ * and defines) and its configuration's bindings; after it, its {@link assetWorker} when it has
+ * static assets. A worker started again on its store (a crash and restart: scripts/system.ts) runs
+ * the bundle it ran, as a restarted worker on Cloudflare does, and is back in a second or two
+ * instead of 7-14 s.
  */
-function worker(config: string, index: number): WorkerHostOptions {
+function worker(config: string, index: number): WorkerHostOptions[] {
   const outdir = bundleDir(index);
   const { workerOptions, main } = unstable_getMiniflareWorkerOptions(config);
   // The bundle's entry is named after the configuration's `main` (index.js for src/index.ts).
   const entry = main ? main.replace(/^.*[\\/]/, "").replace(/\.[mc]?[jt]s$/, ".js") : "index.js";
-  const o = workerOptions as Record<string, unknown>;
-  return {
-    // Miniflare addresses the direct socket, and other workers' service bindings, by this name.
-    name: configName(config),
+  const o = workerOptions as WranglerOptions;
+  // Miniflare addresses the direct socket, and other workers' service bindings, by this name.
+  const name = configName(config);
+  const assets = o.assets && !flags["no-assets"] ? assetWorker(name, o.assets, o.compatibilityDate) : undefined;
+  const own: WorkerHostOptions = {
+    name,
     modules: true,
     scriptPath: join(outdir, entry),
     // workerd refuses module paths that climb out of the modules root ("can't use '..'").
@@ -149,7 +152,7 @@ function worker(config: string, index: number): WorkerHostOptions {
     serviceBindings: {
       ...(o.serviceBindings as Record<string, unknown>),
       ...external,
-      ...(o.assets && !flags["no-assets"] ? { [LOCAL_ASSETS_BINDING]: assetWorkerName(configName(config)) } : {}),
+      ...(assets ? { [LOCAL_ASSETS_BINDING]: assets.name } : {}),
     },
     analyticsEngineDatasets: o.analyticsEngineDatasets,
     bindings: {
@@ -157,10 +160,11 @@ function worker(config: string, index: number): WorkerHostOptions {
       ...Object.fromEntries(Object.entries(overrides).map(([k, v]) => [k, parseVar(v ?? "")])),
     },
   };
+  return assets ? [own, assets] : [own];
 }
 
-/** The asset worker of a worker with static assets (see {@link assetWorker}). */
-const assetWorkerName = (name: string) => `${name}-assets`;
+/** wrangler's options for a worker, with the static assets' fields read here. */
+type WranglerOptions = Record<string, unknown> & { assets?: { directory: string; assetConfig?: unknown } };
 
 /**
  * A worker with static assets (the edge: the dashboard) gets them from a worker of their own,
@@ -170,24 +174,20 @@ const assetWorkerName = (name: string) => `${name}-assets`;
  * before the worker runs and sends `run_worker_first` paths straight to it. This worker has the
  * files and no code of its own: a path that names no file is its 404.
  */
-function assetWorker(config: string): WorkerHostOptions | undefined {
-  const o = unstable_getMiniflareWorkerOptions(config).workerOptions as Record<string, unknown> & {
-    assets?: { directory: string; assetConfig?: unknown };
-  };
-  if (!o.assets || flags["no-assets"]) return undefined;
+function assetWorker(name: string, assets: NonNullable<WranglerOptions["assets"]>, compatibilityDate: unknown): WorkerHostOptions {
   return {
-    name: assetWorkerName(configName(config)),
+    name: `${name}-assets`,
     modules: true,
     script: "export default { fetch: () => new Response(null, { status: 404 }) };",
-    compatibilityDate: o.compatibilityDate,
-    assets: { directory: o.assets.directory, routerConfig: { has_user_worker: false }, assetConfig: o.assets.assetConfig },
+    compatibilityDate,
+    assets: { directory: assets.directory, routerConfig: { has_user_worker: false }, assetConfig: assets.assetConfig },
   };
 }
 
 // Several configurations: one process, their service bindings between them in-process as on
-// Cloudflare (no HTTP hop); the first one takes the socket (the edge). Asset workers come last.
+// Cloudflare (no HTTP hop); the first one takes the socket (the edge).
 await Promise.all(flags.config.map(bundle));
-const workers = [...flags.config.map(worker), ...flags.config.flatMap((c) => assetWorker(c) ?? [])];
+const workers = flags.config.flatMap(worker);
 const first = workers[0]!;
 const mf = new Miniflare(
   convertV4MiniflareOptions({

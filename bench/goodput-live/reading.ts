@@ -26,8 +26,10 @@ const range = (values: number[], digits: number) => {
   return lo === hi ? lo : `${lo}-${hi}`;
 };
 
+/** Requests a run answered 429 or 503. */
+const refusedIn = (r: RunResult) => total(r.summary.refused429) + total(r.summary.refused503);
 /** Requests a router's runs answered 429 or 503. */
-const refusedBy = (runs: RunResult[]) => runs.reduce((a, r) => a + total(r.summary.refused429) + total(r.summary.refused503), 0);
+const refusedBy = (runs: RunResult[]) => runs.reduce((a, r) => a + refusedIn(r), 0);
 
 /**
  * Whether warmpath's own records account for every request but the lost: a decision line per
@@ -38,7 +40,7 @@ function reachedHandler(r: RunResult): string {
   const lines = total(r.decisions);
   const refusals = total(r.refusals);
   const answered = r.summary.answered;
-  const refused = total(r.summary.refused429) + total(r.summary.refused503);
+  const refused = refusedIn(r);
   return lines === answered && refusals === refused
     ? `; warmpath wrote ${lines} decision lines and counted ${refusals} refusals, exactly the answered and refused requests, so the lost never reached a handler that answers`
     : `; warmpath wrote ${lines} decision lines and counted ${refusals} refusals, for ${answered} answered and ${refused} refused requests`;
@@ -100,7 +102,7 @@ export function renderReading(rep: Report): string {
   const n = loads.flatMap((l) => find("naive", l) ?? []);
   if (w.length) {
     const codes = [...new Set(w.flatMap((r) => [...Object.keys(r.summary.refused429), ...Object.keys(r.summary.refused503)]))];
-    const refused = w.map((r) => total(r.summary.refused429) + total(r.summary.refused503));
+    const refused = w.map(refusedIn);
     const withRetry = w.map((r) => r.summary.refused429WithRetryAfter);
     const inTime = w.every((r) => r.summary.late <= IN_TIME_SHARE * Math.max(1, r.summary.answered));
     bullets.push(

@@ -165,12 +165,26 @@ function fleetConfig(): FleetConfig {
 // --render: the report's text again from its figures (a change to the report's wording), without
 // a run: the figures, the command and the date stay the run's.
 if (flags.render) {
-  const md = join(OUT, "RESULTS.md");
-  const report = JSON.parse(readFileSync(join(OUT, "results.json"), "utf8")) as Report;
-  const options = (await prettier.resolveConfig(md)) ?? {};
-  writeFileSync(md, await prettier.format(renderReport(report, new Date().toISOString()), { ...options, parser: "markdown" }));
+  const md = await writeResults(JSON.parse(readFileSync(join(OUT, "results.json"), "utf8")) as Report, new Date().toISOString());
   log(`wrote ${relative(ROOT, md)} from ${relative(ROOT, join(OUT, "results.json"))}`);
   process.exit(0);
+}
+
+/**
+ * Writes RESULTS.md from `report` and, after a run (no `renderedAt`), results.json beside it, both
+ * formatted as the repository's Prettier configuration would, so `npm run format:check` stays
+ * clean. Returns RESULTS.md's path.
+ */
+async function writeResults(report: Report, renderedAt?: string): Promise<string> {
+  mkdirSync(OUT, { recursive: true });
+  const md = join(OUT, "RESULTS.md");
+  const options = (await prettier.resolveConfig(md)) ?? {};
+  if (renderedAt === undefined) {
+    const raw = JSON.stringify({ ...report, plan: { ...report.plan, trace: relative(ROOT, report.plan.trace) } });
+    writeFileSync(join(OUT, "results.json"), await prettier.format(raw, { ...options, parser: "json" }));
+  }
+  writeFileSync(md, await prettier.format(renderReport(report, renderedAt), { ...options, parser: "markdown" }));
+  return md;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -613,15 +627,8 @@ async function main(): Promise<void> {
     loads,
     runs,
   };
-  mkdirSync(OUT, { recursive: true });
-  const json = join(OUT, "results.json");
-  const md = join(OUT, "RESULTS.md");
-  const options = (await prettier.resolveConfig(md)) ?? {};
-  // Both formatted as the repository's Prettier configuration would, so `npm run format:check` stays clean.
-  const raw = JSON.stringify({ ...report, plan: { ...report.plan, trace: relative(ROOT, report.plan.trace) } });
-  writeFileSync(json, await prettier.format(raw, { ...options, parser: "json" }));
-  writeFileSync(md, await prettier.format(renderReport(report), { ...options, parser: "markdown" }));
-  log(`wrote ${relative(ROOT, md)} and ${relative(ROOT, json)} in ${report.durationS.toFixed(0)} s`);
+  const md = await writeResults(report);
+  log(`wrote ${relative(ROOT, md)} and ${relative(ROOT, join(OUT, "results.json"))} in ${report.durationS.toFixed(0)} s`);
 }
 
 await main();
