@@ -18,6 +18,8 @@
  *   --no-tune              skip the protections' tuning grids (tuned rows = first grid entry)
  *   --no-flood             skip the flood scenario
  *   --trace PATH           Mooncake trace [../shared/traces/mooncake_conversation_trace.jsonl]
+ *   --seed N               the mix drawn anew: N added to every tenant's seed [0]; a held-out
+ *                          check, never the committed results (needs --out, or writes .tmp/goodput-seed-N)
  *   --out DIR              [bench; quick: .tmp/goodput-quick]
  */
 import { parseArgs } from "node:util";
@@ -67,6 +69,7 @@ const { values } = parseArgs({
     tune: { type: "boolean", default: true },
     flood: { type: "boolean", default: true },
     trace: { type: "string", default: DEFAULT_TRACE },
+    seed: { type: "string", default: "0" },
     out: { type: "string" },
   },
   strict: true,
@@ -77,7 +80,12 @@ const quick = values.quick!;
 const loads = (values.loads ?? (quick ? "0.5,2,3" : "0.5,1,1.5,2,2.5,3")).split(",").map(Number);
 const noises = (values.noise ?? (quick ? "0" : "0,1")).split(",").map(Number);
 const jobs = Math.max(1, Number(values.jobs));
-const outDir = values.out ?? (quick ? join(REPO, ".tmp", "goodput-quick") : join(REPO, "bench"));
+const seedOffset = Number(values.seed);
+if (!Number.isSafeInteger(seedOffset) || seedOffset < 0) throw new Error(`--seed takes a whole number >= 0, not ${values.seed}`);
+// The committed results are the mix as drawn with its own seeds: another draw goes elsewhere.
+const outDir =
+  values.out ??
+  (quick ? join(REPO, ".tmp", "goodput-quick") : seedOffset !== 0 ? join(REPO, ".tmp", `goodput-seed-${seedOffset}`) : join(REPO, "bench"));
 let workloadNames = (values.workload ?? "mooncake,mix").split(",");
 if (workloadNames.includes("mooncake") && values.workload === undefined && values.trace === DEFAULT_TRACE && !existsSync(DEFAULT_TRACE)) {
   process.stderr.write(`WARNING: Mooncake trace not found at ${DEFAULT_TRACE}: skipping the mooncake workload (pass --trace PATH)\n`);
@@ -93,7 +101,7 @@ const describe = (t: RunTask, r: GoodputRun) =>
 const workloads: WorkloadReport[] = [];
 const sweep: RunTask[] = [];
 for (const name of workloadNames) {
-  const ref: WorkloadRef = { name, quick, trace: values.trace! };
+  const ref: WorkloadRef = { name, quick, trace: values.trace!, seedOffset };
   const t0 = performance.now();
   const w = workloadOf(ref);
   const capacity = capacitySpeed(w, fleet);
@@ -160,7 +168,7 @@ if (values.flood && mix) {
     if (!MIX.tenants.some((t) => t.name === tenant)) throw new Error(`unknown flood tenant ${tenant}`);
     for (const e of mix.entries) {
       floodTasks.push({
-        workload: { name: "mix", quick, trace: values.trace!, rateFactor: { [tenant]: FLOOD_FACTOR } },
+        workload: { name: "mix", quick, trace: values.trace!, rateFactor: { [tenant]: FLOOD_FACTOR }, seedOffset },
         load: FLOOD_LOAD,
         capacity: mix.capacity.speed,
         fleet,
@@ -175,7 +183,7 @@ if (values.flood && mix) {
   if (!loads.includes(FLOOD_LOAD) || !noises.includes(0)) {
     for (const e of mix.entries) {
       sweep.push({
-        workload: { name: "mix", quick, trace: values.trace! },
+        workload: { name: "mix", quick, trace: values.trace!, seedOffset },
         load: FLOOD_LOAD,
         capacity: mix.capacity.speed,
         fleet,

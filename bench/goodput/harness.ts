@@ -30,10 +30,14 @@ const QUICK_MOONCAKE_REQUESTS = 3000;
  */
 export function goodputWorkload(
   name: string,
-  opts: { trace?: string; quick?: boolean; rateFactor?: Record<string, number> } = {},
+  opts: { trace?: string; quick?: boolean; rateFactor?: Record<string, number>; seedOffset?: number | undefined } = {},
 ): Workload {
   if (name === "mix") {
-    return generateMix(MIX, { durationSeconds: opts.quick ? QUICK_MIX_SECONDS : undefined, rateFactor: opts.rateFactor });
+    return generateMix(MIX, {
+      durationSeconds: opts.quick ? QUICK_MIX_SECONDS : undefined,
+      rateFactor: opts.rateFactor,
+      seedOffset: opts.seedOffset,
+    });
   }
   if (name === "mooncake") {
     const w = loadWorkload("mooncake", { trace: opts.trace ?? DEFAULT_TRACE, quick: false });

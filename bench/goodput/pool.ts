@@ -15,6 +15,8 @@ export interface WorkloadRef {
   quick: boolean;
   trace: string;
   rateFactor?: Record<string, number>;
+  /** The mix's tenants' seeds shifted by this [0] (generator.ts MixOptions.seedOffset). */
+  seedOffset?: number;
 }
 
 export interface RunTask {
@@ -33,10 +35,10 @@ const cache = new Map<string, Workload>();
 
 /** A workload, loaded once per thread. */
 export function workloadOf(ref: WorkloadRef): Workload {
-  const key = JSON.stringify([ref.name, ref.quick, ref.trace, ref.rateFactor ?? {}]);
+  const key = JSON.stringify([ref.name, ref.quick, ref.trace, ref.rateFactor ?? {}, ref.seedOffset ?? 0]);
   let w = cache.get(key);
   if (!w) {
-    w = goodputWorkload(ref.name, { quick: ref.quick, trace: ref.trace, rateFactor: ref.rateFactor });
+    w = goodputWorkload(ref.name, { quick: ref.quick, trace: ref.trace, rateFactor: ref.rateFactor, seedOffset: ref.seedOffset });
     cache.set(key, w);
   }
   return w;

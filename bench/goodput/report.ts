@@ -52,7 +52,8 @@ function find(runs: readonly GoodputRun[], w: string, load: number, noise: numbe
   return runs.find((r) => r.workload === w && r.load === load && r.noise === noise && r.router === router);
 }
 
-interface Verdict {
+/** One target's verdict on a run (goodput.json `verdicts`; bench/goodput-heldout.ts reads them). */
+export interface Verdict {
   workload: string;
   noise: number;
   target: string;
@@ -532,7 +533,7 @@ function resultsJson(input: ReportInput, verdictList: Verdict[]): string {
 const PROSE_RUN = [
   "## Running it",
   "",
-  "`npm run bench:goodput` (bench/goodput.ts) writes this file, `bench/goodput.json` and `bench/charts/goodput-*.svg`. Flags: `--quick` (the CI slice: the trace's first 3,000 requests, 150 s of the mix, x0.5/x2/x3, no noise, one flood; writes `.tmp/goodput-quick/`, never the committed results), `--workload mooncake,mix`, `--loads 0.5,1,1.5,2,2.5,3`, `--noise 0,1`, `--jobs N` (worker threads; the output does not depend on it), `--no-tune` (the protections' grids are not run: the tuned rows take SMG's N=16 and Dynamo's documented example), `--no-flood`, `--trace PATH`, `--out DIR`. The Mooncake trace is read from `../shared/traces/` (never copied here); without it the run skips that workload with a warning.",
+  "`npm run bench:goodput` (bench/goodput.ts) writes this file, `bench/goodput.json` and `bench/charts/goodput-*.svg`. Flags: `--quick` (the CI slice: the trace's first 3,000 requests, 150 s of the mix, x0.5/x2/x3, no noise, one flood; writes `.tmp/goodput-quick/`, never the committed results), `--workload mooncake,mix`, `--loads 0.5,1,1.5,2,2.5,3`, `--noise 0,1`, `--jobs N` (worker threads; the output does not depend on it), `--no-tune` (the protections' grids are not run: the tuned rows take SMG's N=16 and Dynamo's documented example), `--no-flood`, `--trace PATH`, `--seed N` (the mix drawn anew, N added to every tenant's seed: a held-out check, written to `.tmp/goodput-seed-N/` unless `--out` says otherwise, never the committed results), `--out DIR`. The Mooncake trace is read from `../shared/traces/` (never copied here); without it the run skips that workload with a warning.",
 ];
 
 const PROSE_DEFINITIONS = [

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadMooncake } from "../workloads/mooncake.ts";
-import { CHAT_HEAVY, TEMPLATE_HEAVY, engineBlocks, generate, type GeneratorConfig } from "../workloads/generator.ts";
+import { CHAT_HEAVY, MIX, TEMPLATE_HEAVY, engineBlocks, generate, generateMix, type GeneratorConfig } from "../workloads/generator.ts";
 import { entityText, KIND } from "../text.ts";
 import { hashCanonicalText, DEFAULT_PREFIX_SETTINGS } from "../../src/core/prefix.ts";
 import { namespaceSeed } from "../../src/core/canonical.ts";
@@ -173,6 +173,25 @@ describe("generated workloads", () => {
       c.requests.map((r) => r.hashes),
       a.requests.map((r) => r.hashes),
     );
+  });
+
+  test("the mix's seed offset draws the same tenants anew, deterministically, and a flood changes only its tenant", () => {
+    const tenantsOf = (w: { requests: BenchRequest[] }) => [...new Set(w.requests.map((r) => `${r.tenant}:${r.priority}`))].sort();
+    const base = generateMix(MIX, { durationSeconds: 60 });
+    const again = generateMix(MIX, { durationSeconds: 60, seedOffset: 7 });
+    assert.deepEqual(again, generateMix(MIX, { durationSeconds: 60, seedOffset: 7 }));
+    assert.deepEqual(tenantsOf(again), tenantsOf(base));
+    assert.match(again.description, /seeds \+7/);
+    for (const tenant of MIX.tenants.map((t) => t.name)) {
+      const arrivals = (w: { requests: BenchRequest[] }) => w.requests.filter((r) => r.tenant === tenant).map((r) => r.arrival);
+      assert.notDeepEqual(arrivals(again), arrivals(base), `${tenant} drawn anew`);
+    }
+    // Each tenant keeps its own stream under an offset too: a flood of one leaves the others' requests as they were.
+    const flooded = generateMix(MIX, { durationSeconds: 60, seedOffset: 7, rateFactor: { "rag-b": 5 } });
+    const others = (w: { requests: BenchRequest[] }) =>
+      w.requests.filter((r) => r.tenant !== "rag-b").map((r) => [r.tenant, r.arrival, r.promptTokens]);
+    assert.deepEqual(others(flooded), others(again));
+    assert.ok(flooded.requests.length > again.requests.length);
   });
 
   test("requests are in arrival order within the window, with consistent sizes", () => {

@@ -320,6 +320,11 @@ export interface MixOptions {
   durationSeconds?: number | undefined;
   /** Multiplies named tenants' session rates (the flood scenario: one tenant at several times its share). */
   rateFactor?: Readonly<Record<string, number>>;
+  /**
+   * Added to every tenant's seed [0]: the same tenants drawn anew (other users, sessions, document
+   * lengths and arrivals), for checking a result on traffic it was not developed on.
+   */
+  seedOffset?: number | undefined;
 }
 
 /**
@@ -343,7 +348,7 @@ export function generateMix(cfg: MixConfig, opts: MixOptions = {}): Workload {
   const systemTokens: number[] = [];
   const docTokens: Array<Map<number, number>> = [];
   cfg.tenants.forEach((t, ti) => {
-    const rnd = seededRandom(t.seed);
+    const rnd = seededRandom(t.seed + (opts.seedOffset ?? 0));
     const uniform = ([a, b]: [number, number]) => a + Math.floor(rnd() * (b - a + 1));
     const exp = (mean: number) => -Math.log(1 - rnd()) * mean;
     const docOf = zipfSampler(t.documents, t.documentZipf, rnd);
@@ -407,6 +412,7 @@ export function generateMix(cfg: MixConfig, opts: MixOptions = {}): Workload {
     return out;
   });
   const flood = Object.entries(opts.rateFactor ?? {}).filter(([, f]) => f !== 1);
-  const suffix = flood.length > 0 ? ` (${flood.map(([n, f]) => `${n} x${f}`).join(", ")})` : "";
+  const parts = [...flood.map(([n, f]) => `${n} x${f}`), ...(opts.seedOffset ? [`seeds +${opts.seedOffset}`] : [])];
+  const suffix = parts.length > 0 ? ` (${parts.join(", ")})` : "";
   return { name: cfg.name, description: cfg.description + suffix, trueBlockTokens: ENGINE_BLOCK_TOKENS, requests };
 }

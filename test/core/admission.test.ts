@@ -278,6 +278,31 @@ describe("admission", () => {
     });
   });
 
+  it("keeps a flooding tenant's requests in their class up to what a peer of its class within its share asks (the peer floor)", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    const loose = { objectiveMs: 600_000 };
+    const std = (tenant: string) => ({ tenant, priority: "standard" as const, ...loose });
+    const whose = new Map<string, string>();
+    const ticket = placed(r.admit(req(10_000, std("other")), 0)).ticket;
+    whose.set(queued(r.admit(req(2_000, { tenant: "bulk", priority: "batch", ...loose }), 1)), "bulk");
+    whose.set(queued(r.admit(req(5_000, std("small")), 2)), "small1");
+    whose.set(queued(r.admit(req(5_000, std("small")), 3)), "small2");
+    // 40,000 at once: over everyone's share (1.5 x a quarter of 62,000), given nothing yet, more than
+    // the floor (other's and small's 10,000): below batch. Then 4,000 and 4,000 fit in the floor; the
+    // next is past it.
+    whose.set(queued(r.admit(req(40_000, std("big")), 4)), "bigL");
+    for (let i = 1; i <= 3; i++) whose.set(queued(r.admit(req(4_000, std("big")), 4 + i)), `big${i}`);
+    const demoted = new Map<string, string | undefined>();
+    const order = releaseOrder(r, ticket, whose, demoted);
+    // Its two requests within the floor share the standard class with small's, by weight, ahead of batch.
+    // (Batch and the demoted ones follow once the standard class is idle: not within this helper's minute.)
+    expect(new Set(order.slice(0, 4))).toEqual(new Set(["small1", "small2", "big1", "big2"]));
+    expect(order).not.toContain("bigL");
+    expect(order).not.toContain("big3");
+    for (const name of ["small1", "small2", "big1", "big2"]) expect(demoted.get(name)).toBeUndefined();
+  });
+
   it("with commitments, releases a tenant's requests past its commitment after every tenant's committed ones, though it is within every share", () => {
     const run = (committed: boolean) => {
       const r = new RegionRouter(settings());

@@ -75,6 +75,76 @@ describe("TenantDemand", () => {
   });
 });
 
+describe("TenantDemand.judge: the peer floor", () => {
+  // Ranks: 0 interactive, 1 standard, 2 batch. A batch tenant asks most of the region's prefill,
+  // two standard tenants the rest; "big" asks twice what its sibling does.
+  const region = () => {
+    const d = new TenantDemand();
+    d.arrived("batch", 1, 100_000, 0, 2);
+    d.arrived("small", 1, 30_000, 0, 1);
+    return d;
+  };
+
+  it("keeps a large tenant in its class until it has been given what its largest peer within its share asks, then demotes the rest", () => {
+    const d = region();
+    // 200,000 at once: over everyone's share (1.5 x a third of 330,000), and nothing given yet.
+    d.arrived("big", 1, 200_000, 0, 1);
+    expect(d.judge("big", 0)).toBe("everyone");
+    // The floor is small's 30,000: six requests of 5,000 keep their class, the rest are demoted.
+    const verdicts: Array<string | undefined> = [];
+    for (let i = 0; i < 10; i++) {
+      d.arrived("big", 1, 5_000, 0, 1);
+      verdicts.push(d.judge("big", 0));
+    }
+    expect(verdicts).toEqual([...Array<undefined>(6).fill(undefined), "everyone", "everyone", "everyone", "everyone"]);
+    // The query itself gives nothing: overShare still says it floods.
+    expect(d.overShare("big", 0)).toBe("everyone");
+    // A tenant within its share keeps its class, floor or not.
+    d.arrived("small", 1, 5_000, 0, 1);
+    expect(d.judge("small", 0)).toBeUndefined();
+  });
+
+  it("counts what a demoted tenant was given below its class: served there, it keeps no more of its class", () => {
+    const d = region();
+    d.arrived("big", 1, 200_000, 0, 1);
+    expect(d.judge("big", 0)).toBe("everyone");
+    // The spare capacity dispatched 30,000 of its demoted requests: the floor is met.
+    d.dispatchedDemoted("big", 30_000, 0);
+    d.arrived("big", 1, 5_000, 0, 1);
+    expect(d.judge("big", 0)).toBe("everyone");
+    // Once that has decayed (the demand window), the floor opens again.
+    const later = 3 * DEMAND_TAU_MS;
+    d.arrived("batch", 1, 100_000, later, 2);
+    d.arrived("small", 1, 30_000, later, 1);
+    d.arrived("big", 1, 200_000, later, 1);
+    expect(d.judge("big", later)).toBe("everyone");
+    d.arrived("big", 1, 5_000, later, 1);
+    expect(d.judge("big", later)).toBeUndefined();
+  });
+
+  it("gives no floor without a peer of the same class within its share, nor to a tenant past its commitment", () => {
+    // Its only peer floods too: no floor.
+    const d = new TenantDemand();
+    d.arrived("batch", 1, 10_000, 0, 2);
+    d.arrived("a", 1, 400_000, 0, 1);
+    d.arrived("b", 1, 400_000, 0, 1);
+    d.arrived("quiet", 1, 1_000, 0, 0);
+    expect(d.overShare("b", 0)).toBe("everyone");
+    expect(d.judge("b", 0)).toBe("everyone");
+    // A peer of another class is no floor: the interactive tenant within its share does not count for a standard one.
+    const e = new TenantDemand();
+    e.arrived("chat", 1, 50_000, 0, 0);
+    e.arrived("rag", 1, 500_000, 0, 1);
+    expect(e.judge("rag", 0)).toBe("everyone");
+    // Past its commitment: judged by the commitment alone.
+    const c = new TenantDemand();
+    c.arrived("small", 1, 30_000, 0, 1);
+    c.arrived("big", 1, 1_000, 0, 1, { perMinute: 1_000, promptTokens: 1_000 });
+    c.arrived("big", 1, 1_000, 0, 1, { perMinute: 1_000, promptTokens: 10_000 });
+    expect(c.judge("big", 0)).toBe("commitment");
+  });
+});
+
 describe("TenantDemand with commitments", () => {
   const PER_MINUTE = 60_000;
   const commit = (promptTokens: number) => ({ perMinute: PER_MINUTE, promptTokens });

@@ -244,6 +244,7 @@ export class Placement {
     const decision = decisionOf(req, choice);
     const estimatedTtftMs = Math.round(estimateMs(chosen));
     const { predicted, touched, claimed } = this.dispatch(req, tenant, chosen, entry, now);
+    if (admitted.demoted === "share") this.parts.demand.dispatchedDemoted(tenant, chosen.uncachedTokens, now);
     const { ticket, shown } = this.tickets.issue(
       req,
       field,

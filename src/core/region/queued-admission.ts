@@ -132,7 +132,7 @@ export class QueuedAdmission {
     const committed =
       req.committedTokensPerMinute === undefined ? undefined : { perMinute: req.committedTokensPerMinute, promptTokens: req.promptTokens };
     this.demand.arrived(tenant, req.tenantWeight ?? 1, work, now, asked, committed);
-    const flooding = this.demand.overShare(tenant, now);
+    const flooding = this.demand.judge(tenant, now);
     const share = this.placement.admitFairShare(req, tenant, candidates, now);
     if (!share.ok && flooding !== undefined)
       return this.placement.refuseOverShare(req, tenant, share, all, now, flooding === "commitment" ? "commitment" : "share");

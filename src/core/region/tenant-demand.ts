@@ -31,6 +31,9 @@
  *   cached to build a queue: a RAG tenant at five times its rate, 91% of its prompts cached, was
  *   counted light there, had nodes held for its demand, and took them ahead of the batch tenant
  *   (which kept 72.1% of its goodput against 83.5%; 77.1% with this).
+ * - Beyond a peer floor ({@link TenantDemand.judge}): a flooding tenant is never given less, per
+ *   weight, than a tenant of its class within its share asks; without it a tenant that is large,
+ *   not growing, lost every request to the excess rank and starved past 2x load.
  * Same tolerance as the fair share's bound (fair-share.ts): two tenants sending alike hold 40% or
  * 60% by the luck of arrival, and must not demote each other.
  *
@@ -79,6 +82,15 @@ interface Demand {
   rank: number;
   at: number;
   weight: number;
+  /** Its last request's uncached prefill (tokens): what {@link TenantDemand.judge} weighs against its floor. */
+  last: number;
+  /**
+   * What it was given, for the peer floor ({@link TenantDemand.judge}), decayed as the demand is
+   * (DEMAND_TAU_MS) to `givenAt`: the uncached prefill of its requests judged to keep their class,
+   * and of its demoted ones that were dispatched all the same.
+   */
+  given: number;
+  givenAt: number;
   /** With a commitment: see {@link Commitment}. */
   committed?: Commitment | undefined;
 }
@@ -110,9 +122,10 @@ export class TenantDemand {
     if (!d) {
       if (this.tenants.size >= MAX_TENANTS) this.forgetIdle(now);
       if (this.tenants.size >= MAX_TENANTS) return;
-      this.tenants.set(tenant, (d = { tokens: 0, at: now, weight, rank }));
+      this.tenants.set(tenant, (d = { tokens: 0, at: now, weight, rank, last: 0, given: 0, givenAt: now }));
     }
     d.tokens = decayed(d, now) + tokens;
+    d.last = tokens;
     d.at = now;
     d.weight = weight;
     d.rank = rank;
@@ -183,6 +196,64 @@ export class TenantDemand {
     // With a commitment, its last request was judged at its arrival.
     if (own.committed) return own.committed.verdict;
     return this.shareVerdict(own, now);
+  }
+
+  /**
+   * The verdict on the request of `tenant` that just {@link arrived}: {@link overShare}'s, except
+   * that a tenant over its share keeps its class while it has been given less than the largest
+   * recent demand (per weight) of a tenant that asked for the same class and is within its share:
+   * the peer floor. Given: its requests that kept their class, and its demoted ones dispatched
+   * all the same ({@link dispatchedDemoted}). A share of the demand cannot tell a tenant that is
+   * large from one that grew, and demoting the whole of a large tenant starved it: on draws of
+   * bench:goodput's mix other than the committed one (`npm run bench:goodput-heldout`), a RAG
+   * tenant sending 1.5x its sibling's sessions asked just over 1.5 x a fifth of the region's
+   * uncached prefill, ranked below batch with every request, and answered 0.2-0.7% of its
+   * requests in time at 2.5x-3x load (at 2x, 1.5% and 53.9% on two draws) while its sibling, of
+   * the same class and weight, answered 40-100%. With the floor it is never given less, per
+   * weight, than a peer of its class within its share. What it was given below its class
+   * counts: a flood at 1x load, whose demoted requests the spare capacity serves, keeps no more
+   * of its class than before (judged on what it kept alone, a RAG tenant at five times its rate
+   * kept its sibling's demand in its class, and the batch tenant kept 75.7% of its goodput
+   * against 92.4%). Without such a peer, as before.
+   */
+  judge(tenant: string, now: number): Flooding {
+    const verdict = this.overShare(tenant, now);
+    const own = this.tenants.get(tenant);
+    if (!own || verdict === "commitment") return verdict;
+    const given = own.given * Math.exp(-Math.max(0, now - own.givenAt) / DEMAND_TAU_MS);
+    if (verdict !== undefined && given + own.last > own.weight * this.largestPeerWithinShare(own, now)) {
+      own.given = given;
+      own.givenAt = now;
+      return verdict;
+    }
+    own.given = given + own.last;
+    own.givenAt = now;
+    return undefined;
+  }
+
+  /** A demoted request of `tenant` was dispatched, with `tokens` of uncached prefill: given to it below its class ({@link judge}). */
+  dispatchedDemoted(tenant: string, tokens: number, now: number): void {
+    const d = this.tenants.get(tenant);
+    if (!d) return;
+    d.given = d.given * Math.exp(-Math.max(0, now - d.givenAt) / DEMAND_TAU_MS) + tokens;
+    d.givenAt = now;
+  }
+
+  /** The largest recent demand per weight of an active tenant other than `own` asking for its class and within its share (0: none). */
+  private largestPeerWithinShare(own: Demand, now: number): number {
+    const everyone = this.totals(now);
+    const peers = this.totals(now, own.rank);
+    let most = 0;
+    for (const d of this.tenants.values()) {
+      if (d === own || d.rank !== own.rank || now - d.at > DEMAND_TAU_MS) continue;
+      const demand = decayed(d, now);
+      const within = d.committed
+        ? d.committed.verdict === undefined
+        : !overWeightedShare(demand, d.weight, everyone.weights, everyone.total) &&
+          !(peers.active >= 2 && overWeightedShare(demand, d.weight, peers.weights, peers.total));
+      if (within) most = Math.max(most, demand / d.weight);
+    }
+    return most;
   }
 
   /** Whether `own` is over its weighted share of every active tenant's recent demand, or else of its peers'. */
