@@ -77,6 +77,13 @@ export interface Committed {
   promptTokens: number;
 }
 
+/** The recent demand and weight of a set of active tenants, summed, and how many they are. */
+interface Totals {
+  total: number;
+  weights: number;
+  active: number;
+}
+
 interface Demand {
   tokens: number;
   rank: number;
@@ -131,8 +138,7 @@ export class TenantDemand {
     d.rank = rank;
     if (committed) {
       const c = d.committed;
-      const k = c ? Math.exp(-Math.max(0, now - c.at) / COMMITMENT_TAU_MS) : 0;
-      const kept = c ? c.kept * k : 0;
+      const kept = c ? decay(c.kept, c.at, now, COMMITMENT_TAU_MS) : 0;
       const after = kept + committed.promptTokens;
       // Within its commitment it keeps its class; up to 1.5x it, only while within its share of
       // the demand (as a tenant without one is judged); past that, only what it sends beyond
@@ -154,7 +160,7 @@ export class TenantDemand {
   }
 
   /** The recent demand and weight of every active tenant asking for class `maxRank` or a higher one (every class by default), summed. */
-  private totals(now: number, maxRank = Infinity): { total: number; weights: number; active: number } {
+  private totals(now: number, maxRank = Infinity): Totals {
     let total = 0;
     let weights = 0;
     let active = 0;
@@ -220,7 +226,7 @@ export class TenantDemand {
     const verdict = this.overShare(tenant, now);
     const own = this.tenants.get(tenant);
     if (!own || verdict === "commitment") return verdict;
-    const given = own.given * Math.exp(-Math.max(0, now - own.givenAt) / DEMAND_TAU_MS);
+    const given = decay(own.given, own.givenAt, now);
     if (verdict !== undefined && given + own.last > own.weight * this.largestPeerWithinShare(own, now)) {
       own.given = given;
       own.givenAt = now;
@@ -235,7 +241,7 @@ export class TenantDemand {
   dispatchedDemoted(tenant: string, tokens: number, now: number): void {
     const d = this.tenants.get(tenant);
     if (!d) return;
-    d.given = d.given * Math.exp(-Math.max(0, now - d.givenAt) / DEMAND_TAU_MS) + tokens;
+    d.given = decay(d.given, d.givenAt, now) + tokens;
     d.givenAt = now;
   }
 
@@ -249,8 +255,7 @@ export class TenantDemand {
       const demand = decayed(d, now);
       const within = d.committed
         ? d.committed.verdict === undefined
-        : !overWeightedShare(demand, d.weight, everyone.weights, everyone.total) &&
-          !(peers.active >= 2 && overWeightedShare(demand, d.weight, peers.weights, peers.total));
+        : verdictByShares(demand, d.weight, everyone, () => peers) === undefined;
       if (within) most = Math.max(most, demand / d.weight);
     }
     return most;
@@ -258,12 +263,7 @@ export class TenantDemand {
 
   /** Whether `own` is over its weighted share of every active tenant's recent demand, or else of its peers'. */
   private shareVerdict(own: Demand, now: number): Flooding {
-    const everyone = this.totals(now);
-    if (everyone.active < 2 || everyone.total <= 0) return undefined;
-    const mine = decayed(own, now);
-    if (overWeightedShare(mine, own.weight, everyone.weights, everyone.total)) return "everyone";
-    const peers = this.totals(now, own.rank);
-    return peers.active >= 2 && overWeightedShare(mine, own.weight, peers.weights, peers.total) ? "peers" : undefined;
+    return verdictByShares(decayed(own, now), own.weight, this.totals(now), () => this.totals(now, own.rank));
   }
 
   private forgetIdle(now: number): void {
@@ -277,5 +277,22 @@ function overWeightedShare(demand: number, weight: number, weights: number, tota
 }
 
 function decayed(d: Demand, now: number): number {
-  return d.tokens * Math.exp(-Math.max(0, now - d.at) / DEMAND_TAU_MS);
+  return decay(d.tokens, d.at, now);
+}
+
+/** `value` as of `at`, decayed to `now` with time constant `tau` (a steady rate r sums to r x tau). */
+function decay(value: number, at: number, now: number, tau = DEMAND_TAU_MS): number {
+  return value * Math.exp(-Math.max(0, now - at) / tau);
+}
+
+/**
+ * Whether a tenant asking `mine` of weight `weight` is over its weighted share of every active
+ * tenant's demand (`everyone`), or else of its peers' (`peers`, asked only then): for its own
+ * verdict and for the peer floor's test of the others.
+ */
+function verdictByShares(mine: number, weight: number, everyone: Totals, peers: () => Totals): Flooding {
+  if (everyone.active < 2 || everyone.total <= 0) return undefined;
+  if (overWeightedShare(mine, weight, everyone.weights, everyone.total)) return "everyone";
+  const p = peers();
+  return p.active >= 2 && overWeightedShare(mine, weight, p.weights, p.total) ? "peers" : undefined;
 }
