@@ -5,7 +5,8 @@
  * Mooncake conversation trace and a generated multi-tenant mix with a batch tenant, with and
  * without hidden prefill noise, through warmpath (the production RegionRouter with its default
  * settings, and without admission), the anchors with their defaults and with their documented
- * opt-in overload protections, and the SLO-aware greedy oracle; then one tenant's flood. Writes
+ * opt-in overload protections, and the SLO-aware greedy oracle; then one tenant's flood, from its
+ * first request and after its own history. Writes
  * bench/GOODPUT.md, bench/goodput.json and bench/charts/goodput-*.svg. Deterministic: the same
  * flags give byte-identical files, whatever `--jobs`.
  *
@@ -18,7 +19,7 @@
  *   --no-tune              skip the protections' tuning grids (tuned rows = first grid entry)
  *   --no-flood             skip the flood scenario
  *   --trace PATH           Mooncake trace [../shared/traces/mooncake_conversation_trace.jsonl]
- *   --seed N               the mix drawn anew: N added to every tenant's seed [0]; a held-out
+ *   --seed N               the mix drawn anew: every tenant's seed shifted by N x 1,000 [0]; a held-out
  *                          check, never the committed results (needs --out, or writes .tmp/goodput-seed-N)
  *   --out DIR              [bench; quick: .tmp/goodput-quick]
  */
@@ -55,6 +56,17 @@ const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const FLOOD_TENANTS = MIX.tenants.map((t) => t.name);
 const FLOOD_FACTOR = 5;
 const FLOOD_LOAD = 1;
+/**
+ * The flood after history: the mix at its tenants' own rates for FLOOD_HISTORY_SECONDS (the
+ * mix's own length; 394 s at x1), then one tenant at FLOOD_FACTOR x its rate for as long again,
+ * measured over the requests that arrive from the flood's start (beside the same window of the
+ * same mix without the flood). What a flood is in production: a change from what a tenant sent
+ * before, which the flood from the first request cannot show (no router can tell it from a tenant
+ * that was always large, docs/ADMISSION.md). The quick slice: 300 s, then 150 s.
+ */
+const FLOOD_HISTORY_SECONDS = MIX.durationSeconds;
+const QUICK_FLOOD_HISTORY_SECONDS = 300;
+const QUICK_FLOOD_SECONDS = 150;
 
 /** The full run's measured duration (GOODPUT.md states it; a constant so the file stays deterministic). */
 const RUNTIME_NOTE = "Runtime of the full run: measured on 2 shared cores with `--jobs 2`, see bench/README.md.";
@@ -160,24 +172,45 @@ for (const name of workloadNames) {
 }
 
 const floodTasks: RunTask[] = [];
-const floodMeta: Array<{ tenant: string }> = [];
+/** Each flood task's tenant, and its start (s) for a flood after history; `tenant` undefined: the after-history window's baseline. */
+const floodMeta: Array<{ tenant: string | undefined; from: number }> = [];
 const mix = workloads.find((w) => w.name === "mix");
 if (values.flood && mix) {
   const tenants = quick ? FLOOD_TENANTS.slice(0, 1) : FLOOD_TENANTS;
-  for (const tenant of tenants) {
-    if (!MIX.tenants.some((t) => t.name === tenant)) throw new Error(`unknown flood tenant ${tenant}`);
-    for (const e of mix.entries) {
-      floodTasks.push({
-        workload: { name: "mix", quick, trace: values.trace!, rateFactor: { [tenant]: FLOOD_FACTOR }, seedOffset },
-        load: FLOOD_LOAD,
-        capacity: mix.capacity.speed,
-        fleet,
-        entry: { name: e.name, spec: e.spec },
-        variant: `flood ${tenant} x${FLOOD_FACTOR}`,
-        keepOutcomes: false,
-      });
-      floodMeta.push({ tenant });
+  const history = quick ? QUICK_FLOOD_HISTORY_SECONDS : FLOOD_HISTORY_SECONDS;
+  const durationSeconds = history + (quick ? QUICK_FLOOD_SECONDS : MIX.durationSeconds);
+  const task = (e: (typeof mix.entries)[number], tenant: string | undefined, from: number): RunTask => ({
+    workload: {
+      name: "mix",
+      quick,
+      trace: values.trace!,
+      seedOffset,
+      ...(tenant ? { rateFactor: { [tenant]: FLOOD_FACTOR } } : {}),
+      ...(from > 0 ? { rateFactorFromSeconds: from, durationSeconds } : {}),
+    },
+    load: FLOOD_LOAD,
+    capacity: mix.capacity.speed,
+    fleet,
+    entry: { name: e.name, spec: e.spec },
+    variant: tenant
+      ? `flood ${tenant} x${FLOOD_FACTOR}${from > 0 ? ` from ${from} s` : ""}`
+      : `no flood, ${durationSeconds} s from ${from} s`,
+    keepOutcomes: false,
+    ...(from > 0 ? { fromSeconds: from } : {}),
+  });
+  for (const from of [0, history]) {
+    for (const tenant of tenants) {
+      if (!MIX.tenants.some((t) => t.name === tenant)) throw new Error(`unknown flood tenant ${tenant}`);
+      for (const e of mix.entries) {
+        floodTasks.push(task(e, tenant, from));
+        floodMeta.push({ tenant, from });
+      }
     }
+  }
+  // The after-history floods' baseline: the same longer mix without the flood, the same window.
+  for (const e of mix.entries) {
+    floodTasks.push(task(e, undefined, history));
+    floodMeta.push({ tenant: undefined, from: history });
   }
   // The flood is compared with the sweep's run of the mix at the same load without noise.
   if (!loads.includes(FLOOD_LOAD) || !noises.includes(0)) {
@@ -199,13 +232,18 @@ const all = await runTasks([...sweep, ...floodTasks], jobs, (t, r) => log(descri
 const sweepRuns = all.slice(0, sweep.length);
 const floodRuns = all.slice(sweep.length);
 const floods: FloodReport[] = [];
-for (const tenant of [...new Set(floodMeta.map((m) => m.tenant))]) {
-  floods.push({
-    tenant,
-    factor: FLOOD_FACTOR,
-    load: FLOOD_LOAD,
-    runs: floodRuns.filter((_, i) => floodMeta[i]!.tenant === tenant),
-  });
+const windowBase = floodRuns.filter((_, i) => floodMeta[i]!.tenant === undefined);
+for (const from of [...new Set(floodMeta.map((m) => m.from))]) {
+  for (const tenant of [...new Set(floodMeta.map((m) => m.tenant))]) {
+    if (tenant === undefined) continue;
+    floods.push({
+      tenant,
+      factor: FLOOD_FACTOR,
+      load: FLOOD_LOAD,
+      runs: floodRuns.filter((_, i) => floodMeta[i]!.tenant === tenant && floodMeta[i]!.from === from),
+      ...(from > 0 ? { fromSeconds: from, baseRuns: windowBase } : {}),
+    });
+  }
 }
 
 const command = ["node bench/goodput.ts", ...process.argv.slice(2)].join(" ");

@@ -30,12 +30,21 @@ const QUICK_MOONCAKE_REQUESTS = 3000;
  */
 export function goodputWorkload(
   name: string,
-  opts: { trace?: string; quick?: boolean; rateFactor?: Record<string, number>; seedOffset?: number | undefined } = {},
+  opts: {
+    trace?: string;
+    quick?: boolean;
+    rateFactor?: Record<string, number>;
+    rateFactorFromSeconds?: number | undefined;
+    /** The mix's length (s) [its own, 600; the quick slice's 150]. */
+    durationSeconds?: number | undefined;
+    seedOffset?: number | undefined;
+  } = {},
 ): Workload {
   if (name === "mix") {
     return generateMix(MIX, {
-      durationSeconds: opts.quick ? QUICK_MIX_SECONDS : undefined,
+      durationSeconds: opts.durationSeconds ?? (opts.quick ? QUICK_MIX_SECONDS : undefined),
       rateFactor: opts.rateFactor,
+      rateFactorFromSeconds: opts.rateFactorFromSeconds,
       seedOffset: opts.seedOffset,
     });
   }
@@ -259,11 +268,15 @@ export function runOne(
   entry: Pick<RouterEntry, "name" | "spec">,
   variant = "",
   keepOutcomes = false,
+  fromMs = 0,
 ): GoodputRun {
   const t0 = performance.now();
   const speed = load * capacity;
   const d = buildRouter(entry.name, entry.spec, fleet.prefillRate);
-  const { lives, fleet: f } = simulate(w.requests, speed, fleet, w.trueBlockTokens, d);
+  const simulated = simulate(w.requests, speed, fleet, w.trueBlockTokens, d);
+  const f = simulated.fleet;
+  // Measured over the requests that arrived from `fromMs` (trace time) on: the flood's window.
+  const lives = fromMs > 0 ? simulated.lives.filter((l) => l.req.arrival >= fromMs) : simulated.lives;
   const run = goodputOf(lives, f, {
     workload: w.name,
     load,

@@ -15,6 +15,10 @@ export interface WorkloadRef {
   quick: boolean;
   trace: string;
   rateFactor?: Record<string, number>;
+  /** When the rate factor starts (s; generator.ts MixOptions.rateFactorFromSeconds) [0]. */
+  rateFactorFromSeconds?: number;
+  /** The mix's length (s) [its own]. */
+  durationSeconds?: number;
   /** The mix's tenants' seeds shifted by this [0] (generator.ts MixOptions.seedOffset). */
   seedOffset?: number;
 }
@@ -29,23 +33,40 @@ export interface RunTask {
   variant: string;
   /** Keep each request's outcome (for warmpath's per-request comparisons). */
   keepOutcomes: boolean;
+  /** Measure only the requests that arrived from this time on (s, trace time) [0: all]. */
+  fromSeconds?: number;
 }
 
 const cache = new Map<string, Workload>();
 
 /** A workload, loaded once per thread. */
 export function workloadOf(ref: WorkloadRef): Workload {
-  const key = JSON.stringify([ref.name, ref.quick, ref.trace, ref.rateFactor ?? {}, ref.seedOffset ?? 0]);
+  const key = JSON.stringify([
+    ref.name,
+    ref.quick,
+    ref.trace,
+    ref.rateFactor ?? {},
+    ref.rateFactorFromSeconds ?? 0,
+    ref.durationSeconds ?? 0,
+    ref.seedOffset ?? 0,
+  ]);
   let w = cache.get(key);
   if (!w) {
-    w = goodputWorkload(ref.name, { quick: ref.quick, trace: ref.trace, rateFactor: ref.rateFactor, seedOffset: ref.seedOffset });
+    w = goodputWorkload(ref.name, {
+      quick: ref.quick,
+      trace: ref.trace,
+      rateFactor: ref.rateFactor,
+      rateFactorFromSeconds: ref.rateFactorFromSeconds,
+      durationSeconds: ref.durationSeconds,
+      seedOffset: ref.seedOffset,
+    });
     cache.set(key, w);
   }
   return w;
 }
 
 export function runTask(t: RunTask): GoodputRun {
-  return runOne(workloadOf(t.workload), t.load, t.capacity, t.fleet, t.entry, t.variant, t.keepOutcomes);
+  return runOne(workloadOf(t.workload), t.load, t.capacity, t.fleet, t.entry, t.variant, t.keepOutcomes, (t.fromSeconds ?? 0) * 1000);
 }
 
 /** Runs `tasks` on `jobs` threads; `done` is told of each result as it comes. Results in task order. */

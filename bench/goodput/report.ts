@@ -28,6 +28,13 @@ export interface FloodReport {
   factor: number;
   load: number;
   runs: GoodputRun[];
+  /**
+   * A flood after history: it starts at this time (s, trace time), after the tenants' own rates,
+   * and every run is measured over the requests from then on; compared with `baseRuns` (the same
+   * mix without the flood, the same window) instead of the sweep's run.
+   */
+  fromSeconds?: number;
+  baseRuns?: GoodputRun[];
 }
 
 export interface ReportInput {
@@ -149,7 +156,7 @@ export function verdicts(input: Pick<ReportInput, "workloads" | "runs" | "floods
       out.push({
         workload: f.runs[0]?.workload ?? "mix",
         noise: 0,
-        target: `flood (${f.tenant} x${f.factor} at x${f.load}${how}): every other tenant keeps >= 90% of its goodput`,
+        target: `flood (${floodName(f)}${how}): every other tenant keeps >= 90% of its goodput`,
         figure: `worst: ${worst.tenant} ${pct(worst.with)} vs ${pct(worst.without)} (${(worst.ratio * 100).toFixed(1)}%)`,
         met: worst.ratio >= 0.9,
       });
@@ -158,9 +165,14 @@ export function verdicts(input: Pick<ReportInput, "workloads" | "runs" | "floods
   return out;
 }
 
+/** A flood as the targets name it: its tenant, factor and load, and its start after history. */
+function floodName(f: FloodReport): string {
+  return `${f.tenant} x${f.factor}${f.fromSeconds ? ` from ${f.fromSeconds} s` : ""} at x${f.load}`;
+}
+
 /** Per other tenant: goodput without and with the flood, and the ratio; sorted worst first. */
 function floodRows(runs: readonly GoodputRun[], f: FloodReport, router: string) {
-  const base = find(runs, f.runs[0]?.workload ?? "mix", f.load, 0, router);
+  const base = f.baseRuns ? f.baseRuns.find((r) => r.router === router) : find(runs, f.runs[0]?.workload ?? "mix", f.load, 0, router);
   const flooded = f.runs.find((r) => r.router === router);
   if (!base || !flooded) return undefined;
   const rows = Object.keys(base.byTenant)
@@ -473,7 +485,10 @@ export function writeReport(input: ReportInput): void {
     L.push("");
     const mix = input.workloads.find((w) => w.name === "mix");
     for (const f of input.floods) {
-      L.push(`### ${f.tenant} at ${f.factor}x its rate, on the mix at x${f.load} (no noise)`);
+      const since = f.fromSeconds
+        ? ` from ${f.fromSeconds} s, after its own rate (measured from ${f.fromSeconds} s)`
+        : " from its first request";
+      L.push(`### ${f.tenant} at ${f.factor}x its rate${since}, on the mix at x${f.load} (no noise)`);
       L.push("");
       L.push(floodSection(input, f, mix?.entries ?? []));
       L.push("");
@@ -524,7 +539,7 @@ function resultsJson(input: ReportInput, verdictList: Verdict[]): string {
     `"fleet": ${line(input.fleet)}`,
     `"workloads": ${list(input.workloads.map(({ tuningRuns, ...w }) => (void tuningRuns, w)))}`,
     `"runs": ${list(input.runs.map(strip))}`,
-    `"floods": ${list(input.floods.map((f) => ({ ...f, runs: f.runs.map(strip) })))}`,
+    `"floods": ${list(input.floods.map((f) => ({ ...f, runs: f.runs.map(strip), ...(f.baseRuns ? { baseRuns: f.baseRuns.map(strip) } : {}) })))}`,
     `"verdicts": ${list(verdictList)}`,
   ];
   return `{\n${parts.join(",\n")}\n}\n`;
@@ -533,7 +548,7 @@ function resultsJson(input: ReportInput, verdictList: Verdict[]): string {
 const PROSE_RUN = [
   "## Running it",
   "",
-  "`npm run bench:goodput` (bench/goodput.ts) writes this file, `bench/goodput.json` and `bench/charts/goodput-*.svg`. Flags: `--quick` (the CI slice: the trace's first 3,000 requests, 150 s of the mix, x0.5/x2/x3, no noise, one flood; writes `.tmp/goodput-quick/`, never the committed results), `--workload mooncake,mix`, `--loads 0.5,1,1.5,2,2.5,3`, `--noise 0,1`, `--jobs N` (worker threads; the output does not depend on it), `--no-tune` (the protections' grids are not run: the tuned rows take SMG's N=16 and Dynamo's documented example), `--no-flood`, `--trace PATH`, `--seed N` (the mix drawn anew, N added to every tenant's seed: a held-out check, written to `.tmp/goodput-seed-N/` unless `--out` says otherwise, never the committed results), `--out DIR`. The Mooncake trace is read from `../shared/traces/` (never copied here); without it the run skips that workload with a warning.",
+  "`npm run bench:goodput` (bench/goodput.ts) writes this file, `bench/goodput.json` and `bench/charts/goodput-*.svg`. Flags: `--quick` (the CI slice: the trace's first 3,000 requests, 150 s of the mix, x0.5/x2/x3, no noise, one tenant's flood from its first request and from 300 s for 150 s; writes `.tmp/goodput-quick/`, never the committed results), `--workload mooncake,mix`, `--loads 0.5,1,1.5,2,2.5,3`, `--noise 0,1`, `--jobs N` (worker threads; the output does not depend on it), `--no-tune` (the protections' grids are not run: the tuned rows take SMG's N=16 and Dynamo's documented example), `--no-flood`, `--trace PATH`, `--seed N` (the mix drawn anew, every tenant's seed shifted by N x 1,000: a held-out check, written to `.tmp/goodput-seed-N/` unless `--out` says otherwise, never the committed results), `--out DIR`. The Mooncake trace is read from `../shared/traces/` (never copied here); without it the run skips that workload with a warning.",
 ];
 
 const PROSE_DEFINITIONS = [
@@ -553,7 +568,9 @@ const PROSE_ANCHORS = [
 ];
 
 const PROSE_FLOOD = [
-  "The mix at x1 (noise 0), then the same with one tenant's session rate multiplied (several times its share of the load); every other tenant's requests are the same in both runs (each tenant has its own seed). For each router, each other tenant's goodput without and with the flood, and the worst ratio; the target is warmpath's worst ratio >= 90%, checked for warmpath as configured by default (no tenant has a commitment: shares of the demand decide who floods) and for `warmpath-committed` (each tenant committed the prompt tokens a minute it sends at x1, so the commitments add up to the fleet's capacity; docs/ADMISSION.md).",
+  "The mix at x1 (noise 0), then the same with one tenant's session rate multiplied (several times its share of the load); every other tenant's requests are the same in both runs (each tenant has its own seed). For each router, each other tenant's goodput without and with the flood, and the worst ratio; the target is warmpath's worst ratio >= 90%, checked for warmpath as configured by default (no tenant has a commitment) and for `warmpath-committed` (each tenant committed the prompt tokens a minute it sends at x1, so the commitments add up to the fleet's capacity; docs/ADMISSION.md).",
+  "",
+  "Each flood twice. **From its first request**: the tenant floods from the start, so nothing but shares of the demand can tell it from a tenant that was always large (a flood within its share, rag-b's, is then not seen without commitments). **After its own rate**: the mix at every tenant's own rate for 600 s (the mix's length), then the tenant at five times its rate for 600 s more, everyone measured over the requests that arrive from 600 s on, beside the same window of the same 1,200 s mix without the flood: a flood as production meets one, a change from what the tenant sent before, which warmpath's default judges by each tenant's usual rate (src/core/region/tenant-growth.ts). Goodput at x1 over the longer mix is lower than over the first 600 s (the batch tenant's queue has longer to build), so the two kinds' figures are not comparable with each other, only each with its own baseline.",
 ];
 
 const PROSE_TUNING = [

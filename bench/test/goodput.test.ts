@@ -9,7 +9,8 @@ import { SmgLimiter, smgDefaults } from "../goodput/smg-limiter.ts";
 import { DynamoBusy } from "../goodput/dynamo-busy.ts";
 import { LlmdDispatcher, LLMD_ADMITTER_DEFAULTS } from "../goodput/llmd.ts";
 import { SloOracleDispatcher } from "../oracle.ts";
-import { inTime } from "../goodput/metrics.ts";
+import { inTime, type GoodputRun } from "../goodput/metrics.ts";
+import { verdicts } from "../goodput/report.ts";
 import { range, req, smallFleet } from "./helpers.ts";
 
 /** A minute of the multi-tenant mix: every class and tenant, a few hundred requests. */
@@ -102,6 +103,32 @@ describe("goodput benchmark", () => {
       entries.find((e) => e.name === "warmpath")!,
     );
     assert.notDeepEqual(a.byTenant, b.byTenant);
+  });
+
+  test("a flood after history is measured from its start, against the same window without it", () => {
+    const entry = routerEntries(DEFAULT_FLEET, true, { smg: SMG_GRID[0]!, dynamo: DYNAMO_GRID[0]! }).find((e) => e.name === "warmpath")!;
+    const from = 30_000;
+    const windowed = runOne(mix, 1, capacity, DEFAULT_FLEET, entry, "", false, from);
+    assert.equal(windowed.all.offered, mix.requests.filter((r) => r.arrival >= from).length);
+    // The verdict compares the flood's window with the baseline's window (baseRuns), not the sweep's run.
+    const run = (router: string, tenantGoodput: Record<string, number>): GoodputRun => ({
+      ...windowed,
+      router,
+      byTenant: Object.fromEntries(Object.entries(tenantGoodput).map(([t, g]) => [t, { ...windowed.all, goodput: g }])),
+    });
+    const sweep = run("warmpath", { a: 0.5, b: 1 }); // a different (unwindowed) baseline: must not be used
+    const flood = { tenant: "b", factor: 5, load: 1, fromSeconds: 30, runs: [run("warmpath", { a: 0.9, b: 0.5 })] };
+    const v = verdicts({
+      workloads: [],
+      loads: [1],
+      noises: [0],
+      runs: [{ ...sweep, workload: "mix", load: 1, noise: 0 }],
+      floods: [{ ...flood, baseRuns: [run("warmpath", { a: 1, b: 1 })] }],
+    });
+    assert.equal(v.length, 1);
+    assert.match(v[0]!.target, /^flood \(b x5 from 30 s at x1\)/);
+    assert.equal(v[0]!.met, true); // a keeps 90% of its window's goodput (against 1, not the sweep's 0.5)
+    assert.match(v[0]!.figure, /90\.0% vs 100\.0%/);
   });
 
   test("a run is deterministic", () => {

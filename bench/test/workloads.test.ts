@@ -194,6 +194,23 @@ describe("generated workloads", () => {
     assert.ok(flooded.requests.length > again.requests.length);
   });
 
+  test("a flood after history: the tenant's own rate before its start, five times it after, the others unchanged", () => {
+    const base = generateMix(MIX, { durationSeconds: 240 });
+    const flooded = generateMix(MIX, { durationSeconds: 240, rateFactor: { "rag-b": 5 }, rateFactorFromSeconds: 120 });
+    assert.match(flooded.description, /rag-b x5 from 120 s/);
+    const key = (r: BenchRequest) => [r.tenant, r.arrival, r.promptTokens, r.hashes.join("")];
+    // Before the start, every request is the unflooded mix's, the flooding tenant's included (its history).
+    assert.deepEqual(
+      flooded.requests.filter((r) => r.arrival < 120_000).map(key),
+      base.requests.filter((r) => r.arrival < 120_000).map(key),
+    );
+    // The others are the same throughout; the flooder sends several times as much after the start.
+    const others = (w: { requests: BenchRequest[] }) => w.requests.filter((r) => r.tenant !== "rag-b").map(key);
+    assert.deepEqual(others(flooded), others(base));
+    const after = (w: { requests: BenchRequest[] }) => w.requests.filter((r) => r.tenant === "rag-b" && r.arrival >= 120_000).length;
+    assert.ok(after(flooded) > 3 * after(base), `${after(flooded)} vs ${after(base)}`);
+  });
+
   test("requests are in arrival order within the window, with consistent sizes", () => {
     const w = generate(TEMPLATE_HEAVY, { durationSeconds: 10 });
     assert.equal(w.trueBlockTokens, 64);

@@ -315,13 +315,24 @@ export const MIX: MixConfig = {
   ],
 };
 
+/**
+ * What one step of MixOptions.seedOffset adds to every tenant's seed: past the spacing of the
+ * tenants' own seeds (consecutive), so a shifted draw never hands a tenant another's random stream.
+ */
+const SEED_STRIDE = 1_000;
+
 export interface MixOptions {
   /** Shortens the arrival window (the --quick slice). */
   durationSeconds?: number | undefined;
   /** Multiplies named tenants' session rates (the flood scenario: one tenant at several times its share). */
   rateFactor?: Readonly<Record<string, number>>;
   /**
-   * Added to every tenant's seed [0]: the same tenants drawn anew (other users, sessions, document
+   * When `rateFactor` starts (s) [0: from the first arrival]: before it the tenants send at their
+   * own rates (their history), from it at the multiplied one. The other tenants are unchanged.
+   */
+  rateFactorFromSeconds?: number | undefined;
+  /**
+   * Every tenant's seed shifted by this many SEED_STRIDEs [0]: the same tenants drawn anew (other users, sessions, document
    * lengths and arrivals), for checking a result on traffic it was not developed on.
    */
   seedOffset?: number | undefined;
@@ -348,16 +359,24 @@ export function generateMix(cfg: MixConfig, opts: MixOptions = {}): Workload {
   const systemTokens: number[] = [];
   const docTokens: Array<Map<number, number>> = [];
   cfg.tenants.forEach((t, ti) => {
-    const rnd = seededRandom(t.seed + (opts.seedOffset ?? 0));
+    const rnd = seededRandom(t.seed + SEED_STRIDE * (opts.seedOffset ?? 0));
     const uniform = ([a, b]: [number, number]) => a + Math.floor(rnd() * (b - a + 1));
     const exp = (mean: number) => -Math.log(1 - rnd()) * mean;
     const docOf = zipfSampler(t.documents, t.documentZipf, rnd);
     systemTokens.push(uniform(t.systemPromptTokens));
     const docs = new Map<number, number>();
     docTokens.push(docs);
-    const rate = t.sessionsPerSecond * (opts.rateFactor?.[t.name] ?? 1);
+    const factor = opts.rateFactor?.[t.name] ?? 1;
+    const from = (opts.rateFactorFromSeconds ?? 0) * 1000;
+    const rateAt = (at: number) => t.sessionsPerSecond * (at >= from ? factor : 1);
+    // Poisson arrivals at the rate of the moment: a gap drawn before the change that ends past it
+    // starts again at the change (memoryless), drawn at the new rate.
+    const next = (at: number) => {
+      const to = at + exp(1000 / rateAt(at));
+      return at < from && to >= from && factor !== 1 ? from + exp(1000 / rateAt(from)) : to;
+    };
     let session = 0;
-    for (let at0 = exp(1000 / rate); at0 < duration; at0 += exp(1000 / rate)) {
+    for (let at0 = next(0); at0 < duration; at0 = next(at0)) {
       const user = Math.floor(rnd() * t.users);
       const doc = rnd() < t.documentProbability ? docOf() : -1;
       // A document's length is drawn once, where it is first used, from the tenant's stream.
@@ -412,7 +431,8 @@ export function generateMix(cfg: MixConfig, opts: MixOptions = {}): Workload {
     return out;
   });
   const flood = Object.entries(opts.rateFactor ?? {}).filter(([, f]) => f !== 1);
-  const parts = [...flood.map(([n, f]) => `${n} x${f}`), ...(opts.seedOffset ? [`seeds +${opts.seedOffset}`] : [])];
+  const since = opts.rateFactorFromSeconds ? ` from ${opts.rateFactorFromSeconds} s` : "";
+  const parts = [...flood.map(([n, f]) => `${n} x${f}${since}`), ...(opts.seedOffset ? [`seeds +${opts.seedOffset}`] : [])];
   const suffix = parts.length > 0 ? ` (${parts.join(", ")})` : "";
   return { name: cfg.name, description: cfg.description + suffix, trueBlockTokens: ENGINE_BLOCK_TOKENS, requests };
 }

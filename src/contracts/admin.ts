@@ -97,8 +97,8 @@ const goodputCountersSchema = z.object({
       within: count,
       late: count,
       shed: count,
-      /** Absent from a region older than commitments. */
-      demoted: z.object({ share: count, commitment: count }).optional(),
+      /** Absent from a region older than commitments; `growth` from one older than tenant-growth.ts. */
+      demoted: z.object({ share: count, commitment: count, growth: count.optional() }).optional(),
     }),
   ),
 });

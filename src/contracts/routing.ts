@@ -68,7 +68,7 @@ export type PriorityClass = z.infer<typeof priorityClassSchema>;
 export const MAX_OBJECTIVE_MS = 3_600_000;
 
 /** Why a request's class was lowered (src/core/region/tenant-demand.ts): its tenant is over its share of the demand, or past its commitment. */
-export const demotionSchema = z.enum(["share", "commitment"]);
+export const demotionSchema = z.enum(["share", "commitment", "growth"]);
 export type Demotion = z.infer<typeof demotionSchema>;
 
 /** The largest commitment a tenant may be given: a billion prompt tokens a minute (past any region's prefill). */

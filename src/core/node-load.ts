@@ -29,6 +29,7 @@
 
 import { PrefillRate, type RateEvidence } from "./prefill-rate.ts";
 import { expectedResidual } from "./residual.ts";
+import { decay } from "./stats.ts";
 
 /**
  * What one shard of a sharded region (src/core/shard.ts) tells the others about a node: the
@@ -150,13 +151,13 @@ export class NodeLoad {
    * spreads work between nodes that are equally good for a request right now.
    */
   recentPrefill(now: number): number {
-    const foreign = this.foreignRecent * Math.exp(-Math.max(0, now - this.foreignAt) / RECENT_WORK_TAU_MS);
+    const foreign = decay(this.foreignRecent, this.foreignAt, now, RECENT_WORK_TAU_MS);
     return this.ownRecentPrefill(now) + foreign;
   }
 
   /** The part of {@link recentPrefill} this router dispatched itself. */
   ownRecentPrefill(now: number): number {
-    return this.recentWork * Math.exp(-Math.max(0, now - this.recentAt) / RECENT_WORK_TAU_MS);
+    return decay(this.recentWork, this.recentAt, now, RECENT_WORK_TAU_MS);
   }
 
   /** Spread (lognormal sigma) of real over predicted prefill times, as in use. */

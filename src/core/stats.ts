@@ -50,3 +50,11 @@ export function median(values: readonly number[]): number {
   const mid = sorted.length >> 1;
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
+
+/**
+ * `value` as of `at`, decayed exponentially to `now` with time constant `tau` (ms): a steady rate
+ * r a millisecond summed this way comes to r x tau. Never grows: a `now` before `at` leaves it.
+ */
+export function decay(value: number, at: number, now: number, tau: number): number {
+  return value * Math.exp(-Math.max(0, now - at) / tau);
+}

@@ -75,8 +75,9 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   let lastMessage = "no region serves this model";
   /** Regions that refused the tenant as over its fair share (429 if no region could serve it at all). */
   let overShare = 0;
-  /** Of those, the regions that refused it as past its commitment rather than over its share (tenant-demand.ts). */
+  /** Of those, the regions that refused it as past its commitment, or past its usual rate, rather than over its share (tenant-demand.ts). */
   let pastCommitment = 0;
+  let pastUsual = 0;
   /** Regions that could not meet its objective even after their queue (429 `objective_unreachable` if no region served it). */
   let shed = 0;
   /** The last region's shed, for the refusal's decision line (its objective and time queued). */
@@ -185,6 +186,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
     if (refusal.reason === "over-share") {
       overShare++;
       if (refusal.demoted === "commitment") pastCommitment++;
+      if (refusal.demoted === "growth") pastUsual++;
     }
     if (refusal.reason === "shed") {
       shed++;
@@ -207,12 +209,15 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   }
   // A tenant refused for its share somewhere is told to slow down (429); otherwise the fleet is full (503).
   if (overShare > 0) {
-    const committed = pastCommitment === overShare;
-    const why = committed
-      ? "This tenant is past its committed prompt tokens a minute in the regions that could serve it"
-      : "This tenant is over its fair share of the capacity that could serve it";
+    const demoted = pastCommitment === overShare ? "commitment" : pastUsual === overShare ? "growth" : undefined;
+    const why =
+      demoted === "commitment"
+        ? "This tenant is past its committed prompt tokens a minute in the regions that could serve it"
+        : demoted === "growth"
+          ? "This tenant is sending faster than it usually does, out of step with the others, in the regions that could serve it"
+          : "This tenant is over its fair share of the capacity that could serve it";
     throw ApiError.overShare(`${why} (${lastMessage}; tried ${tried}). Retry after ${seconds} s.`, seconds).refusedBy(
-      refusalDetail(input, attempts, "over-share", { demoted: committed ? "commitment" : undefined }),
+      refusalDetail(input, attempts, "over-share", { demoted }),
     );
   }
   if (shed > 0) {

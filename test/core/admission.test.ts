@@ -116,6 +116,57 @@ describe("admission", () => {
     expect((plain as { demoted?: string }).demoted).toBeUndefined();
   });
 
+  it("says why a request ranks below its class when its tenant sends five times its usual rate, cached as it is: growth", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode({ ...spec("a"), static: true }, 0); // configured: never silent over the minutes below
+    const answered = (q: RouteRequest, t: number) => {
+      const p = placed(r.admit(q, t));
+      r.firstByte(p.ticket, t);
+      r.complete(p.ticket, { status: "ok" }, t);
+      return p;
+    };
+    // rag asks the same 1,000-token document every time (cached after the first: no share of the
+    // uncached demand to flood by); chat and news send 1,000 new tokens, each of weight 2 (rag counts
+    // in the shares' weights, and two alike tenants must stay within 1.5x theirs). Each a request a second.
+    const doc = req(1_000, { tenant: "rag" });
+    let n = 0;
+    const rag = (over: Partial<RouteRequest> = {}) => ({ ...doc, requestId: `rag${++n}`, ...over });
+    let t = 0;
+    for (; t < 180_000; t += 1_000) {
+      answered(rag(), t);
+      answered(req(1_000, { tenant: "chat", tenantWeight: 2 }), t + 300);
+      answered(req(1_000, { tenant: "news", tenantWeight: 2 }), t + 600);
+    }
+    // rag at five times its rate for a minute, chat and news as before: rag's first requests fit in
+    // 1.5x its usual 60,000 tokens a minute (its last minute's 60,000 decaying as it goes); then at
+    // most 1.5x its usual a minute keeps its class, and the rest is past it.
+    const verdicts: Array<string | undefined> = [];
+    for (let i = 0; i < 300; i++) {
+      verdicts.push(answered(rag(), t + i * 200).demoted);
+      if (i % 5 === 2) expect(answered(req(1_000, { tenant: "chat", tenantWeight: 2 }), t + i * 200 + 50).demoted).toBeUndefined();
+      if (i % 5 === 4) expect(answered(req(1_000, { tenant: "news", tenantWeight: 2 }), t + i * 200 + 50).demoted).toBeUndefined();
+    }
+    t += 60_000;
+    expect(verdicts.slice(0, 25).every((d) => d === undefined)).toBe(true);
+    const grown = verdicts.slice(150).filter((d) => d === "growth").length;
+    // Of 150, about half: 1.5/5 of its rate keeps its class, and a little more because its usual
+    // learned its first seconds at full weight (until its last minute passed its allowance).
+    expect(grown).toBeGreaterThan(60);
+    expect(verdicts.every((d) => d === undefined || d === "growth")).toBe(true);
+    // Shed past its usual, the answer says so; chat, steady, keeps its class.
+    // 5 s of prefill on the only node, from a tenant new to the region (no history: not in the region's growth).
+    placed(r.admit(req(50_000, { tenant: "other" }), t));
+    // (Within its allowance, one of them may still keep its class: rag is kept at 1.5x its usual.)
+    const sheds = [0, 1, 2, 3].map((i) => r.admit(rag({ objectiveMs: 1_000 }), t + 10 + i));
+    for (const x of sheds) expect(x).toMatchObject({ ok: false, reason: "shed", shed: "objective" });
+    const shed = sheds.find((x) => (x as { demoted?: string }).demoted !== undefined);
+    expect(shed).toMatchObject({ demoted: "growth" });
+    expect((shed as { message: string }).message).toContain("sending faster than it usually does");
+    const steady = r.admit(req(1_000, { tenant: "news", tenantWeight: 2, objectiveMs: 1_000 }), t + 20);
+    expect(steady).toMatchObject({ ok: false, reason: "shed" });
+    expect((steady as { demoted?: string }).demoted).toBeUndefined();
+  });
+
   it("holds what can still be served in time, and releases it when the node's first byte comes", () => {
     const r = new RegionRouter(settings());
     r.upsertNode(spec("a"), 0);
@@ -438,8 +489,8 @@ describe("admission", () => {
     expect(g.classes.standard).toMatchObject({ placed: 1, within: 0, late: 1, queued: 1, queuedMs: 900 });
     expect(g.classes.batch.shed).toEqual({ objective: 1, deadline: 0, "queue-full": 0 });
     expect(g.tenants).toEqual({
-      t: { within: 1, late: 1, shed: 0, demoted: { share: 0, commitment: 0 } },
-      u: { within: 0, late: 0, shed: 1, demoted: { share: 0, commitment: 0 } },
+      t: { within: 1, late: 1, shed: 0, demoted: { share: 0, commitment: 0, growth: 0 } },
+      u: { within: 0, late: 0, shed: 1, demoted: { share: 0, commitment: 0, growth: 0 } },
     });
     expect(r.historyView(3_000).decisions.find((d) => d.decision === "shed")).toMatchObject({ priority: "batch", objectiveMs: 1_000 });
   });

@@ -41,14 +41,14 @@ export function rankClass(rank: number): PriorityClass {
 /** The rank a tenant's request takes, from the class it asked for and how far it floods (tenant-demand.ts). */
 export function demotedRank(asked: number, flooding: Flooding): number {
   const batch = PRIORITY_CLASSES.length - 1;
-  if (flooding === "commitment") return EXCESS_BASE + asked;
+  if (flooding === "commitment" || flooding === "growth") return EXCESS_BASE + asked;
   if (flooding === undefined || asked >= batch) return asked;
   return flooding === "everyone" ? EXCESS_RANK : batch;
 }
 
 /** Why a request ranks below the class it asked for (`asked`), from how far its tenant floods; undefined: it does not. */
 export function demotionOf(asked: number, flooding: Flooding): Demotion | undefined {
-  if (flooding === "commitment") return "commitment";
+  if (flooding === "commitment" || flooding === "growth") return flooding;
   return demotedRank(asked, flooding) === asked ? undefined : "share";
 }
 

@@ -13,6 +13,7 @@
  * there.
  */
 import { RANKS } from "./admission-queue.ts";
+import { decay } from "../stats.ts";
 
 /** The window over which a class's demand is averaged (ms): as long as a class counts as active. */
 export const DEMAND_TAU_MS = 10_000;
@@ -65,6 +66,6 @@ export class ClassReserve {
 
   private decayed(rank: number, now: number): number {
     const d = this.demand[rank]!;
-    return d.tokens * Math.exp(-Math.max(0, now - d.at) / DEMAND_TAU_MS);
+    return decay(d.tokens, d.at, now, DEMAND_TAU_MS);
   }
 }

@@ -86,7 +86,7 @@ export class Goodput {
   private tenant(key: string): TenantGoodput | undefined {
     let t = this.tenants.get(key);
     if (!t && this.tenants.size < MAX_TENANTS)
-      this.tenants.set(key, (t = { within: 0, late: 0, shed: 0, demoted: { share: 0, commitment: 0 } }));
+      this.tenants.set(key, (t = { within: 0, late: 0, shed: 0, demoted: { share: 0, commitment: 0, growth: 0 } }));
     return t;
   }
 }

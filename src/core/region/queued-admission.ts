@@ -129,13 +129,19 @@ export class QueuedAdmission {
     // on that alone, 4% of the interactive requests at 2x load with noise were refused as over
     // their share although interactive traffic was a third of the demand: bench/GOODPUT.md).
     const tenant = req.tenant ?? "";
-    const committed =
-      req.committedTokensPerMinute === undefined ? undefined : { perMinute: req.committedTokensPerMinute, promptTokens: req.promptTokens };
-    this.demand.arrived(tenant, req.tenantWeight ?? 1, work, now, asked, committed);
+    const sent = { promptTokens: req.promptTokens, perMinute: req.committedTokensPerMinute };
+    this.demand.arrived(tenant, req.tenantWeight ?? 1, work, now, asked, sent);
     const flooding = this.demand.judge(tenant, now);
     const share = this.placement.admitFairShare(req, tenant, candidates, now);
     if (!share.ok && flooding !== undefined)
-      return this.placement.refuseOverShare(req, tenant, share, all, now, flooding === "commitment" ? "commitment" : "share");
+      return this.placement.refuseOverShare(
+        req,
+        tenant,
+        share,
+        all,
+        now,
+        flooding === "commitment" || flooding === "growth" ? flooding : "share",
+      );
     const rank = demotedRank(asked, flooding);
     const demoted = demotionOf(asked, flooding);
     if (demoted) this.ledger.demoted(req, demoted);

@@ -44,6 +44,8 @@ export function unavailableRefusal(region: string, model: string, retryAfterSeco
 
 /** How a refusal says a tenant sent more than its commitment. */
 const PAST_COMMITMENT = "past its committed prompt tokens a minute";
+/** How a refusal says a tenant sent more than it usually does (tenant-growth.ts). */
+const PAST_USUAL = "sending faster than it usually does, out of step with the others";
 
 /**
  * The tenant is over its fair share of a contended region, or past its commitment (`why`), and its
@@ -56,14 +58,14 @@ export function overShareRefusal(
   why: Demotion = "share",
 ): RouteRefusal {
   const held = admission.reserved > 0 ? ` (${admission.reserved} of its nodes held for the other tenants)` : "";
-  const over = why === "commitment" ? PAST_COMMITMENT : "over its fair share";
+  const over = why === "commitment" ? PAST_COMMITMENT : why === "growth" ? PAST_USUAL : "over its fair share";
   return {
     ok: false,
     reason: "over-share",
     message: `tenant ${tenant} sent ${(100 * admission.shareOfQueue).toFixed(0)}% of region ${region}'s recent prefill, ${over}, and its queue is full${held}`,
     retryAfterSeconds: admission.retryAfterSeconds,
-    // Only a commitment is named: the edge's 429 then says so instead of "over its fair share".
-    demoted: why === "commitment" ? why : undefined,
+    // A commitment or a usual rate is named: the edge's 429 then says so instead of "over its fair share".
+    demoted: why === "share" ? undefined : why,
   };
 }
 
@@ -121,6 +123,7 @@ const DEMOTED_AS: Record<Demotion | "none", string> = {
   none: "",
   share: " (ranked below its class: its tenant sends more than its share of the region's demand)",
   commitment: ` (ranked below its class: its tenant is ${PAST_COMMITMENT})`,
+  growth: ` (ranked below its class: its tenant is ${PAST_USUAL})`,
 };
 
 /**

@@ -31,6 +31,10 @@
  *   cached to build a queue: a RAG tenant at five times its rate, 91% of its prompts cached, was
  *   counted light there, had nodes held for its demand, and took them ahead of the batch tenant
  *   (which kept 72.1% of its goodput against 83.5%; 77.1% with this).
+ * - Past its usual rate as well (tenant-growth.ts): a tenant without a commitment that keeps, over
+ *   the last minute, more than 1.5x what it usually sends, out of step with the others, has the
+ *   rest rank with a commitment's excess (`growth`), whatever its share: shares cannot tell a
+ *   tenant that grew from one that was always large, its history can.
  * - Beyond a peer floor ({@link TenantDemand.judge}): a flooding tenant is never given less, per
  *   weight, than a tenant of its class within its share asks; without it a tenant that is large,
  *   not growing, lost every request to the excess rank and starved past 2x load.
@@ -55,12 +59,18 @@
  */
 import { SHARE_TOLERANCE } from "./fair-share.ts";
 import { DEMAND_TAU_MS } from "./class-reserve.ts";
+import { TenantGrowth } from "./tenant-growth.ts";
+import { decay as decayWith } from "../stats.ts";
+import { demotedRank } from "./admission-queue.ts";
 
 /** Tenants tracked per region (the configuration's, with room to spare); idle ones are forgotten first. */
 const MAX_TENANTS = 1_024;
 
-/** Whose demand a tenant is over its share of: every active tenant's, only its peers' (its class and above), its own commitment, or none. */
-export type Flooding = "everyone" | "peers" | "commitment" | undefined;
+/**
+ * Whose demand a tenant is over its share of: every active tenant's, only its peers' (its class and
+ * above), its own commitment, its own usual rate (`growth`: tenant-growth.ts), or none.
+ */
+export type Flooding = "everyone" | "peers" | "commitment" | "growth" | undefined;
 
 /**
  * A commitment is judged over the last minute (decayed with this time constant, so a steady rate
@@ -69,12 +79,12 @@ export type Flooding = "everyone" | "peers" | "commitment" | undefined;
  */
 export const COMMITMENT_TAU_MS = 60_000;
 
-/** What a tenant with a commitment sent, for {@link TenantDemand.arrived}. */
-export interface Committed {
-  /** Its committed prompt tokens a minute in this region. */
-  perMinute: number;
+/** What a request sent, for {@link TenantDemand.arrived}: its prompt tokens, and its tenant's commitment if it has one. */
+export interface Sent {
   /** This request's prompt tokens (estimated, as the rate limits count them). */
   promptTokens: number;
+  /** Its tenant's committed prompt tokens a minute in this region, if it has a commitment. */
+  perMinute?: number | undefined;
 }
 
 /** The recent demand and weight of a set of active tenants, summed, and how many they are. */
@@ -100,6 +110,8 @@ interface Demand {
   givenAt: number;
   /** With a commitment: see {@link Commitment}. */
   committed?: Commitment | undefined;
+  /** Without one: whether its last request was past its usual rate (tenant-growth.ts). */
+  growing: boolean;
 }
 
 /**
@@ -116,26 +128,30 @@ interface Commitment {
 
 export class TenantDemand {
   private readonly tenants = new Map<string, Demand>();
+  private readonly growth = new TenantGrowth();
   /** Bumped at every arrival: {@link overEveryone}'s answer holds until then (or another instant). */
   private version = 0;
   private everyone: { at: number; version: number; tenants: ReadonlySet<string> } | undefined;
 
   /**
    * A request of `tenant` (of `weight`) arrived, asking for class `rank` (its last request's
-   * counts), costing `tokens` of uncached prefill; `committed` when the tenant has a commitment.
+   * counts), costing `tokens` of uncached prefill; `sent`: its prompt tokens and commitment (without
+   * it, the tenant is judged by shares alone).
    */
-  arrived(tenant: string, weight: number, tokens: number, now: number, rank: number, committed?: Committed): void {
+  arrived(tenant: string, weight: number, tokens: number, now: number, rank: number, sent?: Sent): void {
     let d = this.tenants.get(tenant);
     if (!d) {
       if (this.tenants.size >= MAX_TENANTS) this.forgetIdle(now);
       if (this.tenants.size >= MAX_TENANTS) return;
-      this.tenants.set(tenant, (d = { tokens: 0, at: now, weight, rank, last: 0, given: 0, givenAt: now }));
+      this.tenants.set(tenant, (d = { tokens: 0, at: now, weight, rank, last: 0, given: 0, givenAt: now, growing: false }));
     }
     d.tokens = decayed(d, now) + tokens;
     d.last = tokens;
     d.at = now;
     d.weight = weight;
     d.rank = rank;
+    const committed = sent?.perMinute === undefined ? undefined : { perMinute: sent.perMinute, promptTokens: sent.promptTokens };
+    d.growing = sent ? this.growth.arrived(tenant, sent.promptTokens, now, committed === undefined) : false;
     if (committed) {
       const c = d.committed;
       const kept = c ? decay(c.kept, c.at, now, COMMITMENT_TAU_MS) : 0;
@@ -184,7 +200,8 @@ export class TenantDemand {
     const { total, weights, active } = this.totals(now);
     if (active >= 2 && total > 0)
       for (const [name, d] of this.tenants) {
-        if (d.committed ? d.committed.verdict !== undefined : overWeightedShare(decayed(d, now), d.weight, weights, total)) out.add(name);
+        if (d.committed ? d.committed.verdict !== undefined : d.growing || overWeightedShare(decayed(d, now), d.weight, weights, total))
+          out.add(name);
       }
     this.everyone = { at: now, version: this.version, tenants: out };
     return out;
@@ -227,14 +244,12 @@ export class TenantDemand {
     const own = this.tenants.get(tenant);
     if (!own || verdict === "commitment") return verdict;
     const given = decay(own.given, own.givenAt, now);
-    if (verdict !== undefined && given + own.last > own.weight * this.largestPeerWithinShare(own, now)) {
-      own.given = given;
-      own.givenAt = now;
-      return verdict;
-    }
-    own.given = given + own.last;
+    const floored = verdict !== undefined && given + own.last > own.weight * this.largestPeerWithinShare(own, now) ? verdict : undefined;
+    // Past its usual rate as well (tenant-growth.ts): whichever ranks it lower.
+    const judged = own.growing && demotedRank(own.rank, "growth") > demotedRank(own.rank, floored) ? "growth" : floored;
+    own.given = judged === undefined ? given + own.last : given;
     own.givenAt = now;
-    return undefined;
+    return judged;
   }
 
   /** A demoted request of `tenant` was dispatched, with `tokens` of uncached prefill: given to it below its class ({@link judge}). */
@@ -276,13 +291,13 @@ function overWeightedShare(demand: number, weight: number, weights: number, tota
   return demand > (1 + SHARE_TOLERANCE) * (weight / weights) * total;
 }
 
-function decayed(d: Demand, now: number): number {
-  return decay(d.tokens, d.at, now);
+/** `value` as of `at`, decayed to `now` with time constant `tau` [the demand's, DEMAND_TAU_MS]. */
+function decay(value: number, at: number, now: number, tau = DEMAND_TAU_MS): number {
+  return decayWith(value, at, now, tau);
 }
 
-/** `value` as of `at`, decayed to `now` with time constant `tau` (a steady rate r sums to r x tau). */
-function decay(value: number, at: number, now: number, tau = DEMAND_TAU_MS): number {
-  return value * Math.exp(-Math.max(0, now - at) / tau);
+function decayed(d: Demand, now: number): number {
+  return decay(d.tokens, d.at, now);
 }
 
 /**

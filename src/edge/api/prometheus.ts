@@ -307,7 +307,7 @@ function admissionMetrics(e: Exposition, region: Labels, g: NonNullable<RegionSn
       e.add(
         "warmpath_tenant_demoted_total",
         "counter",
-        "Requests ranked below the class they asked for, by tenant and why: over its share of the demand, or past its commitment.",
+        "Requests ranked below the class they asked for, by tenant and why: over its share of the demand, past its commitment, or past its usual rate.",
         { ...labels, reason },
         n,
       );

@@ -1,0 +1,137 @@
+/**
+ * Which tenants are growing faster than the region (docs/ADMISSION.md, "A flood is a change"): the
+ * history half of the flood rule, beside the shares of tenant-demand.ts.
+ *
+ * Shares of the demand cannot tell a tenant that grew from one that was always large: a standard
+ * RAG tenant at five times its rate asks 23.5% of the region's uncached prefill on bench:goodput's
+ * mix at 1x, within its fifth x 1.5, so by shares it keeps its class and the batch tenant pays
+ * (80.5% of its goodput kept). Its own history can: it sends five times what it usually sends
+ * while the others send what they usually do. So a tenant without a commitment that sends, over
+ * the last minute, more than SHARE_TOLERANCE over its usual rate, scaled by how much the rest of
+ * the region grew, is `growing`: what it sends past that ranks after every tenant's usual traffic
+ * (admission-queue.ts, with the excess of a tenant past its commitment). As a commitment would,
+ * from what the tenant did rather than what it was sold:
+ * - Usual: the prompt tokens a minute of its requests that kept their class (not all it sent,
+ *   or a flood would be its own usual within minutes), over USUAL_TAU_MS. Prompt tokens, not
+ *   uncached prefill: what the tenant sends, not what the cache's state makes it cost (a RAG
+ *   tenant whose documents another's flood evicted did not grow).
+ * - Scaled by the others' growth (their last minute against their usual), never below 1: when
+ *   every tenant grows together (a region failing over into this one, a busy hour) no one is
+ *   singled out and the classes decide; only a tenant out of step with the region is.
+ * - So a tenant may grow by 1.5x (the same tolerance as the shares: bursts pass) every few
+ *   minutes unnoticed, and faster growth only loses precedence: its requests still go to any node
+ *   no one else needs, so below saturation nothing changes (they are dispatched at once).
+ * - Not before GROWTH_MIN_HISTORY_MS of history: a tenant new to the region has no usual (the
+ *   shares judge it alone). A tenant whose first minutes are a flood is judged by shares; that
+ *   one a commitment catches (tenant-demand.ts).
+ */
+import { SHARE_TOLERANCE } from "./fair-share.ts";
+import { decay } from "../stats.ts";
+
+/**
+ * The usual rate's time constant: ten minutes, long against the last minute it is compared with
+ * (so a flood is measured against what came before it).
+ */
+export const USUAL_TAU_MS = 600_000;
+/** The window a tenant's recent rate is judged over: a minute, as a commitment is (tenant-demand.ts). */
+export const RECENT_TAU_MS = 60_000;
+/** A tenant is judged against its usual only after two minutes of history. */
+export const GROWTH_MIN_HISTORY_MS = 120_000;
+/**
+ * While a tenant's last minute is past its allowance, that time counts this much in its usual
+ * (what it keeps then, and the time it keeps it in): a growth that lasts becomes its usual over
+ * hours (an hour of it weighs six minutes), while a flood is measured against the rate before it.
+ * Learned at full weight, a tenant kept at 1.5x its usual had its usual follow its flood: on
+ * bench:goodput's mix (a RAG tenant at five times its rate from 600 s) it doubled within the
+ * flood, and 35% of the flood was judged growing. Judged over the minute, not a shorter window:
+ * the minute fills for some seconds after a flood starts, and what it kept meanwhile raises its
+ * usual (by about a quarter for that RAG tenant), but a chat tenant's bursts over ten seconds
+ * passed 1.5x its usual so often that its usual lagged its own ramp and its requests were judged
+ * growing at 1x load (the mix at 1x: 92.8% of all requests in time against 98.9%).
+ */
+export const LEARN_WHILE_GROWING = 0.1;
+/** Tenants tracked (as tenant-demand.ts); the longest idle are forgotten first. */
+const MAX_TENANTS = 1_024;
+
+interface History {
+  firstAt: number;
+  at: number;
+  /** Prompt tokens of its requests that kept their class, weighted by how much their time counts ({@link LEARN_WHILE_GROWING}), decayed with USUAL_TAU_MS. */
+  usualTokens: number;
+  /** The time they were sent in (ms), weighted and decayed alike: the usual rate is their ratio. */
+  usualMs: number;
+  /** The weight the time since `at` counts with (1, or LEARN_WHILE_GROWING while past its allowance). */
+  learning: number;
+  /** Prompt tokens of its requests that kept their class, decayed with RECENT_TAU_MS: a steady rate r a minute sums to r. */
+  recentKept: number;
+  /** Prompt tokens of all its requests, decayed with RECENT_TAU_MS. */
+  recentSent: number;
+}
+
+export class TenantGrowth {
+  private readonly tenants = new Map<string, History>();
+
+  /**
+   * A request of `tenant` with `promptTokens` arrived at `now`: whether it is past the tenant's
+   * usual rate scaled by the region's growth (true: it ranks with the excess). `judged` false: the
+   * tenant is judged otherwise (a commitment), and only its history is kept, for the others' scale.
+   */
+  arrived(tenant: string, promptTokens: number, now: number, judged = true): boolean {
+    let h = this.tenants.get(tenant);
+    if (!h) {
+      if (this.tenants.size >= MAX_TENANTS) this.forgetIdle(now);
+      if (this.tenants.size >= MAX_TENANTS) return false;
+      this.tenants.set(tenant, (h = { firstAt: now, at: now, usualTokens: 0, usualMs: 0, learning: 1, recentKept: 0, recentSent: 0 }));
+    }
+    decayTo(h, now);
+    h.recentSent += promptTokens;
+    const allowed = this.allowed(h, now);
+    const judging = judged && now - h.firstAt >= GROWTH_MIN_HISTORY_MS;
+    const growing = judging && h.recentKept + promptTokens > allowed;
+    h.learning = judging && h.recentSent > allowed ? LEARN_WHILE_GROWING : 1;
+    if (!growing) {
+      h.usualTokens += h.learning * promptTokens;
+      h.recentKept += promptTokens;
+    }
+    return growing;
+  }
+
+  /**
+   * What `h` may send in a minute: 1.5x its usual rate, times the rest of the region's growth (at
+   * least 1). Without another tenant with history, anything: there is no one its growth could
+   * take from, only its own requests to reorder.
+   */
+  private allowed(h: History, now: number): number {
+    let sent = 0;
+    let usual = 0;
+    for (const o of this.tenants.values()) {
+      if (o === h || now - o.firstAt < GROWTH_MIN_HISTORY_MS) continue;
+      sent += decay(o.recentSent, o.at, now, RECENT_TAU_MS);
+      usual += usualRate(o);
+    }
+    if (usual <= 0) return Infinity;
+    const others = sent / usual;
+    return (1 + SHARE_TOLERANCE) * Math.max(1, others) * usualRate(h);
+  }
+
+  private forgetIdle(now: number): void {
+    // Idle for ten of its recent windows: its last minute is nothing, and it starts anew.
+    for (const [k, h] of this.tenants) if (now - h.at > 10 * RECENT_TAU_MS) this.tenants.delete(k);
+  }
+}
+
+/** A tenant's usual prompt tokens a minute (as of its last arrival: decaying both terms alike leaves it unchanged). */
+function usualRate(h: History): number {
+  return h.usualMs > 0 ? (h.usualTokens / h.usualMs) * RECENT_TAU_MS : 0;
+}
+
+function decayTo(h: History, now: number): void {
+  const dt = Math.max(0, now - h.at);
+  const kept = Math.exp(-dt / USUAL_TAU_MS);
+  h.usualTokens *= kept;
+  // The time since its last arrival, decayed as the tokens are: a steady rate keeps its ratio.
+  h.usualMs = h.usualMs * kept + h.learning * USUAL_TAU_MS * -Math.expm1(-dt / USUAL_TAU_MS);
+  h.recentKept = decay(h.recentKept, h.at, now, RECENT_TAU_MS);
+  h.recentSent = decay(h.recentSent, h.at, now, RECENT_TAU_MS);
+  h.at = now;
+}

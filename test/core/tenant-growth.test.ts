@@ -1,0 +1,87 @@
+/** TenantGrowth: which tenants send faster than they usually do, out of step with the region (src/core/region/tenant-growth.ts). */
+import { describe, expect, it } from "vitest";
+import { GROWTH_MIN_HISTORY_MS, TenantGrowth, USUAL_TAU_MS } from "../../src/core/region/tenant-growth.ts";
+
+/**
+ * Drives `g` from `from` to `to` (ms): every second each tenant of `rates` sends its rate (prompt
+ * tokens a second) in one request. Returns, per tenant, the share of its tokens judged growing.
+ */
+function drive(g: TenantGrowth, rates: Record<string, number>, from: number, to: number, committed: string[] = []) {
+  const sent: Record<string, number> = {};
+  const growing: Record<string, number> = {};
+  for (let now = from; now < to; now += 1_000)
+    for (const [t, r] of Object.entries(rates)) {
+      sent[t] = (sent[t] ?? 0) + r;
+      if (g.arrived(t, r, now, !committed.includes(t))) growing[t] = (growing[t] ?? 0) + r;
+    }
+  return Object.fromEntries(Object.keys(rates).map((t) => [t, (growing[t] ?? 0) / sent[t]!]));
+}
+
+describe("TenantGrowth", () => {
+  it("never judges a tenant that sends what it usually does", () => {
+    const g = new TenantGrowth();
+    expect(drive(g, { a: 1_000, b: 3_000 }, 0, 20 * 60_000)).toEqual({ a: 0, b: 0 });
+  });
+
+  it("judges a tenant that grows fivefold past 1.5x its usual rate, and only what it sends past that", () => {
+    const g = new TenantGrowth();
+    drive(g, { a: 1_000, b: 3_000 }, 0, 5 * 60_000);
+    // a at five times its rate for two minutes: its last minute fills to 1.5x its usual, and what it
+    // kept raises its usual (five minutes of history: the usual is their mean), so about half is growth.
+    const out = drive(g, { a: 5_000, b: 3_000 }, 5 * 60_000, 7 * 60_000);
+    expect(out.b).toBe(0);
+    expect(out.a).toBeGreaterThan(0.4);
+    expect(out.a).toBeLessThan(0.7);
+  });
+
+  it("judges no one when every tenant grows together: the region grew, not one tenant", () => {
+    const g = new TenantGrowth();
+    drive(g, { a: 1_000, b: 3_000, c: 2_000 }, 0, 5 * 60_000);
+    expect(drive(g, { a: 2_500, b: 7_500, c: 5_000 }, 5 * 60_000, 8 * 60_000)).toEqual({ a: 0, b: 0, c: 0 });
+  });
+
+  it("never judges a tenant alone in the region: its growth could take from no one", () => {
+    const g = new TenantGrowth();
+    drive(g, { a: 1_000 }, 0, 5 * 60_000);
+    expect(drive(g, { a: 5_000 }, 5 * 60_000, 7 * 60_000).a).toBe(0);
+  });
+
+  it("has no verdict before a tenant has GROWTH_MIN_HISTORY_MS of history", () => {
+    const g = new TenantGrowth();
+    drive(g, { b: 3_000 }, 0, 5 * 60_000);
+    // a new tenant that starts large is not judged by history (the shares judge it: tenant-demand.ts)...
+    expect(drive(g, { a: 1_000 }, 5 * 60_000, 5 * 60_000 + 30_000).a).toBe(0);
+    expect(drive(g, { a: 10_000 }, 5 * 60_000 + 30_000, 5 * 60_000 + GROWTH_MIN_HISTORY_MS - 1_000).a).toBe(0);
+    // ...until it has some: its usual is then what it sent, and it keeps it.
+    expect(drive(g, { a: 10_000, b: 3_000 }, 7 * 60_000, 9 * 60_000)).toEqual({ a: 0, b: 0 });
+  });
+
+  it("learns a lasting growth as its usual within a few windows, growing by at most 1.5x at a time", () => {
+    const g = new TenantGrowth();
+    drive(g, { a: 1_000, b: 3_000 }, 0, 5 * 60_000);
+    const first = drive(g, { a: 3_000, b: 3_000 }, 5 * 60_000, 10 * 60_000).a!;
+    expect(first).toBeGreaterThan(0.05);
+    // What it kept raised its usual: later windows judge less of the same rate, then none.
+    const later = drive(g, { a: 3_000, b: 3_000 }, 10 * 60_000, 10 * 60_000 + 3 * USUAL_TAU_MS).a!;
+    expect(later).toBeLessThan(first);
+    expect(drive(g, { a: 3_000, b: 3_000 }, 10 * 60_000 + 3 * USUAL_TAU_MS, 10 * 60_000 + 3 * USUAL_TAU_MS + 5 * 60_000).a).toBe(0);
+  });
+
+  it("never judges a tenant judged otherwise (a commitment), and counts its growth in the region's", () => {
+    const g = new TenantGrowth();
+    drive(g, { a: 1_000, c: 1_000, b: 1_000 }, 0, 5 * 60_000, ["c"]);
+    // c (committed) and a double: the region beside a grew as much as a did, so a is in step; c is never judged.
+    expect(drive(g, { a: 2_000, c: 4_000, b: 1_000 }, 5 * 60_000, 7 * 60_000, ["c"])).toEqual({ a: 0, c: 0, b: 0 });
+  });
+
+  it("forgets the longest idle tenants when it tracks its bound, and judges the newcomer by nothing until it has history", () => {
+    const g = new TenantGrowth();
+    for (let i = 0; i < 1_024; i++) g.arrived(`t${i}`, 100, 0);
+    // Full: a newcomer finds no idle tenant to forget and is not tracked (no verdict), ...
+    expect(g.arrived("late", 1_000_000, 1_000)).toBe(false);
+    // ... and once the others have been idle long enough, it takes a place and is judged once it has history.
+    const later = 20 * 60_000;
+    drive(g, { late: 1_000, other: 1_000 }, later, later + 5 * 60_000);
+    expect(drive(g, { late: 5_000, other: 1_000 }, later + 5 * 60_000, later + 6 * 60_000).late).toBeGreaterThan(0.3);
+  });
+});
