@@ -50,7 +50,7 @@ export const GROWTH_MIN_HISTORY_MS = 120_000;
  * growing at 1x load (the mix at 1x: 92.8% of all requests in time against 98.9%).
  */
 export const LEARN_WHILE_GROWING = 0.1;
-/** Tenants tracked (as tenant-demand.ts); the longest idle are forgotten first. */
+/** Tenants tracked (as tenant-demand.ts); when full, those idle for ten minutes are forgotten to make room. */
 const MAX_TENANTS = 1_024;
 
 interface History {
