@@ -1,6 +1,6 @@
 /** TenantDemand: which tenants are flooding, and over whose share (src/core/region/tenant-demand.ts). */
 import { describe, expect, it } from "vitest";
-import { COMMITMENT_TAU_MS, TenantDemand } from "../../src/core/region/tenant-demand.ts";
+import { COMMITMENT_TAU_MS, TenantDemand, type Flooding } from "../../src/core/region/tenant-demand.ts";
 import { DEMAND_TAU_MS } from "../../src/core/region/class-reserve.ts";
 import { demotedRank, EXCESS_RANK, RANKS, rankClass } from "../../src/core/region/admission-queue.ts";
 
@@ -198,5 +198,56 @@ describe("TenantDemand with commitments", () => {
     d.arrived("big", 1, 900_000, 0, 1, commit(1_000));
     d.arrived("big", 1, 1_000, 0, 1);
     expect(d.overShare("big", 0)).toBe("everyone");
+  });
+
+  it("while a tenant sends past its usual rate, ranks what it keeps over its peers' share with its excess, not level with batch", () => {
+    const d = new TenantDemand();
+    // A batch tenant asks most of the prefill, so the standard tenants are judged by their peers' share.
+    const second = (now: number, aRequests: number) => {
+      const verdicts: Array<string | undefined> = [];
+      d.arrived("z", 1, 20_000, now, 2, { promptTokens: 20_000 });
+      d.arrived("b", 1, 1_000, now + 100, 1, { promptTokens: 1_000 });
+      expect(d.judge("b", now + 100)).toBeUndefined();
+      for (let i = 0; i < aRequests; i++) {
+        d.arrived("a", 1, 1_000, now + 200 + i, 1, { promptTokens: 1_000 });
+        verdicts.push(d.judge("a", now + 200 + i));
+      }
+      return verdicts;
+    };
+    for (let now = 0; now < 5 * 60_000; now += 1_000) expect(second(now, 1)).toEqual([undefined]);
+    // a at five times its rate: 83% of its peers' demand (a and b), over 1.5x half. Within its usual
+    // it keeps its class up to the peer floor (b's demand); over the floor, and past its usual, it
+    // is its growth's excess: never the batch class (`peers`), where it would take the batch tenant's turn.
+    const verdicts: Array<string | undefined> = [];
+    for (let now = 5 * 60_000; now < 7 * 60_000; now += 1_000) verdicts.push(...second(now, 5));
+    const late = verdicts.slice(5 * 60);
+    expect(late.every((v) => v === undefined || v === "growth")).toBe(true);
+    expect(late.filter((v) => v === undefined).length).toBeGreaterThan(0);
+    expect(late.filter((v) => v === "growth").length).toBeGreaterThan(late.length / 2);
+    expect(demotedRank(1, "growth")).toBeGreaterThan(demotedRank(1, "peers"));
+  });
+
+  it("keeps a batch tenant past its usual rate batch for its usual rate, over its share as it is: batch is its class", () => {
+    const d = new TenantDemand();
+    const second = (now: number, zRequests: number) => {
+      const verdicts: Flooding[] = [];
+      d.arrived("a", 1, 1_000, now, 1, { promptTokens: 1_000 });
+      d.arrived("b", 1, 1_000, now + 100, 1, { promptTokens: 1_000 });
+      for (let i = 0; i < zRequests; i++) {
+        d.arrived("z", 1, 20_000, now + 200 + i, 2, { promptTokens: 20_000 });
+        verdicts.push(d.judge("z", now + 200 + i));
+      }
+      return verdicts;
+    };
+    // z asks 91% of the prefill (over 1.5x a third): by shares it is over everyone's, and batch already.
+    for (let now = 0; now < 5 * 60_000; now += 1_000) for (const v of second(now, 1)) expect(demotedRank(2, v)).toBe(2);
+    expect(d.overShare("z", 5 * 60_000)).toBe("everyone");
+    const late: Flooding[] = [];
+    for (let now = 5 * 60_000; now < 7 * 60_000; now += 1_000) late.push(...second(now, 5));
+    const last = late.slice(5 * 60);
+    // At five times its rate, its usual keeps its class (the share's verdict, undefined or batch's own), the rest is growth.
+    expect(last.filter((v) => v !== "growth").length).toBeGreaterThan(last.length / 10);
+    expect(last.filter((v) => v === "growth").length).toBeGreaterThan(last.length / 2);
+    for (const v of last) if (v !== "growth") expect(demotedRank(2, v)).toBe(2);
   });
 });
