@@ -64,7 +64,7 @@
  */
 import { SHARE_TOLERANCE } from "./fair-share.ts";
 import { DEMAND_TAU_MS } from "./class-reserve.ts";
-import { TenantGrowth, type Growth } from "./tenant-growth.ts";
+import { RECENT_TAU_MS, TenantGrowth, type Growth } from "./tenant-growth.ts";
 import { decay as decayWith } from "../stats.ts";
 import { demotedRank } from "./admission-queue.ts";
 
@@ -82,7 +82,7 @@ export type Flooding = "everyone" | "peers" | "commitment" | "growth" | undefine
  * of r tokens a minute sums to r): the period it is stated in, over which a chat tenant's bursts
  * average out.
  */
-export const COMMITMENT_TAU_MS = 60_000;
+export const COMMITMENT_TAU_MS = RECENT_TAU_MS;
 
 /** What a request sent, for {@link TenantDemand.arrived}: its prompt tokens, and its tenant's commitment if it has one. */
 export interface Sent {

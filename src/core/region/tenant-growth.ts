@@ -43,7 +43,7 @@ import { decay } from "../stats.ts";
  * (so a flood is measured against what came before it).
  */
 export const USUAL_TAU_MS = 600_000;
-/** The window a tenant's recent rate is judged over: a minute, as a commitment is (tenant-demand.ts). */
+/** The window a tenant's recent rate is judged over: a minute; a commitment is judged over the same (tenant-demand.ts COMMITMENT_TAU_MS). */
 export const RECENT_TAU_MS = 60_000;
 /** A tenant is judged against its usual only after two minutes of history. */
 export const GROWTH_MIN_HISTORY_MS = 120_000;
