@@ -3,7 +3,7 @@
  * index walk, candidate scoring, policy, speculative insert) plus firstByte and complete, on a
  * warm index, for several fleet sizes and prompt lengths, then for indices filled to 10^4, 10^5
  * and 10^6 node-block entries over 8, 64 and 256 nodes (with the index's memory per entry), and
- * the memory a request in flight holds (its ticket). A
+ * the memory a request in flight holds (its ticket), and the cost by how many tenants are active. A
  * Durable Object is single-threaded and serves roughly 500-1,000 requests/s in production, so
  * this cost (plus RPC overhead) is the region's ceiling. Writes bench/ROUTE_COST.md.
  *
@@ -20,6 +20,7 @@ import { hashToHex } from "../src/core/hash.ts";
 import { DEFAULT_MAX_INDEX_ENTRIES, indexMemoryBound, PrefixIndex } from "../src/core/prefix-index.ts";
 import { entityText, KIND } from "./text.ts";
 import { percentile } from "../src/core/stats.ts";
+import { GROWTH_MIN_HISTORY_MS } from "../src/core/region/tenant-growth.ts";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { values } = parseArgs({
@@ -27,15 +28,19 @@ const { values } = parseArgs({
     requests: { type: "string", default: "20000" },
     "index-sizes": { type: "string", default: "10000,100000,1000000" },
     "index-nodes": { type: "string", default: "8,64,256" },
+    tenants: { type: "string", default: "1,10,100,1000" },
     out: { type: "string", default: join(REPO, "bench", "ROUTE_COST.md") },
   },
 });
 const requests = Number(values.requests);
 const indexSizes = values["index-sizes"]!.split(",").filter(Boolean).map(Number);
 const indexNodes = values["index-nodes"]!.split(",").filter(Boolean).map(Number);
+const tenantCounts = values.tenants!.split(",").filter(Boolean).map(Number);
 const blockTokens = DEFAULT_PREFIX_SETTINGS.blockChars / DEFAULT_PREFIX_SETTINGS.charsPerToken;
 /** Requests kept in flight: each completes (first byte, then done) when this many newer ones have arrived. */
 const IN_FLIGHT = 64;
+/** Simulated ms between requests in the by-tenants rows: 1,000 tenants each send every 5 s, all active (10 s windows). */
+const TENANT_STEP_MS = 5;
 /** Blocks per filler prompt (the index-size rows fill the index with these before timing). */
 const FILL_BLOCKS = 100;
 
@@ -111,7 +116,7 @@ function benchRouter(nodes: number, kvCapacityTokens: number, indexEntries = 0):
  * With `indexEntries`, the nodes' KV capacities add up to that many blocks, the index's cap is
  * raised to it when it is above the default, and the index is filled to it before the warm-up.
  */
-function measure(nodes: number, chars: number, requests: number, poolSize: number, indexEntries?: number): Measured {
+function measure(nodes: number, chars: number, requests: number, poolSize: number, indexEntries?: number, tenants = 0): Measured {
   const router = benchRouter(nodes, indexEntries === undefined ? 500_000 : Math.ceil(indexEntries / nodes) * blockTokens, indexEntries);
   const pool = prompts(chars, poolSize);
   let bytesPerEntry: number | undefined;
@@ -124,13 +129,22 @@ function measure(nodes: number, chars: number, requests: number, poolSize: numbe
   const times: number[] = [];
   const inflight: string[] = [];
   let now = 0;
-  const warmup = Math.min(5_000, requests / 4);
+  // With tenants, warmed past the history the growth rule needs (tenant-growth.ts), so that every timed request is judged by it.
+  const step = tenants > 0 ? TENANT_STEP_MS : 2;
+  const warmup = tenants > 0 ? Math.ceil(GROWTH_MIN_HISTORY_MS / step) : Math.min(5_000, requests / 4);
   for (let i = 0; i < warmup + requests; i++) {
     const p = pool[i % pool.length]!;
-    now += 2; // 500 requests/s
+    now += step; // 500 requests/s (200 with tenants)
     const t0 = process.hrtime.bigint();
     const r = router.route(
-      { requestId: String(i), model: "m", hashes: p.hashes, promptTokens: p.promptTokens, sessionKey: `u${i % 500}` },
+      {
+        requestId: String(i),
+        model: "m",
+        hashes: p.hashes,
+        promptTokens: p.promptTokens,
+        sessionKey: `u${i % 500}`,
+        ...(tenants > 0 ? { tenant: `t${i % tenants}` } : {}),
+      },
       now,
     );
     if (r.ok) inflight.push(r.ticket);
@@ -216,6 +230,12 @@ for (const size of indexSizes) {
     sized.push(row);
   }
 }
+const byTenants = [];
+for (const tenants of tenantCounts) {
+  const row = { tenants, ...measure(8, 10_000, requests, 2_000, undefined, tenants) };
+  console.error(`${fmt(tenants)} tenants: ${row.median.toFixed(1)} µs median`);
+  byTenants.push(row);
+}
 const atDefault = bytesPerEntry(DEFAULT_MAX_INDEX_ENTRIES);
 const tickets = TICKET_CHARS.map((chars) => ({ chars, ...bytesPerTicket(chars) }));
 for (const t of tickets) console.error(`ticket, ${fmt(t.chars)} characters: ${t.bytes?.toFixed(0) ?? "?"} B (${t.blocks} blocks)`);
@@ -238,6 +258,12 @@ const md = [
     (r) =>
       `| ${fmt(r.size)} | ${r.nodes} | ${r.median.toFixed(1)} | ${r.p99.toFixed(1)} | ${fmt(r.perSecond)} | ${fmt(r.entries)} | ${r.bytesPerEntry === undefined ? "-" : r.bytesPerEntry.toFixed(1)} | ${r.bytesPerEntry === undefined ? "-" : mib(r.bytesPerEntry * r.entries)} |`,
   ),
+  "",
+  "## By active tenants\n",
+  `The first table's request (8 nodes, 10,000 characters) from several tenants in turn, each of weight 1 and without a class of its own (request i is tenant i mod N), one request every ${TENANT_STEP_MS} ms of simulated time: every tenant is active (it sent within the last 10 s), so the region's fair share (src/core/region/fair-share.ts), its tenants' demand (tenant-demand.ts) and their growth (tenant-growth.ts) weigh each of them at every request; warmed for ${fmt(GROWTH_MIN_HISTORY_MS / 1000)} s of simulated time first (the history the growth rule needs), then ${requests} timed. The tenants a region tracks are bounded (1,024 each in the fair share, the demand and the growth rules; idle ones are forgotten first).\n`,
+  "| active tenants | median µs | p99 µs | requests/s of CPU |",
+  "|---:|---:|---:|---:|",
+  ...byTenants.map((r) => `| ${fmt(r.tenants)} | ${r.median.toFixed(1)} | ${r.p99.toFixed(1)} | ${fmt(r.perSecond)} |`),
   "",
   atDefault === undefined
     ? "Index memory: run with `node --expose-gc` to measure."

@@ -64,6 +64,33 @@ describe("fair share", () => {
     for (let i = 0; i < 4; i++) expect(r.route(req("flood", 5_000), later).ok).toBe(true);
   });
 
+  it("judges each of many active tenants by its own recent prefill: the one past 1.5x its share is heavy with little queued", () => {
+    const fair = new FairShare();
+    const nodes = [
+      { id: "a", waitSeconds: 0, prefillRate: 10_000 },
+      { id: "b", waitSeconds: 0, prefillRate: 10_000 },
+    ];
+    // Forty tenants dispatched 1,000 tokens each (all drained); `big` 10,000, ten of them still
+    // queued on node a: far under its share of the 0.5 s bound (10,000 tokens / 41), far over 1.5x
+    // its share of the recent prefill (50,000 / 41).
+    for (let i = 0; i < 40; i++) {
+      fair.admit(`t${i}`, 1, 0, nodes, 0.5);
+      fair.queued(`t${i}`, "a", 1_000, 0);
+      fair.drained(`t${i}`, "a", 1_000);
+    }
+    fair.admit("big", 1, 0, nodes, 0.5);
+    fair.queued("big", "a", 10_000, 0);
+    fair.drained("big", "a", 9_990);
+    const big = fair.admit("big", 1, 1, nodes, 0.5);
+    expect(big).toMatchObject({ ok: true });
+    if (!big.ok) throw new Error();
+    expect([...(big.reserved ?? [])]).toEqual(["b"]); // the node without its work is held for the others
+    const light = fair.admit("t7", 1, 1, nodes, 0.5);
+    expect(light).toMatchObject({ ok: true, reserved: undefined });
+    if (!light.ok) throw new Error();
+    expect([...(light.preferred ?? [])]).toEqual(["b"]);
+  });
+
   it("shares a contended region by weight: a tenant of weight 1 against 3 keeps at most 1.5x its quarter", () => {
     const split = (wa: number, wb: number) => {
       const r = region();

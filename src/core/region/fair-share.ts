@@ -117,13 +117,18 @@ export class FairShare {
     let totalRecent = 0;
     let activeWeight = 0;
     const active: TenantLoad[] = [];
+    // Each active tenant's recent prefill, decayed once: the power is most of this call's cost
+    // with many tenants (bench/ROUTE_COST.md, by active tenants).
+    const recents: number[] = [];
     const flooding = new Set<TenantLoad>();
     for (const [name, t] of this.tenants) {
       if (t.queuedTokens <= 0 && now - t.lastSeen > ACTIVE_WINDOW_MS) continue;
       if (overDemand.has(name)) flooding.add(t);
+      const recent = decayed(t, now);
       active.push(t);
+      recents.push(recent);
       activeWeight += t.weight;
-      totalRecent += decayed(t, now);
+      totalRecent += recent;
     }
     if (active.length < 2) return ADMIT_ALL;
     // What the short queue holds at the region's rate, shared by weight.
@@ -137,16 +142,17 @@ export class FairShare {
     // past the bound here. Not with nothing on the nodes: a tenant sending one request at a time
     // beside a quiet one is over its share of the demand too, and holding a node from it then
     // holds an idle node (its cold requests no longer spread over every node).
-    const heavy = (t: TenantLoad) => {
+    const heavy = (t: TenantLoad, recent: number) => {
       const share = t.weight / activeWeight;
       if (flooding.has(t) && t.queuedTokens > 0) return true;
-      return t.queuedTokens > share * boundTokens || (t.queuedTokens > 0 && decayed(t, now) > share * (1 + SHARE_TOLERANCE) * totalRecent);
+      return t.queuedTokens > share * boundTokens || (t.queuedTokens > 0 && recent > share * (1 + SHARE_TOLERANCE) * totalRecent);
     };
     const heavies: TenantLoad[] = [];
     let lightRecent = 0;
-    for (const t of active) {
-      if (heavy(t)) heavies.push(t);
-      else lightRecent += decayed(t, now);
+    for (let i = 0; i < active.length; i++) {
+      const t = active[i]!;
+      if (heavy(t, recents[i]!)) heavies.push(t);
+      else lightRecent += recents[i]!;
     }
     if (heavies.length === 0) return ADMIT_ALL;
     // Nodes are held only while someone is light: tenants that all build queues share every node.
