@@ -21,6 +21,7 @@ import { DEFAULT_MAX_INDEX_ENTRIES, indexMemoryBound, PrefixIndex } from "../src
 import { entityText, KIND } from "./text.ts";
 import { percentile } from "../src/core/stats.ts";
 import { GROWTH_MIN_HISTORY_MS } from "../src/core/region/tenant-growth.ts";
+import { ACTIVE_WINDOW_MS, MAX_TRACKED_TENANTS } from "../src/core/region/fair-share.ts";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { values } = parseArgs({
@@ -260,7 +261,7 @@ const md = [
   ),
   "",
   "## By active tenants\n",
-  `The first table's request (8 nodes, 10,000 characters) from several tenants in turn, each of weight 1 and without a class of its own (request i is tenant i mod N), one request every ${TENANT_STEP_MS} ms of simulated time: every tenant is active (it sent within the last 10 s), so the region's fair share (src/core/region/fair-share.ts), its tenants' demand (tenant-demand.ts) and their growth (tenant-growth.ts) weigh each of them at every request; warmed for ${fmt(GROWTH_MIN_HISTORY_MS / 1000)} s of simulated time first (the history the growth rule needs), then ${requests} timed. The tenants a region tracks are bounded (1,024 each in the fair share, the demand and the growth rules; idle ones are forgotten first).\n`,
+  `The first table's request (8 nodes, 10,000 characters) from several tenants in turn, each of weight 1 and without a class of its own (request i is tenant i mod N), one request every ${TENANT_STEP_MS} ms of simulated time: every tenant is active (it sent within the last ${fmt(ACTIVE_WINDOW_MS / 1000)} s), so the region's fair share (src/core/region/fair-share.ts), its tenants' demand (tenant-demand.ts) and their growth (tenant-growth.ts) weigh each of them at every request; warmed for ${fmt(GROWTH_MIN_HISTORY_MS / 1000)} s of simulated time first (the history the growth rule needs), then ${requests} timed. The tenants a region tracks are bounded (${fmt(MAX_TRACKED_TENANTS)} each in the fair share, the demand and the growth rules; idle ones are forgotten first).\n`,
   "| active tenants | median µs | p99 µs | requests/s of CPU |",
   "|---:|---:|---:|---:|",
   ...byTenants.map((r) => `| ${fmt(r.tenants)} | ${r.median.toFixed(1)} | ${r.p99.toFixed(1)} | ${fmt(r.perSecond)} |`),

@@ -42,8 +42,11 @@
 
 /** A tenant counts as active for this long after its last request: a steady light tenant stays active between requests. */
 export const ACTIVE_WINDOW_MS = 10_000;
-/** Tenants tracked per region (the configuration's tenants, with room to spare). */
-const MAX_TRACKED = 1_024;
+/**
+ * Tenants tracked per region (the configuration's tenants, with room to spare), here and by the
+ * tenants' demand and growth (tenant-demand.ts, tenant-growth.ts); idle ones are forgotten first.
+ */
+export const MAX_TRACKED_TENANTS = 1_024;
 /** Recent prefill halves every 5 s: a flood is seen within seconds, and forgiven as fast once it stops. */
 const RECENT_HALF_LIFE_MS = 5_000;
 /**
@@ -228,7 +231,7 @@ export class FairShare {
   private touch(tenant: string, weight: number, now: number): TenantLoad {
     let t = this.tenants.get(tenant);
     if (!t) {
-      if (this.tenants.size >= MAX_TRACKED) this.forgetIdle(now);
+      if (this.tenants.size >= MAX_TRACKED_TENANTS) this.forgetIdle(now);
       this.tenants.set(tenant, (t = { queuedTokens: 0, byNode: new Map(), weight, lastSeen: now, recent: 0, recentAt: now }));
     }
     t.weight = weight;

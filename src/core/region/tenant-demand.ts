@@ -62,14 +62,11 @@
  * a tenant at 1.5x its commitment flipped between classes and lost all of them: interactive
  * goodput at 1.5x load 70% against 92%.)
  */
-import { SHARE_TOLERANCE } from "./fair-share.ts";
+import { MAX_TRACKED_TENANTS, SHARE_TOLERANCE } from "./fair-share.ts";
 import { DEMAND_TAU_MS } from "./class-reserve.ts";
 import { RECENT_TAU_MS, TenantGrowth, type Growth } from "./tenant-growth.ts";
 import { decay as decayWith } from "../stats.ts";
 import { demotedRank } from "./admission-queue.ts";
-
-/** Tenants tracked per region (the configuration's, with room to spare); idle ones are forgotten first. */
-const MAX_TENANTS = 1_024;
 
 /**
  * Whose demand a tenant is over its share of: every active tenant's, only its peers' (its class and
@@ -146,8 +143,8 @@ export class TenantDemand {
   arrived(tenant: string, weight: number, tokens: number, now: number, rank: number, sent?: Sent): void {
     let d = this.tenants.get(tenant);
     if (!d) {
-      if (this.tenants.size >= MAX_TENANTS) this.forgetIdle(now);
-      if (this.tenants.size >= MAX_TENANTS) return;
+      if (this.tenants.size >= MAX_TRACKED_TENANTS) this.forgetIdle(now);
+      if (this.tenants.size >= MAX_TRACKED_TENANTS) return;
       this.tenants.set(tenant, (d = { tokens: 0, at: now, weight, rank, last: 0, given: 0, givenAt: now, growth: undefined }));
     }
     d.tokens = decayed(d, now) + tokens;

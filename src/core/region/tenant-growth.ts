@@ -35,7 +35,7 @@
  *   shares judge it alone). A tenant whose first minutes are a flood is judged by shares; that
  *   one a commitment catches (tenant-demand.ts).
  */
-import { SHARE_TOLERANCE } from "./fair-share.ts";
+import { MAX_TRACKED_TENANTS, SHARE_TOLERANCE } from "./fair-share.ts";
 import { decay } from "../stats.ts";
 
 /**
@@ -60,8 +60,6 @@ export const GROWTH_MIN_HISTORY_MS = 120_000;
  * growing at 1x load (the mix at 1x: 92.8% of all requests in time against 98.9%).
  */
 export const LEARN_WHILE_GROWING = 0.1;
-/** Tenants tracked (as tenant-demand.ts); when full, those idle for ten minutes are forgotten to make room. */
-const MAX_TENANTS = 1_024;
 
 interface History {
   firstAt: number;
@@ -99,8 +97,8 @@ export class TenantGrowth {
   arrived(tenant: string, promptTokens: number, now: number, judged = true): Growth {
     let h = this.tenants.get(tenant);
     if (!h) {
-      if (this.tenants.size >= MAX_TENANTS) this.forgetIdle(now);
-      if (this.tenants.size >= MAX_TENANTS) return undefined;
+      if (this.tenants.size >= MAX_TRACKED_TENANTS) this.forgetIdle(now);
+      if (this.tenants.size >= MAX_TRACKED_TENANTS) return undefined;
       this.tenants.set(
         tenant,
         (h = { firstAt: now, at: now, usualTokens: 0, usualMs: 0, learning: 1, recentAllowed: 0, recentKept: 0, recentSent: 0 }),
