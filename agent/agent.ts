@@ -79,6 +79,13 @@ export interface Agent {
   done: Promise<void>;
 }
 
+/**
+ * The largest `max_running_requests` a report may carry: src/contracts/node.ts nodeMaxRunningSchema's
+ * bound, repeated here because the agent imports only types from the router (it ships alone to
+ * GPU hosts); agent/test/agent-report-engine.test.ts checks the two agree.
+ */
+export const MAX_RUNNING_REPORTED = 65_536;
+
 /** An error the agent cannot work around by retrying. */
 export class FatalAgentError extends Error {}
 
@@ -87,6 +94,8 @@ interface Scraped {
   load: EngineLoad;
   models: string[];
   capacity: Capacity;
+  /** The most requests the engine runs at once: --max-running, else what the engine says; undefined: not known. */
+  maxRunning: number | undefined;
   markers: BootMarkers;
   restart: string | undefined;
 }
@@ -180,7 +189,8 @@ export function startAgent(o: AgentOptions): Agent {
         );
       }
     }
-    return { engine, load, models, capacity, markers: next, restart };
+    const maxRunning = o.maxRunning ?? engine.readMaxRunning?.({ ...page, props });
+    return { engine, load, models, capacity, maxRunning, markers: next, restart };
   };
 
   const engineFailed = async (err: unknown): Promise<void> => {
@@ -236,6 +246,8 @@ export function startAgent(o: AgentOptions): Agent {
       // The engine detected on this page, or the one --engine forced: the router decides from it
       // whether a stream that broke can be continued on this node.
       engine: s.engine.reportedAs,
+      // The contract's bound (65,536) is past any engine's; a larger figure is not sent rather than refused.
+      ...(s.maxRunning !== undefined && s.maxRunning <= MAX_RUNNING_REPORTED ? { max_running_requests: s.maxRunning } : {}),
     };
     mayBeRegistered = true; // even a report that timed out may have reached the router
     try {

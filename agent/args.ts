@@ -23,6 +23,8 @@ export interface AgentConfig {
   models: string[] | undefined;
   /** Overrides the capacity read from the engine. */
   kvCapacityTokens: number | undefined;
+  /** The most requests the engine runs at once; default: read from the engine where it says (llama.cpp), else not reported. */
+  maxRunning?: number | undefined;
   /** Between reports; default 1000 ms. */
   intervalMs: number;
   /** One request to the engine; default 3000 ms. */
@@ -62,6 +64,7 @@ export const AGENT_OPTIONS = {
   engine: { type: "string" },
   models: { type: "string" },
   "kv-capacity-tokens": { type: "string" },
+  "max-running": { type: "string" },
   "interval-ms": { type: "string" },
   "engine-timeout-ms": { type: "string" },
   "router-timeout-ms": { type: "string" },
@@ -111,6 +114,9 @@ Options:
                             vllm:cache_config_info, SGLang sglang:max_total_num_tokens,
                             llama.cpp /props n_ctx of one slot; the agent exits with an error if
                             it can read none and this is not given)
+  --max-running N           the most requests the server runs at once (vLLM --max-num-seqs, SGLang
+                            --max-running-requests); the router predicts the wait past it (default:
+                            llama-server's slots from /props, else not reported)
   --interval-ms N           between reports (default ${AGENT_DEFAULTS["interval-ms"]})
   --engine-timeout-ms N     one request to the server (default ${AGENT_DEFAULTS["engine-timeout-ms"]})
   --router-timeout-ms N     one report to the router (default ${AGENT_DEFAULTS["router-timeout-ms"]})
@@ -191,6 +197,7 @@ export function parseAgentArgs(argv: readonly string[]): AgentConfig | undefined
     models,
     kvCapacityTokens:
       values["kv-capacity-tokens"] === undefined ? undefined : positive("kv-capacity-tokens", values["kv-capacity-tokens"], 0),
+    maxRunning: values["max-running"] === undefined ? undefined : positive("max-running", values["max-running"], 0),
     intervalMs: positive("interval-ms", values["interval-ms"], AGENT_DEFAULTS["interval-ms"]),
     engineTimeoutMs: positive("engine-timeout-ms", values["engine-timeout-ms"], AGENT_DEFAULTS["engine-timeout-ms"]),
     routerTimeoutMs: positive("router-timeout-ms", values["router-timeout-ms"], AGENT_DEFAULTS["router-timeout-ms"]),

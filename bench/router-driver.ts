@@ -96,6 +96,9 @@ export class RouterDispatcher implements Dispatcher {
    * @param options.refusals record the router's refusals (bench/goodput.ts) instead of failing the run
    * @param options.commitments each tenant's committed prompt tokens a minute, sent with its requests
    *   (with `tenancy`), as the worker sends the configured `committed_prompt_tokens_per_minute`
+   * @param options.tellPlaces tell the router each node's places (the fleet's `slots`), as a node's
+   *   configured or reported `max_running_requests` does (default: not told, as a configuration
+   *   that does not say)
    */
   constructor(
     label: string,
@@ -110,6 +113,7 @@ export class RouterDispatcher implements Dispatcher {
       tenancy?: boolean;
       refusals?: boolean;
       commitments?: Readonly<Record<string, number>> | undefined;
+      tellPlaces?: boolean | undefined;
     } = {},
   ) {
     this.name = label;
@@ -121,7 +125,10 @@ export class RouterDispatcher implements Dispatcher {
     this.tenancy = options.tenancy ?? false;
     this.refusals = options.refusals ?? false;
     this.commitments = options.commitments;
+    this.tellPlaces = options.tellPlaces ?? false;
   }
+
+  private readonly tellPlaces: boolean;
 
   private readonly tenancy: boolean;
   private readonly commitments: Readonly<Record<string, number>> | undefined;
@@ -146,7 +153,15 @@ export class RouterDispatcher implements Dispatcher {
       if (!this.serves(n)) continue;
       this.indexOf.set(n.id, n.index);
       this.router.upsertNode(
-        { id: n.id, url: `http://${n.id}`, models: [MODEL], kvCapacityTokens: this.toldCapacity(fleet), static: true, lastSeen: 0 },
+        {
+          id: n.id,
+          url: `http://${n.id}`,
+          models: [MODEL],
+          kvCapacityTokens: this.toldCapacity(fleet),
+          static: true,
+          lastSeen: 0,
+          ...(this.tellPlaces ? { maxRunning: fleet.cfg.slots } : {}),
+        },
         0,
       );
     }
@@ -242,6 +257,7 @@ export class RouterDispatcher implements Dispatcher {
         running: node.running,
         waiting: node.waiting,
         kv_usage: Math.min(1, node.activeKvTokens / cfg.capacityTokens),
+        ...(this.tellPlaces ? { max_running_requests: cfg.slots } : {}),
       },
       now,
     );

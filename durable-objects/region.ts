@@ -11,7 +11,8 @@
  *       'init'  -> JSON RegionInit (settings, static nodes, fingerprint) last applied
  *     nodes(id TEXT PRIMARY KEY, url TEXT, models TEXT (JSON array), kv_capacity_tokens INTEGER,
  *           static INTEGER (0/1), last_seen INTEGER (ms epoch), boot_id TEXT NULL,
- *           engine TEXT NULL (added by ALTER TABLE to objects created before it))
+ *           engine TEXT NULL, max_running INTEGER NULL (each added by ALTER TABLE to objects
+ *           created before it))
  *     node_secrets(id TEXT PRIMARY KEY, sha256 TEXT): the SHA-256 of each registered node's secret
  *           (src/core/node-identity.ts), never the secret; a table of its own so that objects
  *           created before node secrets need no migration (their nodes simply have none)
@@ -33,7 +34,7 @@
  * work: `route` and `complete` touch no storage.
  */
 import { DurableObject } from "cloudflare:workers";
-import { nodeEngineSchema, nodeIdSchema, nodeReportSchema, type NodeReport } from "../src/contracts/node.ts";
+import { nodeEngineSchema, nodeIdSchema, nodeMaxRunningSchema, nodeReportSchema, type NodeReport } from "../src/contracts/node.ts";
 import {
   completionOutcomeSchema,
   responseIdSchema,
@@ -97,6 +98,7 @@ interface NodeRow extends Record<string, SqlStorageValue> {
   last_seen: number;
   boot_id: string | null;
   engine: string | null;
+  max_running: number | null;
 }
 
 export class RegionDurableObject extends DurableObject<Env> {
@@ -142,10 +144,11 @@ export class RegionDurableObject extends DurableObject<Env> {
       this.sql.exec(`CREATE TABLE IF NOT EXISTS config (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
       this.sql.exec(`CREATE TABLE IF NOT EXISTS nodes (
         id TEXT PRIMARY KEY, url TEXT NOT NULL, models TEXT NOT NULL, kv_capacity_tokens INTEGER NOT NULL,
-        static INTEGER NOT NULL, last_seen INTEGER NOT NULL, boot_id TEXT, engine TEXT)`);
-      // An object created before nodes reported their engine gains the column (NULL: not said).
+        static INTEGER NOT NULL, last_seen INTEGER NOT NULL, boot_id TEXT, engine TEXT, max_running INTEGER)`);
+      // An object created before nodes reported their engine, or their places, gains the column (NULL: not said).
       const columns = this.sql.exec<{ name: string }>(`PRAGMA table_info(nodes)`).toArray();
       if (!columns.some((c) => c.name === "engine")) this.sql.exec(`ALTER TABLE nodes ADD COLUMN engine TEXT`);
+      if (!columns.some((c) => c.name === "max_running")) this.sql.exec(`ALTER TABLE nodes ADD COLUMN max_running INTEGER`);
       this.sql.exec(`CREATE TABLE IF NOT EXISTS node_secrets (id TEXT PRIMARY KEY, sha256 TEXT NOT NULL)`);
       const row = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'init'`).toArray()[0];
       // Validated before it was stored; a stored init this version no longer accepts is dropped, and
@@ -232,15 +235,16 @@ export class RegionDurableObject extends DurableObject<Env> {
       lastSeen: r.last_seen,
       bootId: r.boot_id ?? undefined,
       engine: r.engine === null ? undefined : nodeEngineSchema.catch("other").parse(r.engine),
+      maxRunning: r.max_running === null ? undefined : (nodeMaxRunningSchema.safeParse(r.max_running).data ?? undefined),
     };
   }
 
   private persist(spec: NodeSpec): void {
     this.sql.exec(
-      `INSERT INTO nodes (id, url, models, kv_capacity_tokens, static, last_seen, boot_id, engine) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO nodes (id, url, models, kv_capacity_tokens, static, last_seen, boot_id, engine, max_running) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(id) DO UPDATE SET url = excluded.url, models = excluded.models,
          kv_capacity_tokens = excluded.kv_capacity_tokens, static = excluded.static,
-         last_seen = excluded.last_seen, boot_id = excluded.boot_id, engine = excluded.engine`,
+         last_seen = excluded.last_seen, boot_id = excluded.boot_id, engine = excluded.engine, max_running = excluded.max_running`,
       spec.id,
       spec.url,
       JSON.stringify(spec.models),
@@ -249,6 +253,7 @@ export class RegionDurableObject extends DurableObject<Env> {
       spec.lastSeen,
       spec.bootId ?? null,
       spec.engine ?? null,
+      spec.maxRunning ?? null,
     );
     this.persistedSeen.set(spec.id, spec.lastSeen);
   }
@@ -489,6 +494,7 @@ export class RegionDurableObject extends DurableObject<Env> {
       before.kvCapacityTokens !== spec.kvCapacityTokens ||
       before.bootId !== spec.bootId ||
       before.engine !== spec.engine ||
+      before.maxRunning !== spec.maxRunning ||
       JSON.stringify(before.models) !== JSON.stringify(spec.models);
     const lastWrite = this.persistedSeen.get(spec.id) ?? 0;
     if (changed || (seenIsDurable && now - lastWrite > router.settings.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION)) this.persist(spec);

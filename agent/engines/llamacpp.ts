@@ -85,6 +85,11 @@ export const llamacpp: Engine = {
   readCapacity(scrape: EngineScrape) {
     return capacityFromProps(scrape.props);
   },
+  readMaxRunning(scrape: EngineScrape) {
+    // Its slots (`-np`): a request past them waits in the server's queue for one to free.
+    const p = scrape.props;
+    return typeof p === "object" && p !== null ? positiveInt((p as Props).total_slots as number | undefined) : undefined;
+  },
   restartCounters: LLAMACPP_METRICS.restartCounters,
   startHeader: LLAMACPP_START_HEADER,
 };

@@ -51,6 +51,8 @@ export interface Engine {
   readLoad(scrape: EngineScrape): EngineLoad;
   /** The KV cache capacity in tokens, when the engine exposes it. */
   readCapacity(scrape: EngineScrape): Capacity | undefined;
+  /** The most requests it runs at once, when the engine exposes it (llama.cpp: `/props` `total_slots`). */
+  readMaxRunning?(scrape: EngineScrape): number | undefined;
   /**
    * Monotonic counters: each summed over its label sets; one going backwards means the counters
    * were reset, i.e. the engine restarted (even if it came back before the agent saw it down).

@@ -112,6 +112,7 @@ test("args: defaults", () => {
     engine: "auto",
     models: undefined,
     kvCapacityTokens: undefined,
+    maxRunning: undefined,
     intervalMs: 1000,
     engineTimeoutMs: 3000,
     routerTimeoutMs: 5000,
@@ -131,6 +132,8 @@ test("args: overrides", () => {
     "a, b",
     "--kv-capacity-tokens",
     "65536",
+    "--max-running",
+    "128",
     "--interval-ms",
     "250",
     "--down-after",
@@ -144,6 +147,7 @@ test("args: overrides", () => {
   assert.equal(c?.engine, "llamacpp");
   assert.deepEqual(c?.models, ["a", "b"]);
   assert.equal(c?.kvCapacityTokens, 65536);
+  assert.equal(c?.maxRunning, 128);
   assert.equal(c?.intervalMs, 250);
   assert.equal(c?.downAfter, 5);
   assert.equal(c?.stateFile, "/var/lib/warmpath/gpu-1.json");
@@ -156,6 +160,7 @@ test("args: refuses a token on the command line, bad values and unknown flags", 
   assert.throws(() => parseAgentArgs([...REQUIRED, "--engine", "tgi"]), /--engine must be one of vllm, sglang, llamacpp/);
   assert.throws(() => parseAgentArgs([...REQUIRED, "--interval-ms", "0"]), /--interval-ms must be a positive integer/);
   assert.throws(() => parseAgentArgs([...REQUIRED, "--kv-capacity-tokens", "1e3x"]), /positive integer/);
+  assert.throws(() => parseAgentArgs([...REQUIRED, "--max-running", "0"]), /--max-running must be a positive integer/);
   assert.throws(() => parseAgentArgs(["--router", "ftp://x", ...REQUIRED.slice(2)]), /http\(s\) URL/);
   assert.throws(() => parseAgentArgs([...REQUIRED.slice(0, 4), "--node-id", "GPU_1", ...REQUIRED.slice(6)]), /--node-id/);
   assert.throws(() => parseAgentArgs([...REQUIRED, "--frobnicate"]), UsageError);

@@ -10,8 +10,8 @@ import { spawn } from "node:child_process";
 import { EventEmitter, once } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { nodeReportSchema } from "../../src/contracts/node.ts";
-import { startAgent, type AgentEvent, type AgentOptions } from "../agent.ts";
+import { nodeMaxRunningSchema, nodeReportSchema } from "../../src/contracts/node.ts";
+import { MAX_RUNNING_REPORTED, startAgent, type AgentEvent, type AgentOptions } from "../agent.ts";
 import type { EngineName } from "../engines/types.ts";
 import { FixtureEngine, FakeRouter, WAIT_MS, waitFor, type FixturePages } from "./fixtures/fakes.ts";
 
@@ -29,6 +29,7 @@ async function withAgent<T>(
   engine: AgentOptions["engine"],
   until: (router: FakeRouter, events: AgentEvent[]) => T | undefined,
   what: string,
+  extra: Partial<AgentOptions> = {},
 ): Promise<{ value: T; router: FakeRouter; events: AgentEvent[] }> {
   const fake = new FixtureEngine(pages);
   const router = new FakeRouter();
@@ -58,6 +59,7 @@ async function withAgent<T>(
       events.push(e);
       bus.emit("event");
     },
+    ...extra,
   });
   try {
     const value = await waitFor(bus, "event", () => until(router, events), what);
@@ -93,6 +95,35 @@ for (const [name, reported, capacity] of DETECTED) {
     );
   });
 }
+
+// The most requests the engine runs at once (`max_running_requests`): the router predicts the wait past it.
+test("llama.cpp reports its slots (/props total_slots) as max_running_requests; vLLM and SGLang, which do not say, report none", async () => {
+  const llama = await withAgent(PAGES.llamacpp, "auto", reports(2), "two reports");
+  assert.deepEqual(
+    llama.value.map((r) => r.max_running_requests),
+    [4, 4],
+  );
+  assert.equal(nodeReportSchema.parse(llama.value[0]).max_running_requests, 4, "the router's contract keeps it");
+  for (const name of ["vllm", "sglang"] as const) {
+    const { value } = await withAgent(PAGES[name], "auto", reports(1), "a report");
+    assert.equal(value[0]?.max_running_requests, undefined, name);
+  }
+});
+
+test("--max-running overrides what the engine says, and a figure past the contract's bound is not sent", async () => {
+  const vllm = await withAgent(PAGES.vllm, "auto", reports(1), "a report", { maxRunning: 256 });
+  assert.equal(vllm.value[0]?.max_running_requests, 256);
+  const llama = await withAgent(PAGES.llamacpp, "auto", reports(1), "a report", { maxRunning: 8 });
+  assert.equal(llama.value[0]?.max_running_requests, 8, "the flag, not the slots in /props");
+  const huge = await withAgent(PAGES.vllm, "auto", reports(1), "a report", { maxRunning: MAX_RUNNING_REPORTED + 1 });
+  assert.equal(huge.value[0]?.max_running_requests, undefined);
+  assert.equal(nodeReportSchema.safeParse(huge.value[0]).success, true, "the report is still accepted");
+});
+
+test("the agent's bound on max_running_requests is the router contract's", () => {
+  assert.equal(nodeMaxRunningSchema.safeParse(MAX_RUNNING_REPORTED).success, true);
+  assert.equal(nodeMaxRunningSchema.safeParse(MAX_RUNNING_REPORTED + 1).success, false);
+});
 
 // One page with two engines' metrics: detection refuses it, so only the flag can name the engine.
 const MIXED: FixturePages = { ...PAGES.llamacpp, metrics: PAGES.vllm.metrics + PAGES.sglang.metrics + PAGES.llamacpp.metrics };

@@ -57,7 +57,7 @@ export class DecidingRouter implements Dispatcher {
 
 /** How a router of the comparison is built: its kind and, for a protection, its configuration. */
 export type RouterSpec =
-  | { kind: "warmpath"; admission: boolean; commitments?: Readonly<Record<string, number>> }
+  | { kind: "warmpath"; admission: boolean; commitments?: Readonly<Record<string, number>>; tellPlaces?: boolean }
   | { kind: "anchor"; policy: "sglang-cache-aware" | "dynamo-kv" }
   | { kind: "llmd"; admitter?: LlmdAdmitterConfig }
   | { kind: "smg-limit"; config: SmgLimiterConfig }
@@ -89,6 +89,7 @@ export function buildRouter(name: string, spec: RouterSpec, prefillRate: number)
           tenancy: true,
           refusals: true,
           commitments: spec.commitments,
+          tellPlaces: spec.tellPlaces,
         }),
       );
     case "anchor":

@@ -131,6 +131,29 @@ describe("goodput benchmark", () => {
     assert.match(v[0]!.figure, /90\.0% vs 100\.0%/);
   });
 
+  test("warmpath told its nodes' places (fleet slots) waits for a place instead of sending a request to wait in the engine", () => {
+    // A fleet whose places fill before its prefill does: 4 places a node, answers at 10 tokens/s.
+    const fleet = { ...DEFAULT_FLEET, slots: 4, decodeRate: 10 };
+    const speed = capacitySpeed(mix, fleet).speed;
+    const entry = routerEntries(fleet, false, { smg: SMG_GRID[0]!, dynamo: DYNAMO_GRID[0]! }).find((e) => e.name === "warmpath")!;
+    const spec = entry.spec;
+    if (spec.kind !== "warmpath") throw new Error("not warmpath");
+    const run = (tellPlaces: boolean) => {
+      const d = buildRouter("warmpath", { ...spec, tellPlaces }, fleet.prefillRate);
+      const { lives } = simulate(mix.requests, speed, fleet, mix.trueBlockTokens, d);
+      const placed = lives.filter((l) => l.refused === undefined);
+      return { good: lives.filter(inTime).length, waitedLate: placed.filter((l) => l.slotWait && !inTime(l)).length };
+    };
+    const told = run(true);
+    const blind = run(false);
+    assert.ok(blind.waitedLate > 0, "the fleet's places fill: requests waited for one and came late");
+    assert.ok(
+      told.waitedLate < blind.waitedLate / 2,
+      `told: ${told.waitedLate} late after a wait for a place, not told ${blind.waitedLate}`,
+    );
+    assert.ok(told.good > blind.good, `told ${told.good} in time, not told ${blind.good}`);
+  });
+
   test("a run is deterministic", () => {
     const e = { name: "warmpath", spec: { kind: "warmpath" as const, admission: true } };
     const strip = ({ wallMs, ...rest }: ReturnType<typeof runOne>) => (void wallMs, rest);

@@ -152,6 +152,7 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
       models: n.models,
       kvCapacityTokens: n.kv_capacity_tokens,
       ...(n.engine === undefined ? {} : { engine: n.engine }),
+      ...(n.max_running_requests === undefined ? {} : { maxRunning: n.max_running_requests }),
     }));
     const usage = {
       flushIntervalMs: cfg.usage.flush_interval_ms,

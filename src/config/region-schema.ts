@@ -3,7 +3,7 @@
  * routing policy and admission.
  */
 import { z } from "zod";
-import { nodeEngineSchema, nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "../contracts/node.ts";
+import { nodeEngineSchema, nodeIdSchema, nodeMaxRunningSchema, nodeModelsSchema, nodeUrlSchema } from "../contracts/node.ts";
 import { policySpecSchema } from "../core/policies/index.ts";
 import { MAX_OBJECTIVE_MS } from "../contracts/routing.ts";
 import { DEFAULT_REGION_SETTINGS } from "../core/region/index.ts";
@@ -27,6 +27,11 @@ export const staticNodeSchema = z.strictObject({
     .optional()
     .describe(
       "Its engine (`vllm`, `sglang`, `llama.cpp`, `other`), as a reporting node's agent says: whether a stream it serves can be continued elsewhere. Default: not said (`other`).",
+    ),
+  max_running_requests: nodeMaxRunningSchema
+    .optional()
+    .describe(
+      "The most requests its engine runs at once (vLLM `--max-num-seqs`, SGLang `--max-running-requests`, llama.cpp `--parallel`): past it a request waits for one to finish, and the router predicts that wait. Default: not said (no such wait is predicted).",
     ),
 });
 

@@ -30,6 +30,14 @@ export const nodeEngineSchema = z.enum(NODE_ENGINES);
 export type NodeEngine = z.infer<typeof nodeEngineSchema>;
 
 /**
+ * The most requests a node runs at once: vLLM's `--max-num-seqs`, SGLang's
+ * `--max-running-requests`, llama.cpp's `--parallel` (its slots). Past it the engine holds a
+ * request in its own waiting queue until one finishes, which the router then models
+ * (src/core/node-load.ts slotWaitMs). Bounded by what any engine runs.
+ */
+export const nodeMaxRunningSchema = z.number().int().min(1).max(65_536);
+
+/**
  * A node's load report. The first valid report registers the node in its region. Unknown fields
  * are dropped rather than refused, so an agent newer than the router can still report.
  */
@@ -46,6 +54,8 @@ export const nodeReportSchema = z.object({
   boot_id: z.string().min(1).max(128).optional(),
   /** The engine serving (what `warmpath-agent` detects); an engine this router does not know is `other`. */
   engine: nodeEngineSchema.catch("other").optional(),
+  /** The most requests it runs at once ({@link nodeMaxRunningSchema}); not said: what configuration or an earlier report said. */
+  max_running_requests: nodeMaxRunningSchema.optional(),
 });
 
 export type NodeReport = z.infer<typeof nodeReportSchema>;

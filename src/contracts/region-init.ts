@@ -13,7 +13,7 @@
  */
 import { z } from "zod";
 import { hashBlock, hashToHex, seedHash } from "../core/hash.ts";
-import { nodeEngineSchema, nodeIdSchema, nodeModelsSchema, nodeUrlSchema } from "./node.ts";
+import { nodeEngineSchema, nodeIdSchema, nodeMaxRunningSchema, nodeModelsSchema, nodeUrlSchema } from "./node.ts";
 import { regionSettingsSchema } from "../core/region/index.ts";
 import { MAX_RETENTION_DAYS } from "../config/usage-schema.ts";
 
@@ -24,6 +24,7 @@ const staticNodeInitSchema = z.strictObject({
   models: nodeModelsSchema,
   kvCapacityTokens: z.number().int().positive(),
   engine: nodeEngineSchema.optional(),
+  maxRunning: nodeMaxRunningSchema.optional(),
 });
 
 /** How the object keeps its usage ledger (configuration `usage`, src/config/usage-schema.ts). */

@@ -207,6 +207,8 @@ export const consideredSchema = z.object({
   inflight: z.number().int().min(0),
   /** Age of the node's last load report, or null before its first. */
   reportAgeMs: z.number().min(0).nullable(),
+  /** The part of the estimate that is a wait for a place among the node's running requests (src/core/node-load.ts slotWaitMs); absent when there is none. */
+  slotWaitMs: z.number().min(0).optional(),
 });
 
 export type Considered = z.infer<typeof consideredSchema>;

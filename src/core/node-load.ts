@@ -13,7 +13,11 @@
  *   the head's prefill plus every queued request's uncached tokens;
  * - when the first byte of an answer comes back, its request leaves the queue, and its measured
  *   prefill time re-estimates the node's prefill rate;
- * - the node's own load reports bound the model when they show work this router did not send.
+ * - the node's own load reports bound the model when they show work this router did not send;
+ * - a node that runs at most `maxRunning` requests at once (its engine's `max_num_seqs`, SGLang's
+ *   `max_running_requests`, llama.cpp's `--parallel` slots), when that is known, starts a request
+ *   only once one of those it runs has finished: while this router has that many in flight there,
+ *   a new request also waits for completions ({@link NodeLoad.slotWaitMs}).
  *
  * Why an explicit queue (bench/RESULTS.md; `npm run bench`): a single virtual "backlog end"
  * time, corrected at each first byte by the prediction error, is exact only for exact
@@ -54,6 +58,13 @@ export interface LoadReport {
 const EWMA_WEIGHT = 0.2;
 
 /**
+ * Weight of a new sample in the moving average of how long a request holds its place on the node
+ * after its first byte (decoding): answers vary in length by orders of magnitude, so it averages
+ * over the last ~20 rather than the last ~5.
+ */
+const DECODE_EWMA_WEIGHT = 0.05;
+
+/**
  * Time constant of the node's recent prefill work (ms): long enough to see who has been given the
  * long sessions and cold prompts lately, short enough to forget a burst within minutes.
  */
@@ -77,6 +88,13 @@ export class NodeLoad {
   /** Moving average of uncached tokens per request, to price a reported queue. */
   private meanUncached: number;
   lastReport: LoadReport | undefined;
+  /**
+   * The most requests the node runs at once (prefill and decode), when its configuration or its
+   * reports say; undefined: not known, and no wait for a place is modelled.
+   */
+  maxRunning: number | undefined;
+  /** Moving average of how long a request ran after its first byte (ms); undefined before the first such completion. */
+  meanDecodeMs: number | undefined;
 
   /** The prefill rate and spread, measured at each first byte (prefill-rate.ts); `prefillRate` is its rate in use. */
   private readonly rate: PrefillRate;
@@ -117,7 +135,27 @@ export class NodeLoad {
   workAhead(now: number): number {
     const foreign = Math.max(0, this.foreignTokens - (Math.max(0, now - this.foreignAt) * this.prefillRate) / 1000);
     const floorTokens = (Math.max(0, this.floorEnd - now) * this.prefillRate) / 1000;
-    return Math.max(0, this.ownWorkAhead(now) + foreign, floorTokens);
+    const slotTokens = (this.slotWaitMs() * this.prefillRate) / 1000;
+    return Math.max(0, this.ownWorkAhead(now) + foreign, floorTokens, slotTokens);
+  }
+
+  /**
+   * How long a request sent now waits for a place on the node (ms), in tokens of prefill at its
+   * rate for {@link workAhead}: 0 while this router has fewer than `maxRunning` requests in flight
+   * there. Past that, each request in flight beyond the places must see one finish first, and
+   * with every place taken one finishes every `meanDecodeMs / maxRunning` on average (the running
+   * requests' remaining times taken as their mean: how far along each is, the router cannot see).
+   * Without it an engine whose places are full holds the request in its own waiting queue while
+   * the model sees no prefill ahead: on bench:goodput's Mooncake trace with 16 places a node and
+   * answers at 20 tokens/s (bench/FLEETS.md), 4,477 of 12,031 requests were admitted and came late,
+   * 3,097 of them after waiting for a place. Undefined `maxRunning` or no completion measured yet: 0.
+   */
+  slotWaitMs(): number {
+    const places = this.maxRunning;
+    const decodeMs = this.meanDecodeMs;
+    if (places === undefined || decodeMs === undefined) return 0;
+    const completionsNeeded = this.inflight + 1 - places;
+    return completionsNeeded > 0 ? (completionsNeeded * decodeMs) / places : 0;
   }
 
   /**
@@ -231,10 +269,17 @@ export class NodeLoad {
     if (wasHead && now > this.lastFirstByteAt) this.lastFirstByteAt = now;
   }
 
-  /** A dispatched request of `promptTokens` completed. */
-  complete(promptTokens: number): void {
+  /**
+   * A dispatched request of `promptTokens` completed (or failed); `decodeMs`: how long it ran after
+   * its first byte, when it had one (what {@link slotWaitMs} learns a place's turnover from).
+   */
+  complete(promptTokens: number, decodeMs?: number): void {
     this.inflight = Math.max(0, this.inflight - 1);
     this.activeTokens = Math.max(0, this.activeTokens - promptTokens);
+    if (decodeMs !== undefined && decodeMs >= 0) {
+      this.meanDecodeMs =
+        this.meanDecodeMs === undefined ? decodeMs : this.meanDecodeMs + DECODE_EWMA_WEIGHT * (decodeMs - this.meanDecodeMs);
+    }
   }
 
   /**

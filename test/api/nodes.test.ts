@@ -63,6 +63,9 @@ describe("node reports", () => {
     [{ ...validReport, kv_usage: 1.5 }, "kv_usage"],
     [{ ...validReport, models: [] }, "models"],
     [{ ...validReport, running: "three" }, "running"],
+    [{ ...validReport, max_running_requests: 0 }, "max_running_requests"],
+    [{ ...validReport, max_running_requests: 70_000 }, "max_running_requests"],
+    [{ ...validReport, max_running_requests: 2.5 }, "max_running_requests"],
   ])("400 naming the bad field %#", async (body, field) => {
     const res = await post(body);
     expect(res.status).toBe(400);

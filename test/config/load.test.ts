@@ -63,6 +63,21 @@ describe("loadConfig", () => {
     }
   });
 
+  it("carries a static node's max_running_requests to the region object, and names a bad one", () => {
+    const withPlaces = clone();
+    const region = withPlaces.regions.findIndex((r) => ((r as { nodes?: unknown[] }).nodes ?? []).length > 0);
+    const nodes = (withPlaces.regions[region] as unknown as { nodes: Array<Record<string, unknown>> }).nodes;
+    nodes[0]!.max_running_requests = 256;
+    const init = loadConfig(envWith(withPlaces)).regions[region]!.init;
+    expect(init.staticNodes[0]).toMatchObject({ id: nodes[0]!.id, maxRunning: 256 });
+    expect(init.staticNodes.slice(1).every((n) => n.maxRunning === undefined)).toBe(true);
+    for (const bad of [0, 1.5, 70_000, "256"]) {
+      nodes[0]!.max_running_requests = bad;
+      // A new document each time: the loaded configuration is kept by the document it came from.
+      expect(configError(envWith(JSON.stringify(withPlaces)))).toContain(`regions.${region}.nodes.0.max_running_requests`);
+    }
+  });
+
   it("refuses an unknown key anywhere, naming the key and where it is", () => {
     const top = clone();
     top.limts = { max_retries: 1 };

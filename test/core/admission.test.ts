@@ -207,6 +207,48 @@ describe("admission", () => {
     expect(out[0]!.result.ok).toBe(true);
   });
 
+  it("a node running its most requests at once (max_running_requests) takes no more until one ends: shed, or held and released when a place frees", () => {
+    /** Node a, 2 places, both taken by answers decoding; its requests have held their place 8 s after their first byte. */
+    const full = (maxRunning: number | undefined) => {
+      const r = new RegionRouter(settings());
+      r.upsertNode({ ...spec("a"), maxRunning }, 0);
+      const learn = placed(r.admit(req(1_000), 0));
+      r.firstByte(learn.ticket, 100);
+      r.complete(learn.ticket, { status: "ok" }, 8_100);
+      const running = [placed(r.admit(req(1_000), 8_100)), placed(r.admit(req(1_000), 8_100))];
+      for (const p of running) r.firstByte(p.ticket, 8_200);
+      return { r, running };
+    };
+    // Places unknown: the prefill queue is empty, so it goes at once (and would wait in the engine's queue).
+    expect(placed(full(undefined).r.admit(req(1_000), 8_300)).nodeId).toBe("a");
+    // Known: a place frees every 8 s / 2 on average, past a 1 s objective: shed before it costs the node anything.
+    const { r, running } = full(2);
+    expect(r.snapshot(8_300).nodes[0]!.load).toMatchObject({ inflight: 2, slotWaitMs: 4_000, decodeMsMean: 8_000 });
+    expect(r.admit(req(1_000), 8_300)).toMatchObject({ ok: false, reason: "shed", shed: "objective" });
+    expect(inflight(r)).toBe(2);
+    // With a looser objective it waits in the region's queue, and goes when an answer ends.
+    const id = queued(r.admit(req(1_000, { objectiveMs: 10_000 }), 8_300));
+    expect(r.drainQueue(9_000)).toEqual([]);
+    r.complete(running[0]!.ticket, { status: "ok" }, 9_500);
+    const out = r.drainQueue(9_500);
+    expect(out.map((o) => o.queueId)).toEqual([id]);
+    expect(placed(out[0]!.result)).toMatchObject({ nodeId: "a", queuedMs: 1_200 });
+  });
+
+  it("the decision explains a wait for a place: the candidate's slotWaitMs, part of its estimated first token", () => {
+    // Admission off: placed at once all the same, the wait shown.
+    const r = new RegionRouter(settings({ enabled: false }));
+    r.upsertNode({ ...spec("a"), maxRunning: 1 }, 0);
+    const learn = placed(r.admit(req(1_000), 0));
+    r.firstByte(learn.ticket, 100);
+    r.complete(learn.ticket, { status: "ok" }, 6_100); // held its place 6 s after its first byte
+    const busy = placed(r.admit(req(1_000), 6_100));
+    r.firstByte(busy.ticket, 6_200);
+    const next = placed(r.admit(req(1_000), 6_300));
+    expect(next.considered).toEqual([expect.objectContaining({ node: "a", slotWaitMs: 6_000, estimatedTtftMs: 6_100 })]);
+    expect(busy.considered?.[0]).not.toHaveProperty("slotWaitMs");
+  });
+
   it("refuses a request whose deadline passes while queued, before it reaches a node", () => {
     // Placed only on an idle node, so nothing leaves the queue until the node's first byte.
     const r = new RegionRouter(settings({ dispatchWaitMs: 0 }));

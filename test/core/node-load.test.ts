@@ -115,3 +115,59 @@ describe("NodeLoad: a sharded region's other shards", () => {
     expect(load.workAhead(100)).toBe(4_000);
   });
 });
+
+describe("NodeLoad: the wait for a place when the node runs at most maxRunning requests", () => {
+  /** A node at 10,000 tokens/s whose requests ran `decodeMs` after their first byte, with `running` of them decoding now. */
+  const decoding = (maxRunning: number | undefined, running: number, decodeMs = 8_000) => {
+    const load = new NodeLoad(10_000);
+    load.useEstimate(0.1, 0);
+    load.maxRunning = maxRunning;
+    // One request learns the decode time: dispatched, first byte, completed decodeMs later.
+    const first = load.dispatch(0, 1_000, 1_000);
+    load.firstByte(100, 0, first, 1_000);
+    load.complete(1_000, decodeMs);
+    for (let i = 0; i < running; i++) {
+      const p = load.dispatch(200, 1_000, 1_000);
+      load.firstByte(300 + i * 100, 200, p, 1_000);
+    }
+    return load;
+  };
+
+  it("learns how long a request holds its place from the time between its first byte and its end", () => {
+    const load = decoding(4, 0, 8_000);
+    expect(load.meanDecodeMs).toBe(8_000);
+    load.complete(1_000, 28_000); // one sample moves the average by 1/20 of the difference
+    expect(load.meanDecodeMs).toBeCloseTo(9_000);
+    load.complete(1_000, undefined); // failed before its first byte: not a sample
+    expect(load.meanDecodeMs).toBeCloseTo(9_000);
+  });
+
+  it("no wait while a place is free, nor when the node's places are not known", () => {
+    expect(decoding(4, 3).slotWaitMs()).toBe(0);
+    expect(decoding(4, 3).workAhead(2_000)).toBe(0);
+    expect(decoding(undefined, 40).slotWaitMs()).toBe(0);
+    expect(decoding(undefined, 40).workAhead(5_000)).toBe(0);
+  });
+
+  it("with every place taken, a request waits for as many to finish as are in flight past the places, one every meanDecodeMs / maxRunning", () => {
+    const full = decoding(4, 4, 8_000);
+    expect(full.slotWaitMs()).toBe(2_000); // one must finish: 8 s / 4 places
+    // The wait counts as work ahead at the node's rate: 2 s at 10,000 tokens/s.
+    expect(full.workAhead(5_000)).toBe(20_000);
+    expect(full.estimateTtftSeconds(5_000, 5_000)).toBeCloseTo(2.5);
+    // Two more sent and still before their first byte: they take the next two places first.
+    full.dispatch(5_000, 1_000, 1_000);
+    full.dispatch(5_000, 1_000, 1_000);
+    expect(full.slotWaitMs()).toBe(6_000);
+    // A completion frees a place.
+    full.complete(1_000, 8_000);
+    expect(full.slotWaitMs()).toBe(4_000);
+  });
+
+  it("the prefill queued ahead still counts when it is the longer wait", () => {
+    const load = decoding(4, 4, 400); // a place frees every 100 ms
+    load.dispatch(5_000, 50_000, 50_000); // 5 s of prefill queued
+    expect(load.slotWaitMs()).toBe(200);
+    expect(load.workAhead(5_000)).toBe(50_000);
+  });
+});

@@ -94,3 +94,48 @@ describe("the region object's init", () => {
     expect((await placeOnce(fresh, region.initRef)).ok).toBe(true);
   });
 });
+
+describe("a node's places (max_running_requests), kept in the node table", () => {
+  const report = (over: Record<string, unknown> = {}) => ({
+    node_id: "places-1",
+    region: "rr",
+    url: "http://places-1.test",
+    models: ["m-rr"],
+    kv_capacity_tokens: 100_000,
+    running: 0,
+    waiting: 0,
+    kv_usage: 0,
+    ...over,
+  });
+  const placesOf = async (stub: DurableObjectStub<import("../../durable-objects/region.ts").RegionDurableObject>, init: RegionInit) =>
+    (await stub.snapshot(init)).nodes.find((n) => n.id === "places-1")?.maxRunning;
+
+  it("a report's figure survives a restart, and a later report that does not say keeps it", async () => {
+    const region = rr();
+    const stub = env.REGION.getByName("rr-places");
+    await stub.mirrorReport(region.init, report({ max_running_requests: 8 }));
+    expect(await placesOf(stub, region.init)).toBe(8);
+    expect(await restart(stub)).toContain(RESTART_REASON);
+    const fresh = env.REGION.getByName("rr-places");
+    expect(await placesOf(fresh, region.init)).toBe(8);
+    await fresh.mirrorReport(region.init, report());
+    expect(await placesOf(fresh, region.init)).toBe(8);
+    await fresh.mirrorReport(region.init, report({ max_running_requests: 16 }));
+    expect(await restart(fresh)).toContain(RESTART_REASON);
+    expect(await placesOf(env.REGION.getByName("rr-places"), region.init)).toBe(16);
+  });
+
+  it("an object whose node table predates the column gains it on start, its nodes' places not said", async () => {
+    const region = rr();
+    const stub = env.REGION.getByName("rr-places-old");
+    await stub.mirrorReport(region.init, report({ max_running_requests: 8 }));
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec(`ALTER TABLE nodes DROP COLUMN max_running`);
+    });
+    expect(await restart(stub)).toContain(RESTART_REASON);
+    const fresh = env.REGION.getByName("rr-places-old");
+    expect(await placesOf(fresh, region.init)).toBeUndefined();
+    await fresh.mirrorReport(region.init, report({ max_running_requests: 4 }));
+    expect(await placesOf(fresh, region.init)).toBe(4);
+  });
+});

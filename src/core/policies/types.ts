@@ -20,8 +20,10 @@ export interface Candidate {
   matchTokens: number;
   /** Prompt tokens the node would have to prefill. */
   uncachedTokens: number;
-  /** Modelled uncached prefill tokens queued ahead (node-load.ts). */
+  /** Modelled uncached prefill tokens queued ahead (node-load.ts), or the wait for a place in tokens at its rate when longer. */
   workAheadTokens: number;
+  /** The wait for a place among the node's running requests, ms (node-load.ts slotWaitMs); absent or 0: none. */
+  slotWaitMs?: number | undefined;
   /** Uncached prefill tokens dispatched to the node lately (decayed over about a minute). */
   recentPrefillTokens: number;
   /** Estimated prefill throughput, tokens/s. */

@@ -81,6 +81,7 @@ export function buildCandidates(
       matchTokens,
       uncachedTokens: req.promptTokens - matchTokens,
       workAheadTokens: n.load.workAhead(now),
+      slotWaitMs: n.load.slotWaitMs(),
       recentPrefillTokens: n.load.recentPrefill(now),
       prefillRate: n.load.prefillRate,
       inflight: n.load.inflight,

@@ -27,6 +27,8 @@ export function considered(candidates: readonly Candidate[], eligible: readonly 
   return shown.map(({ i, ms }) => {
     const c = candidates[i]!;
     const report = eligible[i]!.load.lastReport;
+    // As it stood when the request was decided (the candidate's), not after its own dispatch.
+    const slotWaitMs = Math.round(c.slotWaitMs ?? 0);
     return {
       node: c.id,
       matchBlocks: c.matchBlocks,
@@ -34,6 +36,7 @@ export function considered(candidates: readonly Candidate[], eligible: readonly 
       estimatedTtftMs: Math.round(ms),
       inflight: c.inflight,
       reportAgeMs: report ? Math.max(0, now - report.at) : null,
+      ...(slotWaitMs > 0 ? { slotWaitMs } : {}),
     };
   });
 }

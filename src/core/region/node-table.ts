@@ -23,6 +23,8 @@ export interface NodeSpec {
   bootId?: string | undefined;
   /** The engine serving, as reported (or configured); undefined: not said. */
   engine?: NodeEngine | undefined;
+  /** The most requests it runs at once, as configured or reported (node-load.ts slotWaitMs); undefined: not said. */
+  maxRunning?: number | undefined;
 }
 
 /**
@@ -82,9 +84,11 @@ export class NodeTable {
   upsert(spec: NodeSpec, now: number): boolean {
     const existing = this.entries.get(spec.id);
     if (!existing) {
+      const load = new NodeLoad(this.settings.prefillTokensPerSecond);
+      load.maxRunning = spec.maxRunning;
       this.entries.set(spec.id, {
         spec: { ...spec },
-        load: new NodeLoad(this.settings.prefillTokensPerSecond),
+        load,
         consecutiveFailures: 0,
         cooldownUntil: 0,
         breaker: "closed",
@@ -106,6 +110,7 @@ export class NodeTable {
       existing.trialInFlight = false;
     }
     existing.spec = { ...spec, static: existing.spec.static || spec.static };
+    existing.load.maxRunning = spec.maxRunning;
     return restarted;
   }
 

@@ -181,6 +181,7 @@ export class RegionRouter {
         bootId: r.boot_id,
         // A report that does not say keeps what configuration (a static node) or an earlier report said.
         engine: r.engine ?? prior?.spec.engine,
+        maxRunning: r.max_running_requests ?? prior?.spec.maxRunning,
       },
       now,
     );

@@ -19,6 +19,8 @@ export interface RegionSnapshot extends LedgerCounters {
     kvCapacityTokens: number;
     /** Its engine as reported or configured (`other` when it said none): where a stream may be continued. */
     engine: string;
+    /** The most requests it runs at once, as configured or reported (node-load.ts slotWaitMs); absent: not said. */
+    maxRunning?: number | undefined;
     static: boolean;
     available: boolean;
     lastSeenMsAgo: number;
@@ -31,6 +33,10 @@ export interface RegionSnapshot extends LedgerCounters {
       prefilling: number;
       workAheadTokens: number;
       prefillTokensPerSecond: number;
+      /** How long its requests ran after their first byte, on average (ms); absent before one completed. */
+      decodeMsMean?: number | undefined;
+      /** The modelled wait for a place among its running requests (ms): 0 unless `maxRunning` are in flight. */
+      slotWaitMs: number;
       report: (LoadReport & { ageMs: number }) | undefined;
     };
     indexBlocks: number;
@@ -64,6 +70,7 @@ export function buildSnapshot(s: SnapshotSource, now: number): RegionSnapshot {
       url: n.spec.url,
       models: n.spec.models,
       engine: n.spec.engine ?? "other",
+      ...(n.spec.maxRunning === undefined ? {} : { maxRunning: n.spec.maxRunning }),
       kvCapacityTokens: n.spec.kvCapacityTokens,
       static: n.spec.static,
       available: s.table.isAvailable(n, now),
@@ -76,6 +83,8 @@ export function buildSnapshot(s: SnapshotSource, now: number): RegionSnapshot {
         prefilling: n.load.prefilling,
         workAheadTokens: Math.round(n.load.workAhead(now)),
         prefillTokensPerSecond: Math.round(n.load.prefillRate),
+        ...(n.load.meanDecodeMs === undefined ? {} : { decodeMsMean: Math.round(n.load.meanDecodeMs) }),
+        slotWaitMs: Math.round(n.load.slotWaitMs()),
         report: n.load.lastReport ? { ...n.load.lastReport, ageMs: Math.max(0, now - n.load.lastReport.at) } : undefined,
       },
       indexBlocks: s.index.blocksOf(n.spec.id),

@@ -346,7 +346,7 @@ export class Tickets {
     // A trial whose end was never reported (an abandoned ticket) must not hold the breaker half-open forever.
     if (t.trial) n.trialInFlight = false;
     if (t.firstByteAt === undefined) n.load.releaseBeforeFirstByte(now, t.predicted);
-    n.load.complete(t.promptTokens);
+    n.load.complete(t.promptTokens, t.firstByteAt === undefined ? undefined : now - t.firstByteAt);
     if (t.active) this.active?.remove(t.nodeId, chainHashes(t.chain));
   }
 }
