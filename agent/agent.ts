@@ -45,7 +45,7 @@ import { NodeCredentials } from "./credentials.ts";
 import { NodeIdentityError, deregisterNode, postReport } from "./report-loop.ts";
 import { EngineError, engineGet, engineGetJson, fetchModels } from "./scrape.ts";
 import type { NodeReport } from "../src/contracts/node.ts";
-import type { AgentConfig } from "./args.ts";
+import { MAX_RUNNING_REPORTED, type AgentConfig } from "./args.ts";
 
 /** One per change of state, never one per attempt. */
 export type AgentEvent =
@@ -78,13 +78,6 @@ export interface Agent {
   /** Settles when the loop ends: resolves after stop(), rejects on a fatal error. */
   done: Promise<void>;
 }
-
-/**
- * The largest `max_running_requests` a report may carry: src/contracts/node.ts nodeMaxRunningSchema's
- * bound, repeated here because the agent imports only types from the router (it ships alone to
- * GPU hosts); agent/test/agent-report-engine.test.ts checks the two agree.
- */
-export const MAX_RUNNING_REPORTED = 65_536;
 
 /** An error the agent cannot work around by retrying. */
 export class FatalAgentError extends Error {}
@@ -246,7 +239,8 @@ export function startAgent(o: AgentOptions): Agent {
       // The engine detected on this page, or the one --engine forced: the router decides from it
       // whether a stream that broke can be continued on this node.
       engine: s.engine.reportedAs,
-      // The contract's bound (65,536) is past any engine's; a larger figure is not sent rather than refused.
+      // The contract's bound is past any engine's: a larger figure read from an engine is not sent rather than refused
+      // (--max-running past it is a usage error).
       ...(s.maxRunning !== undefined && s.maxRunning <= MAX_RUNNING_REPORTED ? { max_running_requests: s.maxRunning } : {}),
     };
     mayBeRegistered = true; // even a report that timed out may have reached the router

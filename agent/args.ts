@@ -42,6 +42,13 @@ export interface AgentConfig {
 export class UsageError extends Error {}
 
 export const TOKEN_ENV = "WARMPATH_NODE_TOKEN";
+/**
+ * The largest `max_running_requests` a report may carry: src/contracts/node.ts nodeMaxRunningSchema's
+ * bound, repeated here because the agent imports only types from the router (it ships alone to
+ * GPU hosts); agent/test/agent-report-engine.test.ts checks the two agree.
+ */
+export const MAX_RUNNING_REPORTED = 65_536;
+
 export const ENGINE_KEY_ENV = "WARMPATH_ENGINE_API_KEY";
 
 /** The numeric options' defaults, by flag: the help text and docs/AGENT.md state these (agent/test/agent-docs.test.ts). */
@@ -145,6 +152,12 @@ function positive(flag: string, raw: string | undefined, fallback: number): numb
   return n;
 }
 
+function maxRunning(raw: string): number {
+  const n = positive("max-running", raw, 0);
+  if (n > MAX_RUNNING_REPORTED) throw new UsageError(`--max-running must be at most ${MAX_RUNNING_REPORTED}, not '${raw}'`);
+  return n;
+}
+
 function httpUrl(flag: string, raw: string): string {
   let u: URL;
   try {
@@ -197,7 +210,7 @@ export function parseAgentArgs(argv: readonly string[]): AgentConfig | undefined
     models,
     kvCapacityTokens:
       values["kv-capacity-tokens"] === undefined ? undefined : positive("kv-capacity-tokens", values["kv-capacity-tokens"], 0),
-    maxRunning: values["max-running"] === undefined ? undefined : positive("max-running", values["max-running"], 0),
+    maxRunning: values["max-running"] === undefined ? undefined : maxRunning(values["max-running"]),
     intervalMs: positive("interval-ms", values["interval-ms"], AGENT_DEFAULTS["interval-ms"]),
     engineTimeoutMs: positive("engine-timeout-ms", values["engine-timeout-ms"], AGENT_DEFAULTS["engine-timeout-ms"]),
     routerTimeoutMs: positive("router-timeout-ms", values["router-timeout-ms"], AGENT_DEFAULTS["router-timeout-ms"]),

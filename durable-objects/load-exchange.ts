@@ -103,6 +103,7 @@ export class LoadExchange {
         const sum = (others[node] ??= { queued: 0, recent: 0 });
         sum.queued += l.queued;
         sum.recent += l.recent;
+        if (l.inflight) sum.inflight = (sum.inflight ?? 0) + l.inflight;
       }
     }
     return {

@@ -161,6 +161,7 @@ test("args: refuses a token on the command line, bad values and unknown flags", 
   assert.throws(() => parseAgentArgs([...REQUIRED, "--interval-ms", "0"]), /--interval-ms must be a positive integer/);
   assert.throws(() => parseAgentArgs([...REQUIRED, "--kv-capacity-tokens", "1e3x"]), /positive integer/);
   assert.throws(() => parseAgentArgs([...REQUIRED, "--max-running", "0"]), /--max-running must be a positive integer/);
+  assert.throws(() => parseAgentArgs([...REQUIRED, "--max-running", "65537"]), /--max-running must be at most 65536/);
   assert.throws(() => parseAgentArgs(["--router", "ftp://x", ...REQUIRED.slice(2)]), /http\(s\) URL/);
   assert.throws(() => parseAgentArgs([...REQUIRED.slice(0, 4), "--node-id", "GPU_1", ...REQUIRED.slice(6)]), /--node-id/);
   assert.throws(() => parseAgentArgs([...REQUIRED, "--frobnicate"]), UsageError);

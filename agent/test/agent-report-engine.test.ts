@@ -11,7 +11,8 @@ import { EventEmitter, once } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { nodeMaxRunningSchema, nodeReportSchema } from "../../src/contracts/node.ts";
-import { MAX_RUNNING_REPORTED, startAgent, type AgentEvent, type AgentOptions } from "../agent.ts";
+import { startAgent, type AgentEvent, type AgentOptions } from "../agent.ts";
+import { MAX_RUNNING_REPORTED } from "../args.ts";
 import type { EngineName } from "../engines/types.ts";
 import { FixtureEngine, FakeRouter, WAIT_MS, waitFor, type FixturePages } from "./fixtures/fakes.ts";
 
@@ -110,7 +111,7 @@ test("llama.cpp reports its slots (/props total_slots) as max_running_requests; 
   }
 });
 
-test("--max-running overrides what the engine says, and a figure past the contract's bound is not sent", async () => {
+test("--max-running overrides what the engine says; a figure past the contract's bound (the command line refuses one) is not sent", async () => {
   const vllm = await withAgent(PAGES.vllm, "auto", reports(1), "a report", { maxRunning: 256 });
   assert.equal(vllm.value[0]?.max_running_requests, 256);
   const llama = await withAgent(PAGES.llamacpp, "auto", reports(1), "a report", { maxRunning: 8 });

@@ -87,12 +87,16 @@ const shardIndexSchema = z
 
 /**
  * What a shard of a sharded region tells the others through the region's load exchange, per
- * node: the uncached prefill it has queued there and its recent prefill, in tokens (ShardLoad in
- * src/core/node-load.ts).
+ * node: the uncached prefill it has queued there and its recent prefill, in tokens, and, for a
+ * node whose places are known, its requests in flight there (ShardLoad in src/core/node-load.ts).
  */
 export const shardLoadsSchema = z.record(
   nodeIdSchema,
-  z.strictObject({ queued: z.number().min(0).max(1e12), recent: z.number().min(0).max(1e12) }),
+  z.strictObject({
+    queued: z.number().min(0).max(1e12),
+    recent: z.number().min(0).max(1e12),
+    inflight: z.number().int().min(0).max(1e9).optional(),
+  }),
 );
 
 export type ShardLoads = z.infer<typeof shardLoadsSchema>;

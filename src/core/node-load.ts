@@ -42,6 +42,8 @@ import { decay } from "./stats.ts";
 export interface ShardLoad {
   queued: number;
   recent: number;
+  /** Its requests in flight on the node, for a node whose places are known ({@link NodeLoad.slotWaitMs}); absent: none said. */
+  inflight?: number | undefined;
 }
 
 /** The last load report a node pushed. */
@@ -95,6 +97,8 @@ export class NodeLoad {
   maxRunning: number | undefined;
   /** Moving average of how long a request ran after its first byte (ms); undefined before the first such completion. */
   meanDecodeMs: number | undefined;
+  /** Bumped by {@link reset} (the node restarted): requests dispatched before it no longer count here. */
+  generation = 0;
 
   /** The prefill rate and spread, measured at each first byte (prefill-rate.ts); `prefillRate` is its rate in use. */
   private readonly rate: PrefillRate;
@@ -129,14 +133,24 @@ export class NodeLoad {
   private foreignTokens = 0;
   /** The other shards' recent prefill on the node (tokens, decayed as {@link recentPrefill}), as last shared. */
   private foreignRecent = 0;
+  /** The other shards' requests in flight on the node, as last shared: they hold its places too. */
+  private foreignInflight = 0;
   private foreignAt = 0;
 
   /** Uncached prefill tokens ahead of a request arriving now: this router's, the other shards', or a report's floor. */
   workAhead(now: number): number {
+    return Math.max(this.prefillWorkAhead(now), (this.slotWaitMs() * this.prefillRate) / 1000);
+  }
+
+  /**
+   * The prefill alone ahead of a request arriving now (without the wait for a place): what drains
+   * with time, where the wait for a place changes only when a request ends (the region's queue
+   * sets its timer by this: queued-admission.ts wakeAt).
+   */
+  prefillWorkAhead(now: number): number {
     const foreign = Math.max(0, this.foreignTokens - (Math.max(0, now - this.foreignAt) * this.prefillRate) / 1000);
     const floorTokens = (Math.max(0, this.floorEnd - now) * this.prefillRate) / 1000;
-    const slotTokens = (this.slotWaitMs() * this.prefillRate) / 1000;
-    return Math.max(0, this.ownWorkAhead(now) + foreign, floorTokens, slotTokens);
+    return Math.max(0, this.ownWorkAhead(now) + foreign, floorTokens);
   }
 
   /**
@@ -154,7 +168,8 @@ export class NodeLoad {
     const places = this.maxRunning;
     const decodeMs = this.meanDecodeMs;
     if (places === undefined || decodeMs === undefined) return 0;
-    const completionsNeeded = this.inflight + 1 - places;
+    // A sharded region's other objects send the node requests too (as last shared: shareForeign).
+    const completionsNeeded = this.inflight + this.foreignInflight + 1 - places;
     return completionsNeeded > 0 ? (completionsNeeded * decodeMs) / places : 0;
   }
 
@@ -165,6 +180,7 @@ export class NodeLoad {
   shareForeign(foreign: ShardLoad, now: number): void {
     this.foreignTokens = Math.max(0, foreign.queued);
     this.foreignRecent = Math.max(0, foreign.recent);
+    this.foreignInflight = Math.max(0, foreign.inflight ?? 0);
     this.foreignAt = now;
   }
 
@@ -306,11 +322,13 @@ export class NodeLoad {
     this.floorEnd = now;
     this.foreignTokens = 0;
     this.foreignRecent = 0;
+    this.foreignInflight = 0;
     this.lastFirstByteAt = now;
     this.inflight = 0;
     this.prefilling = 0;
     this.activeTokens = 0;
     this.recentWork = 0;
+    this.generation++;
   }
 
   private forget(predicted: object): void {

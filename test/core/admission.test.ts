@@ -235,6 +235,65 @@ describe("admission", () => {
     expect(placed(out[0]!.result)).toMatchObject({ nodeId: "a", queuedMs: 1_200 });
   });
 
+  it("learns a place's hold only from answers streamed to their end: not a non-streamed answer's, a failure's or an abandoned one's", () => {
+    const r = new RegionRouter(settings({ enabled: false }, { requestTimeoutMs: 60_000 }));
+    r.upsertNode({ ...spec("a", 0), static: true, maxRunning: 4 }, 0);
+    const mean = () => r.snapshot(0).nodes[0]!.load.decodeMsMean;
+    const one = (firstByteAt?: number) => {
+      const p = placed(r.admit(req(1_000), 0));
+      if (firstByteAt !== undefined) r.firstByte(p.ticket, firstByteAt);
+      return p.ticket;
+    };
+    r.complete(one(), { status: "ok", firstByteMsAgo: 0 }, 5_000); // non-streamed: its first byte came with its end
+    one(100); // never completed: abandoned when its ticket expires
+    r.expire(70_000);
+    expect(mean()).toBeUndefined();
+    r.complete(one(70_100), { status: "ok" }, 78_100);
+    expect(mean()).toBe(8_000);
+    r.complete(one(80_000), { status: "stream-error" }, 180_000); // failed mid-stream: its end is not a decode's
+    expect(mean()).toBe(8_000);
+  });
+
+  it("a node that restarted counts only its new boot's requests: those from before leave its counts alone when they end", () => {
+    const r = new RegionRouter(settings({ enabled: false }));
+    r.upsertNode({ ...spec("a"), bootId: "boot-1", maxRunning: 4 }, 0);
+    const old = [placed(r.admit(req(1_000), 0)), placed(r.admit(req(1_000), 0))];
+    r.firstByte(old[0]!.ticket, 100);
+    r.upsertNode({ ...spec("a", 200), bootId: "boot-2", maxRunning: 4 }, 200); // restarted: its requests are gone
+    const fresh = placed(r.admit(req(1_000), 300));
+    for (const p of old) r.complete(p.ticket, { status: "ok" }, 400);
+    expect(r.snapshot(400).nodes[0]!.load).toMatchObject({ inflight: 1, prefilling: 1 });
+    expect(r.snapshot(400).nodes[0]!.load.decodeMsMean).toBeUndefined(); // nor is the old boot's answer a sample
+    r.complete(fresh.ticket, { status: "ok" }, 500);
+    expect(r.snapshot(500).nodes[0]!.load).toMatchObject({ inflight: 0, prefilling: 0 });
+  });
+
+  it("tells a sharded region's other objects its requests in flight on a node only where the node's places are known", () => {
+    const loadsWith = (maxRunning: number | undefined) => {
+      const r = new RegionRouter(settings({ enabled: false }));
+      r.upsertNode({ ...spec("a"), maxRunning }, 0);
+      placed(r.admit(req(1_000), 0));
+      placed(r.admit(req(1_000), 0));
+      return r.ownLoad(0).a;
+    };
+    expect(loadsWith(8)).toMatchObject({ inflight: 2 });
+    expect(loadsWith(undefined)).not.toHaveProperty("inflight");
+    expect(loadsWith(undefined)!.queued).toBeGreaterThan(0);
+  });
+
+  it("the queue's timer does not wait on a place: only a request's end frees one", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode({ ...spec("a"), maxRunning: 1 }, 0);
+    const learn = placed(r.admit(req(1_000), 0));
+    r.firstByte(learn.ticket, 100);
+    r.complete(learn.ticket, { status: "ok" }, 6_100);
+    const busy = placed(r.admit(req(1_000), 6_100));
+    r.firstByte(busy.ticket, 6_200);
+    queued(r.admit(req(1_000, { objectiveMs: 10_000 }), 6_300)); // a place in 6 s: in time, held in the region
+    // Woken for its deadline (less its own prefill), not while the place it waits for is still taken.
+    expect(r.queueWakeAt(6_300)).toBe(6_300 + 10_000 - 100);
+  });
+
   it("the decision explains a wait for a place: the candidate's slotWaitMs, part of its estimated first token", () => {
     // Admission off: placed at once all the same, the wait shown.
     const r = new RegionRouter(settings({ enabled: false }));

@@ -164,6 +164,15 @@ describe("NodeLoad: the wait for a place when the node runs at most maxRunning r
     expect(full.slotWaitMs()).toBe(4_000);
   });
 
+  it("a sharded region's other objects hold places too: their requests in flight, as last shared, count", () => {
+    const load = decoding(4, 1, 8_000);
+    expect(load.slotWaitMs()).toBe(0);
+    load.shareForeign({ queued: 0, recent: 0, inflight: 3 }, 1_000);
+    expect(load.slotWaitMs()).toBe(2_000); // 1 + 3 in flight, 4 places: one must end first
+    load.shareForeign({ queued: 0, recent: 0 }, 2_000); // none said any more
+    expect(load.slotWaitMs()).toBe(0);
+  });
+
   it("the prefill queued ahead still counts when it is the longer wait", () => {
     const load = decoding(4, 4, 400); // a place frees every 100 ms
     load.dispatch(5_000, 50_000, 50_000); // 5 s of prefill queued

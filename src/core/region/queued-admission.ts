@@ -214,7 +214,9 @@ export class QueuedAdmission {
     for (const e of this.queue.entries()) at = Math.min(at, e.deadlineAt - e.ownMs);
     const bound = this.settings.admission.dispatchWaitMs;
     for (const n of this.nodes.values()) {
-      const w = waitMs(n, now);
+      // The prefill's wait drains with time; a wait for a place ends only with a request, whose
+      // completion serves the queue again: timed by it, the timer would fire every few ms for nothing.
+      const w = (n.load.prefillWorkAhead(now) * 1000) / n.load.prefillRate;
       if (w > bound) at = Math.min(at, now + w - bound);
     }
     return Math.max(now + 1, Math.ceil(at));

@@ -113,7 +113,9 @@ export class RegionRouter {
     for (const n of this.nodes.values()) {
       const queued = Math.round(n.load.ownWorkAhead(now));
       const recent = Math.round(n.load.ownRecentPrefill(now));
-      if (queued > 0 || recent > 0) out[n.spec.id] = { queued, recent };
+      // Requests in flight only where the node's places are known: only the wait for a place reads them.
+      const inflight = n.load.maxRunning === undefined ? 0 : n.load.inflight;
+      if (queued > 0 || recent > 0 || inflight > 0) out[n.spec.id] = inflight > 0 ? { queued, recent, inflight } : { queued, recent };
     }
     return out;
   }

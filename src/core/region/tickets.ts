@@ -52,6 +52,8 @@ interface Ticket {
   chain: string;
   /** Whether its blocks are among the node's active blocks (a restart drops them). */
   active: boolean;
+  /** The node's load generation at dispatch (NodeLoad.generation): a restart since leaves the new boot's counts alone. */
+  generation: number;
   /**
    * The blocks of the prompt its dispatch inserted into the index speculatively and claimed,
    * `[claimedFrom, claimedTo)` (PrefixIndex.speculate): confirmed when the node accepts the
@@ -206,6 +208,7 @@ export class Tickets {
       ledger,
       trial: this.nodes.dispatched(entry, now),
       rank: d.admitted.rank,
+      generation: entry.load.generation,
     });
     countRouted(entry.metrics, d.decision, req.promptTokens, chosen.matchTokens, chosen.matchBlocks);
     this.reserve.placed(chosen.id, d.admitted.rank);
@@ -226,7 +229,8 @@ export class Tickets {
     this.fair.drained(t.ledger.tenant, t.nodeId, t.uncachedTokens);
     const n = this.nodes.get(t.nodeId);
     if (!n) return;
-    if (n.load.firstByte(now, t.dispatchedAt, t.predicted, t.uncachedTokens)) this.nodes.poolRates();
+    // Not a request from before the node restarted: its prefill is not the new boot's, nor a sample of its rate.
+    if (t.generation === n.load.generation && n.load.firstByte(now, t.dispatchedAt, t.predicted, t.uncachedTokens)) this.nodes.poolRates();
     countFirstByte(n.metrics, now - t.dispatchedAt);
   }
 
@@ -255,7 +259,11 @@ export class Tickets {
       }
     }
     this.ledger.completed(t.ledger, outcome, now);
-    this.release(ticketId, t, now);
+    // How long it held its place on the node after its first byte (node-load.ts slotWaitMs): only
+    // an answer streamed to its end or to a client that went. A non-streamed answer's first byte
+    // comes with its end (the engine decoded before it), and a failure's end is not a decode's.
+    const streamed = outcome.firstByteMsAgo === undefined && (outcome.status === "ok" || outcome.status === "cancelled");
+    this.release(ticketId, t, now, streamed && t.firstByteAt !== undefined ? now - t.firstByteAt : undefined);
     return true;
   }
 
@@ -332,7 +340,8 @@ export class Tickets {
     for (const t of this.byId.values()) if (t.nodeId === nodeId) t.claimedTo = t.claimedFrom;
   }
 
-  private release(ticketId: string, t: Ticket, now: number): void {
+  /** Releases a ticket; `holdMs`: how long it held its place after its first byte, when that is a sample of it (complete). */
+  private release(ticketId: string, t: Ticket, now: number, holdMs?: number): void {
     this.byId.delete(ticketId);
     // An abandoned ticket (expired): its prompt stays believed, as the node most likely computed it.
     this.confirmClaims(t);
@@ -345,8 +354,10 @@ export class Tickets {
     if (!n) return;
     // A trial whose end was never reported (an abandoned ticket) must not hold the breaker half-open forever.
     if (t.trial) n.trialInFlight = false;
+    // A request from before the node restarted: the restart already cleared what it counted.
+    if (t.generation !== n.load.generation) return;
     if (t.firstByteAt === undefined) n.load.releaseBeforeFirstByte(now, t.predicted);
-    n.load.complete(t.promptTokens, t.firstByteAt === undefined ? undefined : now - t.firstByteAt);
+    n.load.complete(t.promptTokens, holdMs);
     if (t.active) this.active?.remove(t.nodeId, chainHashes(t.chain));
   }
 }
