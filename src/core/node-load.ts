@@ -161,8 +161,8 @@ export class NodeLoad {
    * requests' remaining times taken as their mean: how far along each is, the router cannot see).
    * Without it an engine whose places are full holds the request in its own waiting queue while
    * the model sees no prefill ahead: on bench:goodput's Mooncake trace with 16 places a node and
-   * answers at 20 tokens/s (bench/FLEETS.md), 4,477 of 12,031 requests were admitted and came late,
-   * 3,097 of them after waiting for a place. Undefined `maxRunning` or no completion measured yet: 0.
+   * answers at 20 tokens/s (bench/FLEETS.md), 51.5% of requests in time at 1x not told, 85.7%
+   * told. Undefined `maxRunning` or no completion measured yet: 0.
    */
   slotWaitMs(): number {
     const places = this.maxRunning;

@@ -49,6 +49,11 @@ export function waitMs(n: NodeEntry, now: number): number {
   return (n.load.workAhead(now) * 1000) / n.load.prefillRate;
 }
 
+/** {@link waitMs} without the wait for a place (node-load.ts slotWaitMs): the part that drains with time. */
+export function prefillWaitMs(n: NodeEntry, now: number): number {
+  return (n.load.prefillWorkAhead(now) * 1000) / n.load.prefillRate;
+}
+
 /**
  * The longest wait a node may have and still be given a request of this rank: the region's
  * dispatch bound, or, while a higher class is active, none (only an idle node), so that batch

@@ -18,6 +18,7 @@ import {
   meetingDeadline,
   retryAfterSeconds,
   waitMs,
+  prefillWaitMs,
   type Admitted,
 } from "./admission.ts";
 import { buildCandidates, eligibleNodes } from "./candidates.ts";
@@ -216,7 +217,7 @@ export class QueuedAdmission {
     for (const n of this.nodes.values()) {
       // The prefill's wait drains with time; a wait for a place ends only with a request, whose
       // completion serves the queue again: timed by it, the timer would fire every few ms for nothing.
-      const w = (n.load.prefillWorkAhead(now) * 1000) / n.load.prefillRate;
+      const w = prefillWaitMs(n, now);
       if (w > bound) at = Math.min(at, now + w - bound);
     }
     return Math.max(now + 1, Math.ceil(at));
