@@ -65,6 +65,12 @@ const NodeFields = {
   prefill_tokens_per_second: z.number().positive(),
   decode_tokens_per_second: z.number().positive(),
   max_running: z.number().int().min(1),
+  /**
+   * Say `max_running` in its load reports (`max_running_requests`), as warmpath-agent
+   * `--max-running` or llama-server's `/props` does, so the router counts the wait for a place.
+   * Off by default: a vLLM agent not told its `--max-num-seqs`, what the benchmarks measured.
+   */
+  report_max_running: z.boolean(),
   time_factor: z.number().positive(),
   /** Answer length when the request sets no smaller max_tokens. */
   default_max_tokens: z.number().int().min(1),
@@ -82,6 +88,7 @@ export const NODE_DEFAULTS = {
   prefill_tokens_per_second: 5_000,
   decode_tokens_per_second: 30,
   max_running: 64,
+  report_max_running: false,
   time_factor: 1,
   default_max_tokens: 64,
   force_include_usage: false,
@@ -121,6 +128,7 @@ export interface NodeConfig {
   prefill_tokens_per_second: number;
   decode_tokens_per_second: number;
   max_running: number;
+  report_max_running: boolean;
   time_factor: number;
   default_max_tokens: number;
   force_include_usage: boolean;

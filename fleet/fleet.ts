@@ -60,6 +60,7 @@ export async function startFleet(config: FleetConfig, options: FleetOptions = {}
             prefillTokensPerSecond: n.prefill_tokens_per_second,
             decodeTokensPerSecond: n.decode_tokens_per_second,
             maxRunning: n.max_running,
+            reportMaxRunning: n.report_max_running,
             timeFactor: n.time_factor * (options.timeFactorScale ?? 1),
             defaultMaxTokens: n.default_max_tokens,
             forceIncludeUsage: n.force_include_usage,

@@ -23,6 +23,8 @@ export interface NodeOptions {
   prefillTokensPerSecond: number;
   decodeTokensPerSecond: number;
   maxRunning: number;
+  /** Say `maxRunning` in its load reports (`max_running_requests`). Default false. */
+  reportMaxRunning?: boolean;
   timeFactor: number;
   /** 0 = ephemeral; a restart reuses the port first bound. */
   port?: number;
@@ -165,6 +167,7 @@ export class NodeRuntime {
       kv_usage: engine.cache.usage(),
       boot_id: this.bootId,
       engine: this.engineName,
+      ...(this.o.reportMaxRunning ? { max_running_requests: this.o.maxRunning } : {}),
     };
   }
 

@@ -22,6 +22,8 @@ export interface LoadReport {
   boot_id: string;
   /** The engine the node runs: `vllm`, `sglang`, `llama.cpp` or `other` (the fleet file's `engine`). */
   engine: NodeEngine;
+  /** Its `max_running`, when the fleet file says `report_max_running`: the places a request waits for past them. */
+  max_running_requests?: number;
 }
 
 export interface ReporterOptions {

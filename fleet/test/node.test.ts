@@ -299,3 +299,28 @@ test("reports reach the router with the bearer; a restart loses the cache and ch
   );
   assert.equal(again.at(-2).usage.prompt_tokens_details.cached_tokens, 0);
 });
+
+test("a node told report_max_running says its places in its reports (max_running_requests); by default it does not", async () => {
+  const told = await startNode({
+    id: "n2",
+    region: "test-region",
+    models: [MODEL],
+    kvCapacityTokens: 100_000,
+    prefillTokensPerSecond: 5_000,
+    decodeTokensPerSecond: 1_000,
+    maxRunning: 12,
+    reportMaxRunning: true,
+    timeFactor: 10,
+    router: { url: routerUrl, token: "tok", intervalMs: 50 },
+  });
+  try {
+    const fromTold = () => received.find((r) => r.url === "/v1/nodes/report" && r.body?.node_id === "n2");
+    for (let i = 0; i < 100 && !fromTold(); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(fromTold()?.body.max_running_requests, 12);
+    const fromDefault = received.filter((r) => r.url === "/v1/nodes/report" && r.body?.node_id === "n1");
+    assert.ok(fromDefault.length > 0);
+    for (const r of fromDefault) assert.equal(r.body.max_running_requests, undefined);
+  } finally {
+    await told.stop();
+  }
+});

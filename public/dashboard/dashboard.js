@@ -340,7 +340,7 @@ function renderDecisions(h) {
         .slice(0, CANDIDATES_SHOWN)
         .map(
           (c) =>
-            `<span class="${c.node === d.node ? "chosen" : ""}" title="in flight ${c.inflight}, ${fmt(c.workAheadTokens)} prefill tokens queued, load report ${c.reportAgeMs === null ? "none" : ms(c.reportAgeMs) + " old"}">${esc(c.node)} ${c.matchBlocks} blk · ${ms(c.estimatedTtftMs)}</span>`,
+            `<span class="${c.node === d.node ? "chosen" : ""}" title="in flight ${c.inflight}, ${fmt(c.workAheadTokens)} prefill tokens queued${c.slotWaitMs ? `, waits ${ms(c.slotWaitMs)} for a place` : ""}, load report ${c.reportAgeMs === null ? "none" : ms(c.reportAgeMs) + " old"}">${esc(c.node)} ${c.matchBlocks} blk · ${ms(c.estimatedTtftMs)}</span>`,
         )
         .join("");
       const more = d.considered.length > CANDIDATES_SHOWN ? ` <small>+${d.considered.length - CANDIDATES_SHOWN}</small>` : "";
@@ -396,7 +396,7 @@ function regionTable(r, rates) {
         }</td>
         <td>${rep ? `${rep.running} / ${rep.waiting}` : "–"}</td>
         <td><span class="bar kv"><span style="width:${(100 * kv).toFixed(0)}%"></span></span> ${pct(kv)}</td>
-        <td>${n.load.inflight}</td>
+        ${inflightCell(n)}
         <td>${fmt(n.load.workAheadTokens)}</td>
         <td>${fmt(m.routed)}</td>
         <td><span class="mix">${mix}</span></td>
@@ -409,10 +409,24 @@ function regionTable(r, rates) {
     })
     .join("");
   return `<div class="region"><h2>${esc(r.region)}<small>policy ${esc(r.policy)} · ${r.nodes.length} nodes · index ${fmt(r.index.entries)} entries · ${r.inflight} in flight</small></h2>
-    <table><thead><tr><th>node</th><th>state</th><th>running / waiting</th><th>KV usage</th><th>in flight</th><th>prefill queue (tokens)</th>
+    <table><thead><tr><th>node</th><th>state</th><th>running / waiting</th><th>KV usage</th><th title="requests in flight / the places the node runs at once (max_running_requests, when configured or reported)">in flight / places</th><th>prefill queue (tokens)</th>
     <th>routed</th><th>decisions</th><th>hit predicted</th><th>hit measured (answers)</th><th>index agrees</th><th>prefill saved</th><th>tokens/s prefill / decode</th></tr></thead><tbody>${
       rows || '<tr><td colspan="13">no node has reported yet</td></tr>'
     }</tbody></table>${admissionTable(r)}</div>`;
+}
+
+/**
+ * A node's requests in flight, over its places when it said them (max_running_requests): past
+ * them a request waits for one to end, which the router counts as work ahead (slotWaitMs).
+ */
+function inflightCell(n) {
+  const places = n.maxRunning;
+  if (places === undefined) return `<td title="places not said (max_running_requests)">${n.load.inflight}</td>`;
+  const hold = n.load.decodeMsMean === undefined ? "not measured yet" : ms(n.load.decodeMsMean);
+  const title = `${places} places (max_running_requests); a place held ${hold} after the first byte on average; wait for a place now ${ms(n.load.slotWaitMs)}`;
+  return `<td class="${n.load.slotWaitMs > 0 ? "full" : ""}" title="${esc(title)}">${n.load.inflight} <small>/ ${places}</small>${
+    n.load.slotWaitMs > 0 ? ` <small>+${ms(n.load.slotWaitMs)}</small>` : ""
+  }</td>`;
 }
 
 const CLASSES = ["interactive", "standard", "batch"];

@@ -15,6 +15,7 @@ import { chromium, type Browser } from "playwright-core";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
 import { devConfigWithPolicy } from "../demo/policy-config.ts";
 import { ROOT, startSystem, type System } from "../system.ts";
+import { loadFleet } from "../../fleet/config.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 /** Flags for a root, offline, headless chromium (no sandbox as root; no background network). */
@@ -38,8 +39,12 @@ let browser: Browser;
 
 before(async () => {
   assert.ok(existsSync(CHROMIUM), `chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+  // use1-a says its places in its reports (as warmpath-agent --max-running does); the others do not.
+  const fleetConfig = loadFleet(join(ROOT, "fleet", "fleet.default.json"));
+  for (const n of fleetConfig.regions.flatMap((r) => r.nodes)) if (n.id === "use1-a") n.report_max_running = true;
   system = await startSystem({
     port: 0,
+    fleetConfig,
     timeFactorScale: 20,
     config: { ...devConfigWithPolicy("warmpath"), admin_token_secret: "DASHBOARD_ADMIN_TOKEN" },
     secrets: { DASHBOARD_ADMIN_TOKEN: ADMIN_TOKEN },
@@ -165,6 +170,13 @@ test("the dashboard opens on the router's history: charts, decisions and hit rat
   assert.ok(text?.includes("us-east") && text.includes("eu-west"), "both regions are shown");
   for (const node of ["use1-a", "use1-b", "use1-c", "euw1-a"]) assert.ok(text?.includes(node), `node ${node} is shown`);
   assert.ok((await page.$$(".mix span")).length > 0, "decision mix bars are drawn");
+  // In flight over the places of a node that said them (use1-a reports max_running 64), alone for one that did not.
+  const inflight = await page.$$eval(".region tbody tr", (trs) =>
+    trs.map((tr) => [tr.querySelector("td b")?.textContent ?? "", (tr.querySelectorAll("td")[4]?.textContent ?? "").trim()]),
+  );
+  const cell = (node: string) => inflight.find(([id]) => id === node)?.[1];
+  assert.match(cell("use1-a") ?? "", /^\d+ \/ 64$/, `use1-a's in flight / places: ${JSON.stringify(inflight)}`);
+  assert.match(cell("use1-b") ?? "", /^\d+$/, "use1-b said no places");
   // Per-node token throughput, from the nodes' usage in the router's history, in the table and the charts.
   assert.ok(
     (await page.$$eval("td[title^='prefill tokens computed']", (tds) => tds.map((td) => td.textContent ?? ""))).some((t) =>
