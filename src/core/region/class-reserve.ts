@@ -4,8 +4,8 @@
  * and a prefill cannot be taken back, so a long batch prefill placed on an idle node holds that
  * node for its whole length: every interactive or standard request arriving meanwhile waits for
  * another node. Placing lower-class work only on idle nodes is not enough once it has taken them
- * all; it may hold only the nodes the classes above it leave. Measured (bench/GOODPUT.md, the mix at
- * three times capacity): with idle nodes alone, batch (60 s objective) was answered 100% in time
+ * all; it may hold only the nodes the classes above it leave. Measured (bench:goodput's mix at three
+ * times capacity, when this landed): with idle nodes alone, batch (60 s objective) was answered 100% in time
  * while standard requests were shed; batch must absorb shedding first.
  *
  * Demand is each class's uncached prefill arriving (decayed with DEMAND_TAU_MS), in nodes at the

@@ -21,8 +21,8 @@
  *   nodes, however short its queue (with nothing on them, holding a node from it holds an idle one): a
  *   flood of short, mostly cached requests builds no queue past the bound, and counted light it had nodes held for
  *   its own demand and was sent to them first, past the tenant it was taking from
- *   (bench/GOODPUT.md, the mix at 1x with a RAG tenant at five times its rate: the batch tenant
- *   kept 72.1% against 83.5% of its goodput; with the flood heavy, 77.1%).
+ *   (bench:goodput's mix at 1x when this landed, a RAG tenant at five times its rate: the batch
+ *   tenant kept 72.1% against 83.5% of its goodput; with the flood heavy, 77.1%).
  * - **The bound.** A tenant whose recent prefill (uncached tokens dispatched, decayed with a
  *   RECENT_HALF_LIFE_MS half-life) is more than SHARE_TOLERANCE over its weighted share of all the
  *   active tenants' recent prefill is refused here once every node it may use has more than

@@ -128,7 +128,8 @@ export class QueuedAdmission {
     // share's bound. A tenant within its share is never refused for it: the fair share judges
     // dispatched prefill, which the queue's class order tilts towards the higher classes (refused
     // on that alone, 4% of the interactive requests at 2x load with noise were refused as over
-    // their share although interactive traffic was a third of the demand: bench/GOODPUT.md).
+    // their share although interactive traffic was a third of the demand: bench:goodput's mix when
+    // this landed).
     const tenant = req.tenant ?? "";
     const sent = { promptTokens: req.promptTokens, perMinute: req.committedTokensPerMinute };
     this.demand.arrived(tenant, req.tenantWeight ?? 1, work, now, asked, sent);

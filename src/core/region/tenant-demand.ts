@@ -10,8 +10,8 @@
  *   that asked for batch keeps batch: it claimed no precedence, and among the batch tenants the
  *   queue's weights and the fair share's bound already hold it to its share.
  * - Classes are ordered before tenants in the region's queue, so without this an interactive
- *   tenant's flood took every node from the standard and batch tenants (bench/GOODPUT.md, the mix at
- *   1x with one interactive tenant at five times its rate: the others kept about 30% of their
+ *   tenant's flood took every node from the standard and batch tenants (bench:goodput's mix, when
+ *   this landed, at 1x with one interactive tenant at five times its rate: the others kept about 30% of their
  *   goodput). One class lower was not enough: the flood still outranked the batch tenant (41%).
  *   Queued as batch, it competed with the batch tenant by weight and took its share (the batch
  *   tenant kept 88% of its goodput); below batch the flood absorbs its own shedding.
@@ -238,7 +238,7 @@ export class TenantDemand {
    * tenant sending 1.5x its sibling's sessions asked just over 1.5 x a fifth of the region's
    * uncached prefill, ranked below batch with every request, and answered 0.2-0.7% of its
    * requests in time at 2.5x-3x load (at 2x, 1.5% and 53.9% on two draws) while its sibling, of
-   * the same class and weight, answered 40-100%. With the floor it is never given less, per
+   * the same class and weight, answered 40-90%. With the floor it is never given less, per
    * weight, than a peer of its class within its share. What it was given below its class
    * counts: a flood at 1x load, whose demoted requests the spare capacity serves, keeps no more
    * of its class than before (judged on what it kept alone, a RAG tenant at five times its rate

@@ -30,7 +30,8 @@
  *   tenant keeps in class comes out of the batch tenant's: kept at 1.5x its usual (and its usual
  *   raised by what it kept in the first seconds of its flood), a RAG tenant at five times its
  *   rate kept 2.3x what it sent before in its class, and left the batch tenant 70.5% and 77.4% of
- *   its goodput on two held-out draws of bench:goodput's mix (bench/GOODPUT-HELDOUT.md).
+ *   its goodput on two held-out draws of bench:goodput's mix (`npm run bench:goodput-heldout`, before
+ *   this rule).
  * - Not before GROWTH_MIN_HISTORY_MS of history: a tenant new to the region has no usual (the
  *   shares judge it alone). A tenant whose first minutes are a flood is judged by shares; that
  *   one a commitment catches (tenant-demand.ts).
