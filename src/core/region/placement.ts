@@ -32,7 +32,8 @@ import {
   unknownResponseRefusal,
   type RouteRefusal,
 } from "./refusals.ts";
-import { touchedSamples, type Dispatched, type Tickets } from "./tickets.ts";
+import type { Dispatched, Tickets } from "./tickets.ts";
+import { touchedSamples } from "./usage-evidence.ts";
 
 /** The decision a placement is logged as: a failover is one whatever else happens in this region; a retry is another node after a failure. */
 function decisionOf(req: RouteRequest, choice: PolicyChoice): Decision {

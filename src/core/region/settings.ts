@@ -40,7 +40,7 @@ export const regionSettingsSchema = z.strictObject({
   /** Seed for policies that draw at random. */
   seed: z.number().int(),
   /**
-   * Correct the prefix index from the cached tokens nodes report (tickets.ts, learnFromUsage).
+   * Correct the prefix index from the cached tokens nodes report (usage-evidence.ts learnFromUsage).
    * Always on in a deployment; the benchmark turns it off to measure what it is worth.
    */
   learnFromUsage: z.boolean(),

@@ -4,35 +4,24 @@
  * and to release its node (router.ts: `route` -> optionally `firstByte` -> `complete`). A request
  * the node refused or failed before its first byte is rolled back out of the prefix index, which
  * takes back what its insert evicted (PrefixIndex.speculate); a node's answer that shows less
- * cached than predicted corrects the index (learnFromUsage).
+ * cached than predicted corrects the index (usage-evidence.ts).
  */
 import { nodeComputed, type CompletionOutcome, type Considered, type RouteRequest } from "../../contracts/routing.ts";
 import type { PrefixIndex } from "../prefix-index.ts";
-import { baseBlocksBefore } from "../block-layout.ts";
 import type { Decision } from "../policies/index.ts";
 import type { ActiveBlocks } from "./active-blocks.ts";
 import type { Admitted } from "./admission.ts";
-import { ENGINE_BLOCK_ALLOWANCE_TOKENS, compareShares } from "./agreement.ts";
 import type { ClassReserve } from "./class-reserve.ts";
 import { considered } from "./considered.ts";
 import type { FairShare } from "./fair-share.ts";
 import type { CandidateField } from "./hold-for-others.ts";
 import type { RegionLedger, LedgerEntry } from "./ledger.ts";
-import { countAgreement, countDuration, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
+import { countDuration, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
 import type { NodeEntry, NodeTable } from "./node-table.ts";
 import type { RegionParts } from "./parts.ts";
 import type { RegionSettings } from "./settings.ts";
 import type { StoredResponses } from "./stored-responses.ts";
-
-/** A ticket's joined hashes, one string per block again. */
-function chainHashes(chain: string): string[] {
-  const out = new Array<string>(chain.length / HASH_CHARS);
-  for (let k = 0; k < out.length; k++) out[k] = chain.slice(k * HASH_CHARS, (k + 1) * HASH_CHARS);
-  return out;
-}
-
-/** Characters of one block hash (routeRequestSchema). */
-const HASH_CHARS = 16;
+import { chainHashes, learnFromUsage, type EvidenceContext } from "./usage-evidence.ts";
 
 /** A dispatched request, until it completes or times out. */
 interface Ticket {
@@ -69,7 +58,7 @@ interface Ticket {
   /**
    * When the index last touched blocks of that prefix before this dispatch re-touched them, at
    * depths 0, 1, 2, 4, 8, ... and the deepest (pairs of depth and sequence number): what the
-   * node's answer is compared with (see learnFromUsage).
+   * node's answer is compared with (usage-evidence.ts learnFromUsage).
    */
   touched: Array<[number, number]>;
   /** Its place in the region's ledger (tenant counters, history, recent decisions). */
@@ -91,26 +80,6 @@ export interface Dispatched {
   admitted: Admitted;
 }
 
-/**
- * A node whose answers show nothing cached (within one engine block) this many times in a row,
- * each predicted to reuse at least MIN_EVIDENCE_BLOCKS, has lost its cache (restarted without a new boot id): forget all it
- * was believed to hold. Three: one such answer is an eviction, three in a row on different
- * prompts is the whole cache.
- */
-const SILENT_RESTART_MISSES = 3;
-/**
- * A miss counts towards a cache loss only on a prefix touched within the most recent half of the
- * node's believed capacity: an LRU evicts a block only once about its capacity in newer blocks has
- * come in, so only a node whose real capacity is under half what it reports could have evicted it.
- * Measured: counting every near-empty answer instead (no recency) cleared nodes under ordinary
- * evictions and cost a point of hit rate on Mooncake with the capacity overstated 2x (17.0% ->
- * 16.0%, bench "Index agreement"); a quarter missed a node that lost a third of its capacity's
- * worth of documents (bench/test/router-e2e.test.ts).
- */
-const CAPACITY_MISESTIMATE_FACTOR = 2;
-/** A prediction below this many blocks is too small to say anything about the node's cache. */
-const MIN_EVIDENCE_BLOCKS = 2;
-
 export class Tickets {
   private readonly byId = new Map<string, Ticket>();
   private seq = 0;
@@ -124,6 +93,8 @@ export class Tickets {
   private readonly reserve: ClassReserve;
   private readonly responses: StoredResponses;
   private readonly active: ActiveBlocks | undefined;
+  /** What a completion's usage corrects the index with (usage-evidence.ts). */
+  private readonly evidence: EvidenceContext;
 
   constructor(parts: RegionParts, prefix: string) {
     this.prefix = prefix;
@@ -135,6 +106,7 @@ export class Tickets {
     this.reserve = parts.reserve;
     this.responses = parts.responses;
     this.active = parts.active;
+    this.evidence = { index: this.index, settings: this.settings, dropClaims: (nodeId) => this.dropClaims(nodeId) };
   }
 
   /** Requests in flight. */
@@ -255,7 +227,8 @@ export class Tickets {
         uncountPrediction(n.metrics, t.promptTokens, t.predictedCachedTokens);
       } else {
         this.confirmClaims(t);
-        if (outcome.usage?.cachedTokens !== undefined) this.learnFromUsage(n, t, outcome.usage.promptTokens, outcome.usage.cachedTokens);
+        if (outcome.usage?.cachedTokens !== undefined)
+          learnFromUsage(this.evidence, n, t, outcome.usage.promptTokens, outcome.usage.cachedTokens);
       }
     }
     this.ledger.completed(t.ledger, outcome, now);
@@ -265,60 +238,6 @@ export class Tickets {
     const streamed = outcome.firstByteMsAgo === undefined && (outcome.status === "ok" || outcome.status === "cancelled");
     this.release(ticketId, t, now, streamed && t.firstByteAt !== undefined ? now - t.firstByteAt : undefined);
     return true;
-  }
-
-  /**
-   * Compares what the node says it had cached for a request with what the index predicted, and
-   * corrects the index. The comparison is in shares of the prompt, since the router counts
-   * tokens by characters and the node by its tokenizer; within one engine block (plus 2%) is
-   * agreement.
-   *
-   * Fewer cached than predicted: the node evicted the predicted prefix past what it reported. Its
-   * cache evicts least recently used first, so every block the index last touched no later than the
-   * first missing one is gone too: forget them all (the oldest part of the node's LRU). Along a
-   * chain, deeper blocks were touched earlier (every insert touches a prompt last-to-first), so the
-   * touch time sampled at or just past the first missing block bounds what is forgotten from
-   * below. (Bounding by the prompt's first block instead wiped whole nodes: a fleet-wide system
-   * prompt is touched by every request, so "older than it" is nearly everything.) More cached
-   * than predicted needs no correction: the dispatch already recorded the whole prompt as held.
-   * Several answers in a row with nothing cached (within one engine block), each predicted to reuse
-   * a real prefix, mean the node lost its whole cache (a restart, or a prefix-cache reset, without a
-   * new boot id): forget everything it was believed to hold but the prompt it has just computed.
-   */
-  private learnFromUsage(n: NodeEntry, t: Ticket, promptTokens: number, cachedTokens: number): void {
-    const cmp = compareShares(t.predictedCachedTokens, t.promptTokens, cachedTokens, promptTokens, this.settings.blockTokens);
-    countAgreement(n.metrics, cmp.agreed);
-    if (!this.settings.learnFromUsage) return;
-    if (cachedTokens > ENGINE_BLOCK_ALLOWANCE_TOKENS) n.silentMisses = 0;
-    if (cmp.predicted - cmp.measured <= cmp.tolerance) return;
-    // The first block surely missing: past the measured share and its tolerance, in the router's tokens.
-    const heldTokens = (cmp.measured + cmp.tolerance) * t.promptTokens;
-    let missing = 0;
-    while (missing < t.matchBlocks && baseBlocksBefore(missing + 1) * this.settings.blockTokens <= heldTokens) missing++;
-    // Blocks deeper in a chain were touched earlier, so the sample at or past it bounds what is gone.
-    const sample = t.touched.find(([depth]) => depth >= missing);
-    if (sample === undefined) return;
-    const held = this.index.blocksOf(t.nodeId);
-    const forgotten = this.index.forgetOlderThan(t.nodeId, sample[1]);
-    if (forgotten > 0) {
-      n.metrics.corrections++;
-      n.metrics.correctedBlocks += forgotten;
-    }
-    // A cache loss rather than an eviction: nothing cached (within one engine block: the first
-    // answer after a loss caches the chat template's first block again, and every later one
-    // reports it) of a prefix used so recently that an LRU of even a fraction of the node's
-    // believed capacity would still hold it.
-    const newer = held - forgotten;
-    const nothingCached = cachedTokens <= ENGINE_BLOCK_ALLOWANCE_TOKENS && t.predictedCachedTokens > 2 * ENGINE_BLOCK_ALLOWANCE_TOKENS;
-    const recent = newer < this.index.capacityOf(t.nodeId) / CAPACITY_MISESTIMATE_FACTOR;
-    if (nothingCached && recent && t.matchBlocks >= MIN_EVIDENCE_BLOCKS && ++n.silentMisses >= SILENT_RESTART_MISSES) {
-      n.silentMisses = 0;
-      n.metrics.silentRestarts++;
-      this.index.clearNode(t.nodeId);
-      this.dropClaims(t.nodeId);
-      // What it does hold: the prompt it has just computed.
-      this.index.insert(t.nodeId, chainHashes(t.chain));
-    }
   }
 
   /** The node accepted the request: the blocks its dispatch claimed are held (PrefixIndex.confirm). */
@@ -360,19 +279,4 @@ export class Tickets {
     n.load.complete(t.promptTokens, holdMs);
     if (t.active) this.active?.remove(t.nodeId, chainHashes(t.chain));
   }
-}
-
-/** When the index last touched the node's blocks of `hashes` at depths 0, 1, 2, 4, ... and `depth - 1`. */
-export function touchedSamples(index: PrefixIndex, nodeId: string, hashes: readonly string[], depth: number): Array<[number, number]> {
-  const out: Array<[number, number]> = [];
-  for (let d = 0; d < depth; d = d === 0 ? 1 : d * 2) {
-    const seq = index.touchedAt(nodeId, hashes[d]!);
-    if (seq !== undefined) out.push([d, seq]);
-  }
-  const last = depth - 1;
-  if (depth > 0 && out.at(-1)?.[0] !== last) {
-    const seq = index.touchedAt(nodeId, hashes[last]!);
-    if (seq !== undefined) out.push([last, seq]);
-  }
-  return out;
 }
