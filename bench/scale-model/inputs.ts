@@ -185,7 +185,7 @@ export const ROUTE_US_BY_NODES: ReadonlyArray<readonly [nodes: number, us: numbe
   [256, 65.4],
 ];
 /** Table 3 (one chain): the object's work per route + complete pair beyond the two RPCs (validation, routing, completing), 8 nodes, µs. */
-export const PAIR_WORK_US = 34.5;
+export const PAIR_WORK_US = 34.6;
 /** Table 3 (one chain, floor rows): the two RPCs themselves, both sides on one thread, µs; half is an upper bound on one call's cost to the object. */
 export const RPC_FLOOR_PAIR_US = 55.2;
 /** ASSUMPTION: the share of an object's one thread to plan for (at 70% an M/M/1 queue waits 2.3x the service time). */
