@@ -64,7 +64,8 @@ const NodeFields = {
   kv_capacity_tokens: z.number().int().min(16),
   prefill_tokens_per_second: z.number().positive(),
   decode_tokens_per_second: z.number().positive(),
-  max_running: z.number().int().min(1),
+  // The router's bound on a reported max_running_requests (src/contracts/node.ts), restated: a node it would refuse is a config error.
+  max_running: z.number().int().min(1).max(65_536),
   /**
    * Say `max_running` in its load reports (`max_running_requests`), as warmpath-agent
    * `--max-running` or llama-server's `/props` does, so the router counts the wait for a place.

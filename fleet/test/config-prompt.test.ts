@@ -48,6 +48,9 @@ test("invalid fleet files are rejected naming the bad field", () => {
     /nodes\[0\]\.faults\.malformed_after_tokens/,
   );
   bad({ regions: [{ name: "r", nodes: [{ id: "a", engine: "tgi" }] }] }, /regions\[0\]\.nodes\[0\]\.engine/);
+  // Past the router's bound on a report's max_running_requests: a node the router would refuse.
+  bad({ regions: [{ name: "r", nodes: [{ id: "a", max_running: 65_537 }] }] }, /regions\[0\]\.nodes\[0\]\.max_running/);
+  bad({ defaults: { report_max_running: "yes" }, regions: [{ name: "r", nodes: [{ id: "a" }] }] }, /defaults\.report_max_running/);
 });
 
 test("node fields override defaults, faults merge field by field", () => {

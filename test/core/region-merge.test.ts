@@ -46,6 +46,18 @@ describe("mergeSnapshots", () => {
     expect(merged.at).toBe(1);
   });
 
+  it("shows a node's longest wait for a place among the shards, and the mean of their measured holds", () => {
+    const [s0, s1] = shards();
+    const a = s0!.snapshot(1);
+    const b = s1!.snapshot(1);
+    Object.assign(a.nodes[0]!.load, { slotWaitMs: 0, decodeMsMean: 1_000 });
+    Object.assign(b.nodes[0]!.load, { slotWaitMs: 250, decodeMsMean: 3_000 });
+    Object.assign(b.nodes[1]!.load, { slotWaitMs: 0, decodeMsMean: 500 });
+    const merged = mergeSnapshots([a, b]);
+    expect(merged.nodes[0]!.load).toMatchObject({ slotWaitMs: 250, decodeMsMean: 2_000 });
+    expect(merged.nodes[1]!.load).toMatchObject({ slotWaitMs: 0, decodeMsMean: 500 });
+  });
+
   it("is the object's own snapshot for an unsharded region", () => {
     const [s0] = shards();
     const snap = s0!.snapshot(5);

@@ -47,6 +47,12 @@ export function mergeSnapshots(shards: readonly RegionSnapshot[]): RegionSnapsho
       have.load.inflight += n.load.inflight;
       have.load.prefilling += n.load.prefilling;
       have.load.workAheadTokens = Math.max(have.load.workAheadTokens, n.load.workAheadTokens);
+      // Each shard's wait for a place already counts the others' requests (the load exchange): the
+      // longest is the latest view. Each measures its own answers' hold: their mean.
+      have.load.slotWaitMs = Math.max(have.load.slotWaitMs, n.load.slotWaitMs);
+      if (n.load.decodeMsMean !== undefined)
+        have.load.decodeMsMean =
+          have.load.decodeMsMean === undefined ? n.load.decodeMsMean : Math.round((have.load.decodeMsMean + n.load.decodeMsMean) / 2);
       have.indexBlocks += n.indexBlocks;
       have.metrics = addCounters(have.metrics, n.metrics);
     }

@@ -47,7 +47,7 @@ export interface NodeEntry {
   /** A half-open node's trial request is in flight: no other request until it ends. */
   trialInFlight: boolean;
   metrics: NodeMetrics;
-  /** Answers in a row showing nothing cached where a real prefix was predicted (tickets.ts). */
+  /** Answers in a row showing nothing cached where a real prefix was predicted (usage-evidence.ts). */
   silentMisses: number;
   /**
    * The part of the node's cache this router's own prompts are believed to occupy (1 unless the

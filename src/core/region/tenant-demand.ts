@@ -21,7 +21,7 @@
  * - Its peers' demand as well as everyone's: a class goes ahead of the classes below for its fair
  *   part of what that class and those above send. Judged against every tenant only, a standard
  *   tenant's flood looked small beside the batch tenant's long documents and kept its class (the
- *   batch tenant kept 74% of its goodput; with the peers' test, 79%). Judged against its peers
+ *   batch tenant kept 74% of its goodput; with the peers' test, 79%, when it landed). Judged against its peers
  *   only, a lone interactive tenant could never flood.
  * - Demand, not the capacity's max-min share: past 2x load every tenant asks more than its share of
  *   the capacity, and demoting them all demoted the interactive tenants with them (interactive
@@ -30,7 +30,7 @@
  *   it, and it keeps off those held for the others, while it has prefill on the nodes), though its requests may be too short and too
  *   cached to build a queue: a RAG tenant at five times its rate, 91% of its prompts cached, was
  *   counted light there, had nodes held for its demand, and took them ahead of the batch tenant
- *   (which kept 72.1% of its goodput against 83.5%; 77.1% with this).
+ *   (which kept 72.1% of its goodput against 83.5%; 77.1% with this, when it landed).
  * - Past its usual rate as well (tenant-growth.ts): a tenant without a commitment that keeps, over
  *   the last minute, more than 1.5x what it usually sends, out of step with the others, has the
  *   rest rank with a commitment's excess (`growth`), whatever its share: shares cannot tell a

@@ -17,7 +17,7 @@ import type { FairShare } from "./fair-share.ts";
 import type { CandidateField } from "./hold-for-others.ts";
 import type { RegionLedger, LedgerEntry } from "./ledger.ts";
 import { countDuration, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
-import type { NodeEntry, NodeTable } from "./node-table.ts";
+import type { NodeTable } from "./node-table.ts";
 import type { RegionParts } from "./parts.ts";
 import type { RegionSettings } from "./settings.ts";
 import type { StoredResponses } from "./stored-responses.ts";

@@ -1,7 +1,7 @@
 /**
  * What a node's answer says about its cache: the cached tokens it reports against what the
- * prefix index predicted for the request (tickets.ts, on a completion with usage). Pure: the
- * index and the ticket's claims are passed in.
+ * prefix index predicted for the request (tickets.ts, on a completion with usage). No I/O: it
+ * corrects the index and the node's counters it is given, and drops claims through its context.
  */
 import type { PrefixIndex } from "../prefix-index.ts";
 import { baseBlocksBefore } from "../block-layout.ts";
