@@ -82,13 +82,17 @@ interface Row {
   interactive?: Record<string, number>;
 }
 
-/** The routers on `fleet`: bench:goodput's entries, and warmpath told the nodes' places. */
+/**
+ * The routers on `fleet`: bench:goodput's entries, warmpath's both not told the nodes' places (as
+ * a configuration that does not say) and told them (bench:goodput's warmpath).
+ */
 function entries(fleet: FleetConfig): Array<Pick<RouterEntry, "name" | "spec">> {
   const all = routerEntries(fleet, false, { smg: SMG_GRID[0]!, dynamo: DYNAMO_GRID[0]! }, {});
   const warmpath = all.find((e) => e.name === "warmpath")!;
   if (warmpath.spec.kind !== "warmpath") throw new Error("warmpath's entry is not warmpath's");
+  const untold = { name: "warmpath", spec: { ...warmpath.spec, tellPlaces: false } };
   const told = { name: "warmpath-told-places", spec: { ...warmpath.spec, tellPlaces: true } };
-  return ROUTERS.map((n) => (n === told.name ? told : all.find((e) => e.name === n)!));
+  return ROUTERS.map((n) => (n === told.name ? told : n === untold.name ? untold : all.find((e) => e.name === n)!));
 }
 
 function runWorkload(workload: string): Row[] {

@@ -8,7 +8,7 @@
  * --seed N`: the same tenants, classes and rates, other users, sessions, documents and arrivals;
  * the protections tuned again on each draw) once per seed, and writes bench/GOODPUT-HELDOUT.md:
  * every target's verdict and figure per draw beside the committed draw's. Each draw's own report
- * stays in .tmp/goodput-heldout/seed-N/ (not committed). About 18 minutes a draw on 2 cores.
+ * stays in .tmp/goodput-heldout/seed-N/ (not committed). About 21 minutes a draw on 2 cores.
  */
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";

@@ -161,8 +161,8 @@ export function routerEntries(
     {
       name: "warmpath",
       group: "warmpath",
-      spec: { kind: "warmpath", admission: true },
-      description: "the production RegionRouter with DEFAULT_REGION_SETTINGS (admission by objective and the region queue on)",
+      spec: { kind: "warmpath", admission: true, tellPlaces: true },
+      description: `the production RegionRouter with DEFAULT_REGION_SETTINGS (admission by objective and the region queue on), each node's places stated (\`max_running_requests\` ${fleet.slots}, the engines' limit, as SMG's limit below is told it)`,
     },
     ...(commitments === undefined
       ? []
@@ -170,7 +170,7 @@ export function routerEntries(
           {
             name: "warmpath-committed",
             group: "warmpath" as const,
-            spec: { kind: "warmpath" as const, admission: true, commitments },
+            spec: { kind: "warmpath" as const, admission: true, commitments, tellPlaces: true },
             description:
               "the same with each tenant committed the prompt tokens a minute it sends at x1 (`committed_prompt_tokens_per_minute`; together the fleet's capacity)",
           },
@@ -179,7 +179,8 @@ export function routerEntries(
       name: "warmpath-no-admission",
       group: "warmpath",
       spec: { kind: "warmpath", admission: false },
-      description: "the same with admission off: what landed before (placement, the 30 s saturation bound, 256 in flight per node)",
+      description:
+        "the same with admission off and the places not stated: what landed before (placement, the 30 s saturation bound, 256 in flight per node)",
     },
     {
       name: "sglang-cache-aware",

@@ -88,7 +88,12 @@ describe("goodput benchmark", () => {
     }
     const entries = routerEntries(DEFAULT_FLEET, true, { smg: SMG_GRID[0]!, dynamo: DYNAMO_GRID[0]! }, c);
     const committed = entries.find((e) => e.name === "warmpath-committed")!;
-    assert.deepEqual(committed.spec, { kind: "warmpath", admission: true, commitments: c });
+    assert.deepEqual(committed.spec, { kind: "warmpath", admission: true, commitments: c, tellPlaces: true });
+    // warmpath states its nodes' places (as SMG's limit is told the engines' slots); without
+    // admission it is what landed before, not told them.
+    const spec = (name: string) => entries.find((e) => e.name === name)!.spec;
+    assert.deepEqual(spec("warmpath"), { kind: "warmpath", admission: true, tellPlaces: true });
+    assert.deepEqual(spec("warmpath-no-admission"), { kind: "warmpath", admission: false });
     assert.equal(
       routerEntries(DEFAULT_FLEET, true, { smg: SMG_GRID[0]!, dynamo: DYNAMO_GRID[0]! }).find((e) => e.name === "warmpath-committed"),
       undefined,

@@ -56,7 +56,7 @@
  * committed part in its class. Shares of the demand cannot tell who changed: on the mix at 1x, a
  * standard RAG tenant at five times its rate asks 23.5% of the uncached prefill, within its fifth
  * x 1.5, while the batch tenant asks 45%, so by shares the batch tenant is the one over (it kept
- * 80.3% of its goodput); with every tenant committed its own rate, 93.1% at worst under any
+ * 82.1% of its goodput); with every tenant committed its own rate, 93.8% at worst under any
  * tenant's flood (bench/GOODPUT.md, warmpath-committed). A commitment says what each was sold, so
  * the tenant past its own is the one that pays. (Judged by everything it sent, not what it kept,
  * a tenant at 1.5x its commitment flipped between classes and lost all of them: interactive

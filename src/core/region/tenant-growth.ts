@@ -5,7 +5,7 @@
  * Shares of the demand cannot tell a tenant that grew from one that was always large: a standard
  * RAG tenant at five times its rate asks 23.5% of the region's uncached prefill on bench:goodput's
  * mix at 1x, within its fifth x 1.5, so by shares it keeps its class and the batch tenant pays
- * (80.5% of its goodput kept). Its own history can: it sends five times what it usually sends
+ * (82.1% of its goodput kept, bench/GOODPUT.md). Its own history can: it sends five times what it usually sends
  * while the others send what they usually do. So a tenant without a commitment that sends, over
  * the last minute, more than SHARE_TOLERANCE over its usual rate, scaled by how much the rest of
  * the region grew, is past its allowance: what it sends past that (past its usual rate, while it
