@@ -6,6 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { MAX_RUNNING_REPORTED } from "../agent/args.ts";
 
 export const FaultsSchema = z.strictObject({
   /** Fraction of inference requests answered 500 before any byte, 0..1. */
@@ -64,8 +65,8 @@ const NodeFields = {
   kv_capacity_tokens: z.number().int().min(16),
   prefill_tokens_per_second: z.number().positive(),
   decode_tokens_per_second: z.number().positive(),
-  // The router's bound on a reported max_running_requests (src/contracts/node.ts), restated: a node it would refuse is a config error.
-  max_running: z.number().int().min(1).max(65_536),
+  // The router's bound on a reported max_running_requests, as the agent holds it: a node the router would refuse is a config error.
+  max_running: z.number().int().min(1).max(MAX_RUNNING_REPORTED),
   /**
    * Say `max_running` in its load reports (`max_running_requests`), as warmpath-agent
    * `--max-running` or llama-server's `/props` does, so the router counts the wait for a place.

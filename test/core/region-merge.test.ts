@@ -56,6 +56,10 @@ describe("mergeSnapshots", () => {
     const merged = mergeSnapshots([a, b]);
     expect(merged.nodes[0]!.load).toMatchObject({ slotWaitMs: 250, decodeMsMean: 2_000 });
     expect(merged.nodes[1]!.load).toMatchObject({ slotWaitMs: 0, decodeMsMean: 500 });
+    // A third shard: the mean of the three, not of the last two.
+    const c = structuredClone(b);
+    Object.assign(c.nodes[0]!.load, { slotWaitMs: 100, decodeMsMean: 5_000 });
+    expect(mergeSnapshots([a, b, c]).nodes[0]!.load).toMatchObject({ slotWaitMs: 250, decodeMsMean: 3_000 });
   });
 
   it("is the object's own snapshot for an unsharded region", () => {

@@ -37,8 +37,18 @@ export function mergeSnapshots(shards: readonly RegionSnapshot[]): RegionSnapsho
   if (!first) throw new Error("mergeSnapshots needs at least one snapshot");
   const nodes = new Map(first.nodes.map((n) => [n.id, structuredClone(n)]));
   let merged: RegionSnapshot = { ...first };
+  // Each shard measures its own answers' hold: a node's is the mean of those the shards measured.
+  const holds = new Map<string, number[]>();
+  const addHold = (n: RegionSnapshot["nodes"][number]) => {
+    if (n.load.decodeMsMean === undefined) return;
+    const h = holds.get(n.id);
+    if (h) h.push(n.load.decodeMsMean);
+    else holds.set(n.id, [n.load.decodeMsMean]);
+  };
+  first.nodes.forEach(addHold);
   for (const s of rest) {
     for (const n of s.nodes) {
+      addHold(n);
       const have = nodes.get(n.id);
       if (!have) {
         nodes.set(n.id, structuredClone(n));
@@ -48,11 +58,8 @@ export function mergeSnapshots(shards: readonly RegionSnapshot[]): RegionSnapsho
       have.load.prefilling += n.load.prefilling;
       have.load.workAheadTokens = Math.max(have.load.workAheadTokens, n.load.workAheadTokens);
       // Each shard's wait for a place already counts the others' requests (the load exchange): the
-      // longest is the latest view. Each measures its own answers' hold: their mean.
+      // longest is the latest view.
       have.load.slotWaitMs = Math.max(have.load.slotWaitMs, n.load.slotWaitMs);
-      if (n.load.decodeMsMean !== undefined)
-        have.load.decodeMsMean =
-          have.load.decodeMsMean === undefined ? n.load.decodeMsMean : Math.round((have.load.decodeMsMean + n.load.decodeMsMean) / 2);
       have.indexBlocks += n.indexBlocks;
       have.metrics = addCounters(have.metrics, n.metrics);
     }
@@ -70,6 +77,7 @@ export function mergeSnapshots(shards: readonly RegionSnapshot[]): RegionSnapsho
       queue: addCounters(merged.queue, s.queue),
     };
   }
+  for (const [id, h] of holds) nodes.get(id)!.load.decodeMsMean = Math.round(h.reduce((a, b) => a + b, 0) / h.length);
   return { ...merged, nodes: [...nodes.values()].sort((a, b) => (a.id < b.id ? -1 : 1)), shards: shards.length };
 }
 
