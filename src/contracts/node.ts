@@ -54,7 +54,7 @@ export const nodeReportSchema = z.object({
   boot_id: z.string().min(1).max(128).optional(),
   /** The engine serving (what `warmpath-agent` detects); an engine this router does not know is `other`. */
   engine: nodeEngineSchema.catch("other").optional(),
-  /** The most requests it runs at once ({@link nodeMaxRunningSchema}); not said: what configuration or an earlier report said. */
+  /** The most requests it runs at once ({@link nodeMaxRunningSchema}); not said: what configuration says, else none (not an earlier report's). */
   max_running_requests: nodeMaxRunningSchema.optional(),
 });
 

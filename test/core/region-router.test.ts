@@ -154,6 +154,35 @@ describe("RegionRouter: learning from what the nodes report", () => {
   const usage = (cachedTokens: number | undefined) => ({ promptTokens: 2_560, completionTokens: 5, cachedTokens });
   const metrics = (r: RegionRouter) => r.snapshot(0).nodes[0]!.metrics;
 
+  it("a node's places are what its latest report says, else its configuration's: a report that stops saying them drops an earlier report's figure", () => {
+    const r = new RegionRouter(settings());
+    const report = (id: string, places?: number) => ({
+      node_id: id,
+      region: "r",
+      url: `http://${id}`,
+      models: ["m"],
+      kv_capacity_tokens: 100_000,
+      running: 0,
+      waiting: 0,
+      kv_usage: 0,
+      ...(places === undefined ? {} : { max_running_requests: places }),
+    });
+    const places = (id: string) => r.nodeSpec(id)?.maxRunning;
+    r.upsertNode({ ...spec("configured"), static: true, maxRunning: 8 }, 0);
+    r.report(report("configured", 16), 1);
+    expect(places("configured")).toBe(16);
+    r.report(report("configured"), 2);
+    expect(places("configured")).toBe(8);
+    r.report(report("reported", 32), 3);
+    expect(places("reported")).toBe(32);
+    r.report(report("reported"), 4);
+    expect(places("reported")).toBeUndefined();
+    // Configuration that stops saying them: the node is no longer told either.
+    r.upsertNode({ ...spec("configured"), static: true }, 5);
+    r.report(report("configured"), 6);
+    expect(places("configured")).toBeUndefined();
+  });
+
   it("a request the node refused (4xx) is neither predicted nor left in the index", () => {
     const r = oneNode();
     const ok = routeOk(r, "p", 0);

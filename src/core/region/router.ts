@@ -41,6 +41,11 @@ const NO_LOAD: ShardLoad = { queued: 0, recent: 0 };
 export class RegionRouter {
   readonly settings: RegionSettings;
   private readonly nodes: NodeTable;
+  /**
+   * Each static node's places as configured (`max_running_requests`), by node id: a report's
+   * figure overrides it while reports say one, and it holds again when they stop.
+   */
+  private readonly configuredPlaces = new Map<string, number>();
   private readonly index: PrefixIndex;
   private readonly sessions: BoundedLru<string, string>;
   private readonly responses: StoredResponses;
@@ -87,6 +92,15 @@ export class RegionRouter {
 
   /** Adds or updates a node from its spec (static configuration or restored storage). */
   upsertNode(spec: NodeSpec, now: number): void {
+    // A static node's spec comes last from its configuration (the object applies it after the
+    // stored table): its places as configured are what a report that does not say falls back to.
+    if (spec.static && spec.maxRunning !== undefined) this.configuredPlaces.set(spec.id, spec.maxRunning);
+    else if (spec.static) this.configuredPlaces.delete(spec.id);
+    this.apply(spec, now);
+  }
+
+  /** Adds or updates a node (from configuration, storage or a report). */
+  private apply(spec: NodeSpec, now: number): void {
     if (this.nodes.upsert(spec, now)) {
       // Restarted: its cache and its requests are gone (their tickets stay, to be released).
       this.index.clearNode(spec.id);
@@ -172,7 +186,7 @@ export class RegionRouter {
   /** Applies a node's load report; a first report registers the node. Returns the stored spec. */
   report(r: NodeReport, now: number): NodeSpec {
     const prior = this.nodes.get(r.node_id);
-    this.upsertNode(
+    this.apply(
       {
         id: r.node_id,
         url: r.url,
@@ -183,7 +197,11 @@ export class RegionRouter {
         bootId: r.boot_id,
         // A report that does not say keeps what configuration (a static node) or an earlier report said.
         engine: r.engine ?? prior?.spec.engine,
-        maxRunning: r.max_running_requests ?? prior?.spec.maxRunning,
+        // Places: what the report says, else the configuration's, else none. Not an earlier report's:
+        // an agent says them in every report while it knows them, so one that stops (restarted
+        // without --max-running, or another engine behind it) no longer knows them, and a stale
+        // figure would predict a wait for a place the engine may not have (and shed for it).
+        maxRunning: r.max_running_requests ?? this.configuredPlaces.get(r.node_id),
       },
       now,
     );
@@ -195,6 +213,7 @@ export class RegionRouter {
   /** Removes a node (deregistration or expiry). Its in-flight tickets are forgotten. */
   removeNode(nodeId: string): boolean {
     if (!this.nodes.delete(nodeId)) return false;
+    this.configuredPlaces.delete(nodeId);
     this.reserve.forgetNode(nodeId);
     this.index.removeNode(nodeId);
     this.active?.forget(nodeId);
