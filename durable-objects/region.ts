@@ -9,13 +9,7 @@
  *
  *     config(key TEXT PRIMARY KEY, value TEXT NOT NULL)
  *       'init'  -> JSON RegionInit (settings, static nodes, fingerprint) last applied
- *     nodes(id TEXT PRIMARY KEY, url TEXT, models TEXT (JSON array), kv_capacity_tokens INTEGER,
- *           static INTEGER (0/1), last_seen INTEGER (ms epoch), boot_id TEXT NULL,
- *           engine TEXT NULL, max_running INTEGER NULL (each added by ALTER TABLE to objects
- *           created before it))
- *     node_secrets(id TEXT PRIMARY KEY, sha256 TEXT): the SHA-256 of each registered node's secret
- *           (src/core/node-identity.ts), never the secret; a table of its own so that objects
- *           created before node secrets need no migration (their nodes simply have none)
+ *     nodes, node_secrets: the node table and its secrets' hashes (node-store.ts)
  *
  * Usage (durable-objects/usage-store.ts, docs/USAGE.md): each answered request's bill is summed
  * in memory and written to the `usage` table every `usage.flush_interval_ms` (the alarm), when the
@@ -27,14 +21,14 @@
  * module of its own: a placed request's session (route-session.ts), a sharded region's load
  * exchange and each shard's side of it (load-exchange.ts), the budget ledger and each object's link
  * to it (budget-ledger.ts), the usage ledger's storage (usage-store.ts), and how an object
- * addresses the others (addressing.ts).
+ * addresses the others (addressing.ts); the node table's storage is node-store.ts.
  *
  * An alarm expires reporting nodes whose reports stopped (and releases in-flight requests whose
  * worker never completed them), and flushes usage. Per request the object does only in-memory
  * work: `route` and `complete` touch no storage.
  */
 import { DurableObject } from "cloudflare:workers";
-import { nodeEngineSchema, nodeIdSchema, nodeMaxRunningSchema, nodeReportSchema, type NodeReport } from "../src/contracts/node.ts";
+import { nodeIdSchema, nodeReportSchema, type NodeReport } from "../src/contracts/node.ts";
 import {
   completionOutcomeSchema,
   responseIdSchema,
@@ -70,6 +64,7 @@ import { RouteSession } from "./route-session.ts";
 import { LoadExchange, ShardLink } from "./load-exchange.ts";
 import { BudgetLedgerLink, ledgerSpend } from "./budget-ledger.ts";
 import { QueueWaiters } from "./queue-waiters.ts";
+import { NodeStore } from "./node-store.ts";
 import type { RouteResult } from "../src/contracts/routing.ts";
 
 /** Read here by bench/test/scale-model.test.ts (the scale model's exchange interval is this one). */
@@ -89,24 +84,11 @@ const LAST_SEEN_WRITE_FRACTION = 1 / 3;
  */
 const QUEUE_ALARM_BACKSTOP_MS = 1_000;
 
-interface NodeRow extends Record<string, SqlStorageValue> {
-  id: string;
-  url: string;
-  models: string;
-  kv_capacity_tokens: number;
-  static: number;
-  last_seen: number;
-  boot_id: string | null;
-  engine: string | null;
-  max_running: number | null;
-}
-
 export class RegionDurableObject extends DurableObject<Env> {
   private router: RegionRouter | undefined;
   private fingerprint: string | undefined;
-  private readonly persistedSeen = new Map<string, number>();
-  /** Node id -> SHA-256 of its secret (mirrors `node_secrets`). */
-  private readonly secrets = new Map<string, string>();
+  /** The node table in SQLite, and the hashes of the nodes' secrets (node-store.ts). */
+  private readonly nodeStore: NodeStore;
   private alarmAt: number | undefined;
   private readonly sql: SqlStorage;
   /** The load exchange's role (the object named by loadExchangeName), and a shard's side of it. */
@@ -129,6 +111,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.usageStore = new UsageStore(this.sql);
+    this.nodeStore = new NodeStore(this.sql);
     this.budgets = new BudgetLedgerLink(ctx, env, this.usageStore, () => ({
       region: this.router?.settings.name,
       shard: this.shard.index,
@@ -138,18 +121,11 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.shard = new ShardLink(ctx, env, this.sql, {
       router: () => this.router,
       applyReport: (router, report, now, seenIsDurable) => this.applyReport(router, report, now, seenIsDurable),
-      forget: (id) => this.forget(id),
+      forget: (id) => this.nodeStore.forget(id),
     });
     ctx.blockConcurrencyWhile(async () => {
       this.sql.exec(`CREATE TABLE IF NOT EXISTS config (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
-      this.sql.exec(`CREATE TABLE IF NOT EXISTS nodes (
-        id TEXT PRIMARY KEY, url TEXT NOT NULL, models TEXT NOT NULL, kv_capacity_tokens INTEGER NOT NULL,
-        static INTEGER NOT NULL, last_seen INTEGER NOT NULL, boot_id TEXT, engine TEXT, max_running INTEGER)`);
-      // An object created before nodes reported their engine, or their places, gains the column (NULL: not said).
-      const columns = this.sql.exec<{ name: string }>(`PRAGMA table_info(nodes)`).toArray();
-      if (!columns.some((c) => c.name === "engine")) this.sql.exec(`ALTER TABLE nodes ADD COLUMN engine TEXT`);
-      if (!columns.some((c) => c.name === "max_running")) this.sql.exec(`ALTER TABLE nodes ADD COLUMN max_running INTEGER`);
-      this.sql.exec(`CREATE TABLE IF NOT EXISTS node_secrets (id TEXT PRIMARY KEY, sha256 TEXT NOT NULL)`);
+      this.nodeStore.migrate();
       const row = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'init'`).toArray()[0];
       // Validated before it was stored; a stored init this version no longer accepts is dropped, and
       // the router is built from the worker's init on the next call.
@@ -171,12 +147,8 @@ export class RegionDurableObject extends DurableObject<Env> {
     });
     const router = new RegionRouter({ ...init.settings }, crypto.randomUUID().slice(0, 8));
     const now = Date.now();
-    for (const r of this.sql.exec<NodeRow>(`SELECT * FROM nodes`)) {
-      router.upsertNode(this.rowToSpec(r), now);
-      this.persistedSeen.set(r.id, r.last_seen);
-    }
-    this.secrets.clear();
-    for (const r of this.sql.exec<{ id: string; sha256: string }>(`SELECT id, sha256 FROM node_secrets`)) this.secrets.set(r.id, r.sha256);
+    // The stored table first, then the configuration (syncStaticNodes): a static node's configured spec wins.
+    for (const spec of this.nodeStore.load()) router.upsertNode(spec, now);
     this.router = router;
     this.fingerprint = init.fingerprint;
     this.usageInit = init.usage;
@@ -215,61 +187,20 @@ export class RegionDurableObject extends DurableObject<Env> {
     for (const spec of router.nodeSpecs()) {
       if (spec.static && !declared.has(spec.id)) {
         router.removeNode(spec.id);
-        this.forget(spec.id);
+        this.nodeStore.forget(spec.id);
       }
     }
     for (const n of init.staticNodes) {
       const spec: NodeSpec = { ...n, static: true, lastSeen: now };
       router.upsertNode(spec, now);
-      this.persist(router.nodeSpec(n.id)!);
+      this.nodeStore.persist(router.nodeSpec(n.id)!);
     }
-  }
-
-  private rowToSpec(r: NodeRow): NodeSpec {
-    return {
-      id: r.id,
-      url: r.url,
-      models: JSON.parse(r.models) as string[],
-      kvCapacityTokens: r.kv_capacity_tokens,
-      static: r.static === 1,
-      lastSeen: r.last_seen,
-      bootId: r.boot_id ?? undefined,
-      engine: r.engine === null ? undefined : nodeEngineSchema.catch("other").parse(r.engine),
-      maxRunning: r.max_running === null ? undefined : (nodeMaxRunningSchema.safeParse(r.max_running).data ?? undefined),
-    };
-  }
-
-  private persist(spec: NodeSpec): void {
-    this.sql.exec(
-      `INSERT INTO nodes (id, url, models, kv_capacity_tokens, static, last_seen, boot_id, engine, max_running) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(id) DO UPDATE SET url = excluded.url, models = excluded.models,
-         kv_capacity_tokens = excluded.kv_capacity_tokens, static = excluded.static,
-         last_seen = excluded.last_seen, boot_id = excluded.boot_id, engine = excluded.engine, max_running = excluded.max_running`,
-      spec.id,
-      spec.url,
-      JSON.stringify(spec.models),
-      spec.kvCapacityTokens,
-      spec.static ? 1 : 0,
-      spec.lastSeen,
-      spec.bootId ?? null,
-      spec.engine ?? null,
-      spec.maxRunning ?? null,
-    );
-    this.persistedSeen.set(spec.id, spec.lastSeen);
-  }
-
-  /** Drops a node's durable rows and its secret (removal, expiry, or gone from the configuration). */
-  private forget(id: string): void {
-    this.sql.exec(`DELETE FROM nodes WHERE id = ?`, id);
-    this.sql.exec(`DELETE FROM node_secrets WHERE id = ?`, id);
-    this.persistedSeen.delete(id);
-    this.secrets.delete(id);
   }
 
   /** What node-identity.ts needs to know of a node's entry. */
   private identity(id: string): IdentityEntry | undefined {
     const spec = this.router?.nodeSpec(id);
-    return spec && { static: spec.static, url: spec.url, lastSeen: spec.lastSeen, secretSha256: this.secrets.get(id) };
+    return spec && { static: spec.static, url: spec.url, lastSeen: spec.lastSeen, secretSha256: this.nodeStore.secretOf(id) };
   }
 
   /** Makes sure the alarm fires by `at`. */
@@ -454,11 +385,10 @@ export class RegionDurableObject extends DurableObject<Env> {
       // A new id, or one whose entry expired by silence (the alarm may not have run yet): start afresh.
       if (entry) {
         router.removeNode(r.node_id);
-        this.forget(r.node_id);
+        this.nodeStore.forget(r.node_id);
       }
       if (cred.kind === "region" && cred.registerSha256 !== undefined) {
-        this.sql.exec(`INSERT OR REPLACE INTO node_secrets (id, sha256) VALUES (?, ?)`, r.node_id, cred.registerSha256);
-        this.secrets.set(r.node_id, cred.registerSha256);
+        this.nodeStore.setSecret(r.node_id, cred.registerSha256);
       }
     }
     const { spec, changed } = await this.applyReport(router, r, now);
@@ -496,8 +426,9 @@ export class RegionDurableObject extends DurableObject<Env> {
       before.engine !== spec.engine ||
       before.maxRunning !== spec.maxRunning ||
       JSON.stringify(before.models) !== JSON.stringify(spec.models);
-    const lastWrite = this.persistedSeen.get(spec.id) ?? 0;
-    if (changed || (seenIsDurable && now - lastWrite > router.settings.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION)) this.persist(spec);
+    const lastWrite = this.nodeStore.persistedAt(spec.id);
+    if (changed || (seenIsDurable && now - lastWrite > router.settings.nodeSilenceMs * LAST_SEEN_WRITE_FRACTION))
+      this.nodeStore.persist(spec);
     await this.scheduleAlarm(now + router.settings.nodeSilenceMs);
     // A new node, a restarted one, or a report of a shorter queue: the region's queue may go on.
     if (this.router === router) this.serveQueue(router, Date.now());
@@ -514,7 +445,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     const decision = authorizeRemoval(this.identity(id), nodeCredentialSchema.parse(credential));
     if (!decision.ok) return decision;
     this.router!.removeNode(id);
-    this.forget(id);
+    this.nodeStore.forget(id);
     this.loadExchange.publish(this.router!, id, undefined);
     // Requests queued for the model only this node served are refused now, not at their deadline.
     this.serveQueue(this.router!, Date.now());
@@ -524,7 +455,7 @@ export class RegionDurableObject extends DurableObject<Env> {
   /** A node removed through shard 0 of a sharded region (the worker passes the removal on). */
   forgetNode(init: RegionInit, nodeId: unknown): void {
     const id = nodeIdSchema.parse(nodeId);
-    if (this.ensure(init).removeNode(id)) this.forget(id);
+    if (this.ensure(init).removeNode(id)) this.nodeStore.forget(id);
   }
 
   /** The region's state for operators and the dashboard. */
@@ -571,7 +502,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     await this.shard.hearFeedBeforeExpiry(router);
     const { expired, nextAt } = router.expire(Date.now());
     for (const id of expired) {
-      this.forget(id);
+      this.nodeStore.forget(id);
       if (this.loadExchange.has(id)) this.loadExchange.publish(router, id, undefined);
       console.log(JSON.stringify({ event: "node_expired", region: router.settings.name, node: id }));
     }
