@@ -45,7 +45,12 @@ export function moduleStage(module: string): Stage | undefined {
   if (/^src\/core\/(canonical|canonical-apis|prefix|hash|block-layout)\.ts$/.test(module)) return "edge: canonicalise + hash the prompt";
   if (module === "src/core/internal-auth.ts" || module === "src/http/internal-auth.ts" || module === "src/region/authenticate.ts")
     return "internal boundary: HMAC sign + verify";
-  if (module === "src/http/body.ts" || module === "src/core/json-bounds.ts" || module === "src/edge/api/schemas.ts")
+  if (
+    module === "src/http/body.ts" ||
+    module === "src/http/json-errors.ts" ||
+    module === "src/core/json-bounds.ts" ||
+    module === "src/edge/api/schemas.ts"
+  )
     return "edge: body read, JSON parse, validation";
   if (
     /^src\/proxy\/(decision-log|spans|cf-tracing|log-limit)\.ts$/.test(module) ||
