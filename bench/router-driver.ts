@@ -152,7 +152,7 @@ export class RouterDispatcher implements Dispatcher {
     for (const n of fleet.nodes) {
       if (!this.serves(n)) continue;
       this.indexOf.set(n.id, n.index);
-      this.router.upsertNode(
+      this.router.configureNode(
         {
           id: n.id,
           url: `http://${n.id}`,

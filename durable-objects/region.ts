@@ -147,7 +147,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     });
     const router = new RegionRouter({ ...init.settings }, crypto.randomUUID().slice(0, 8));
     const now = Date.now();
-    // The stored table first, then the configuration (syncStaticNodes): a static node's configured spec wins.
+    // The stored table, then the configuration (syncStaticNodes): a static node's configured spec wins.
     for (const spec of this.nodeStore.load()) router.upsertNode(spec, now);
     this.router = router;
     this.fingerprint = init.fingerprint;
@@ -192,7 +192,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     }
     for (const n of init.staticNodes) {
       const spec: NodeSpec = { ...n, static: true, lastSeen: now };
-      router.upsertNode(spec, now);
+      router.configureNode(spec, now);
       this.nodeStore.persist(router.nodeSpec(n.id)!);
     }
   }

@@ -168,7 +168,7 @@ describe("RegionRouter: learning from what the nodes report", () => {
       ...(places === undefined ? {} : { max_running_requests: places }),
     });
     const places = (id: string) => r.nodeSpec(id)?.maxRunning;
-    r.upsertNode({ ...spec("configured"), static: true, maxRunning: 8 }, 0);
+    r.configureNode({ ...spec("configured"), maxRunning: 8 }, 0);
     r.report(report("configured", 16), 1);
     expect(places("configured")).toBe(16);
     r.report(report("configured"), 2);
@@ -177,8 +177,13 @@ describe("RegionRouter: learning from what the nodes report", () => {
     expect(places("reported")).toBe(32);
     r.report(report("reported"), 4);
     expect(places("reported")).toBeUndefined();
+    // A stored spec (a restart's node table) that carries a reported figure is not configuration.
+    r.upsertNode({ ...spec("stored"), static: true, maxRunning: 4 }, 4);
+    expect(places("stored")).toBe(4);
+    r.report(report("stored"), 5);
+    expect(places("stored")).toBeUndefined();
     // Configuration that stops saying them: the node is no longer told either.
-    r.upsertNode({ ...spec("configured"), static: true }, 5);
+    r.configureNode(spec("configured"), 5);
     r.report(report("configured"), 6);
     expect(places("configured")).toBeUndefined();
   });

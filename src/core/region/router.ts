@@ -90,13 +90,19 @@ export class RegionRouter {
     this.admission = new QueuedAdmission(parts, this.placement, prefix);
   }
 
-  /** Adds or updates a node from its spec (static configuration or restored storage). */
+  /** Adds or updates a node from its spec as stored (a restart's node table). */
   upsertNode(spec: NodeSpec, now: number): void {
-    // A static node's spec comes last from its configuration (the object applies it after the
-    // stored table): its places as configured are what a report that does not say falls back to.
-    if (spec.static && spec.maxRunning !== undefined) this.configuredPlaces.set(spec.id, spec.maxRunning);
-    else if (spec.static) this.configuredPlaces.delete(spec.id);
     this.apply(spec, now);
+  }
+
+  /**
+   * Adds or updates a node the configuration declares (a static node): its places as configured
+   * are what a report that does not say them falls back to.
+   */
+  configureNode(spec: NodeSpec, now: number): void {
+    if (spec.maxRunning !== undefined) this.configuredPlaces.set(spec.id, spec.maxRunning);
+    else this.configuredPlaces.delete(spec.id);
+    this.apply({ ...spec, static: true }, now);
   }
 
   /** Adds or updates a node (from configuration, storage or a report). */
