@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { Candidate } from "../../src/core/policies/types.ts";
 import type { NodeEntry } from "../../src/core/region/node-table.ts";
-import { considered } from "../../src/core/region/considered.ts";
+import { considered, spilledPast } from "../../src/core/region/considered.ts";
 import { holdForOthers, shareNodes, type CandidateField } from "../../src/core/region/hold-for-others.ts";
 import { overShareRefusal, saturatedRefusal } from "../../src/core/region/refusals.ts";
 import { rateLimitOf } from "../../src/core/region/rate-budget.ts";
@@ -105,5 +105,30 @@ describe("considered", () => {
         0,
       ).some((c) => c.node === "n9"),
     ).toBe(false);
+  });
+});
+
+describe("a choice among the nodes that meet the deadline, as the log explains it (spilledPast)", () => {
+  const warm = candidate("warm", { matchBlocks: 8 });
+  const cool = candidate("cool", { matchBlocks: 3 });
+  const cold = candidate("cold");
+
+  it("a prefix hit or a cold spread onto a node holding less than one left out for its queue is a hot spill", () => {
+    expect(spilledPast({ index: 0, decision: "prefix-hit" }, [cool, cold], [warm, cool, cold])).toEqual({
+      index: 0,
+      decision: "hot-spill",
+    });
+    expect(spilledPast({ index: 1, decision: "cold-spread" }, [cool, cold], [warm, cool, cold])).toEqual({
+      index: 1,
+      decision: "hot-spill",
+    });
+  });
+
+  it("is left as the policy said when the chosen node holds the most, or the decision is of another kind", () => {
+    expect(spilledPast({ index: 0, decision: "prefix-hit" }, [warm, cold], [warm, cool, cold])).toEqual({
+      index: 0,
+      decision: "prefix-hit",
+    });
+    expect(spilledPast({ index: 0, decision: "session" }, [cool], [warm, cool])).toEqual({ index: 0, decision: "session" });
   });
 });

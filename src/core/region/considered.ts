@@ -6,7 +6,7 @@
  */
 import { MAX_CONSIDERED, type Considered } from "../../contracts/routing.ts";
 import { ttftSeconds } from "../node-load.ts";
-import type { Candidate } from "../policies/types.ts";
+import type { Candidate, PolicyChoice } from "../policies/types.ts";
 import type { NodeEntry } from "./node-table.ts";
 
 /** The load model's time to first token on a candidate, ms, from the candidate's own figures. */
@@ -44,4 +44,16 @@ export function considered(candidates: readonly Candidate[], eligible: readonly 
 /** The load model's wait on a candidate before this request's own prefill starts, ms. */
 export function estimateWaitMs(c: Candidate): number {
   return (c.workAheadTokens * 1000) / c.prefillRate;
+}
+
+/**
+ * A choice among the nodes that meet a request's deadline, as the log explains it: a node holding
+ * less of the prompt than one left out for its queue is a `hot-spill`, as the policy would have
+ * called it had it seen that node.
+ */
+export function spilledPast(choice: PolicyChoice, meeting: readonly Candidate[], all: readonly Candidate[]): PolicyChoice {
+  if (choice.decision !== "cold-spread" && choice.decision !== "prefix-hit") return choice;
+  let deepest = 0;
+  for (const c of all) deepest = Math.max(deepest, c.matchBlocks);
+  return meeting[choice.index]!.matchBlocks < deepest ? { ...choice, decision: "hot-spill" } : choice;
 }

@@ -8,7 +8,7 @@
  * (placement.ts), narrowed to the nodes that meet the request's deadline.
  */
 import type { RouteRequest, RouteResult, ShedReason } from "../../contracts/routing.ts";
-import type { PolicyChoice, Candidate } from "../policies/types.ts";
+import type { Candidate } from "../policies/types.ts";
 import { AdmissionQueue, classRank, demotedRank, demotionOf, RANKS, rankClass, type QueueEntry, type Visit } from "./admission-queue.ts";
 import {
   CLASS_ACTIVE_MS,
@@ -23,7 +23,7 @@ import {
 } from "./admission.ts";
 import { buildCandidates, eligibleNodes } from "./candidates.ts";
 import type { ClassReserve } from "./class-reserve.ts";
-import { estimateWaitMs } from "./considered.ts";
+import { estimateWaitMs, spilledPast } from "./considered.ts";
 import { holdForOthers, type CandidateField } from "./hold-for-others.ts";
 import type { RegionLedger } from "./ledger.ts";
 import type { NodeEntry, NodeTable } from "./node-table.ts";
@@ -44,18 +44,6 @@ export type RouteStep = RouteResult | { ok: "queued"; queueId: string };
 export interface QueueOutcome {
   queueId: string;
   result: RouteResult;
-}
-
-/**
- * A choice among the nodes that meet a request's deadline, as the log explains it: a node holding
- * less of the prompt than one left out for its queue is a `hot-spill`, as the policy would have
- * called it had it seen that node.
- */
-function spilledPast(choice: PolicyChoice, meeting: readonly Candidate[], all: readonly Candidate[]): PolicyChoice {
-  if (choice.decision !== "cold-spread" && choice.decision !== "prefix-hit") return choice;
-  let deepest = 0;
-  for (const c of all) deepest = Math.max(deepest, c.matchBlocks);
-  return meeting[choice.index]!.matchBlocks < deepest ? { ...choice, decision: "hot-spill" } : choice;
 }
 
 export class QueuedAdmission {
