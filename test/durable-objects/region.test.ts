@@ -125,6 +125,26 @@ describe("a node's places (max_running_requests), kept in the node table", () =>
     expect(await placesOf(env.REGION.getByName("rr-places"), region.init)).toBe(16);
   });
 
+  it("a configured node's places hold again when its reports stop saying others, and after a restart until its next report", async () => {
+    const base = rr().init;
+    const content = { ...base, staticNodes: base.staticNodes.map((n) => (n.id === "static-1" ? { ...n, maxRunning: 8 } : n)) };
+    const init: RegionInit = { ...content, fingerprint: regionInitFingerprint(content) };
+    const configured = { node_id: "static-1", url: "http://static-1.ok.node.test" };
+    const placesOfStatic = async (stub: DurableObjectStub<import("../../durable-objects/region.ts").RegionDurableObject>) =>
+      (await stub.snapshot(init)).nodes.find((n) => n.id === "static-1")?.maxRunning;
+    const stub = env.REGION.getByName("rr-places-configured");
+    expect(await placesOfStatic(stub)).toBe(8);
+    await stub.mirrorReport(init, report({ ...configured, max_running_requests: 16 }));
+    expect(await placesOfStatic(stub)).toBe(16);
+    expect(await restart(stub)).toContain(RESTART_REASON);
+    // The stored table says 16 (a report's); the configuration, applied after it, says 8.
+    const fresh = env.REGION.getByName("rr-places-configured");
+    expect(await placesOfStatic(fresh)).toBe(8);
+    await fresh.mirrorReport(init, report({ ...configured, max_running_requests: 16 }));
+    await fresh.mirrorReport(init, report(configured));
+    expect(await placesOfStatic(fresh)).toBe(8);
+  });
+
   it("an object whose node table predates the column gains it on start, its nodes' places not said", async () => {
     const region = rr();
     const stub = env.REGION.getByName("rr-places-old");
