@@ -107,7 +107,7 @@ function benchRouter(nodes: number, kvCapacityTokens: number, indexEntries = 0):
     maxIndexEntries: Math.max(DEFAULT_MAX_INDEX_ENTRIES, indexEntries),
   });
   for (let n = 0; n < nodes; n++) {
-    router.upsertNode({ id: `node-${n}`, url: `http://n${n}`, models: ["m"], kvCapacityTokens, static: true, lastSeen: 0 }, 0);
+    router.configureNode({ id: `node-${n}`, url: `http://n${n}`, models: ["m"], kvCapacityTokens, static: true, lastSeen: 0 }, 0);
   }
   return router;
 }

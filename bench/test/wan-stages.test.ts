@@ -28,6 +28,8 @@ function frame(id: number, functionName: string, line: number, children: number[
 test("moduleStage names the stage of the modules on the request path, and none for the rest", () => {
   assert.equal(moduleStage("src/core/prefix.ts"), "edge: canonicalise + hash the prompt");
   assert.equal(moduleStage("src/core/internal-auth.ts"), "internal boundary: HMAC sign + verify");
+  assert.equal(moduleStage("src/http/body.ts"), "edge: body read, JSON parse, validation");
+  assert.equal(moduleStage("src/http/json-errors.ts"), "edge: body read, JSON parse, validation");
   assert.equal(moduleStage("durable-objects/route-session.ts"), "object call: route session (route, firstByte, complete)");
   assert.equal(moduleStage("src/region/call-node.ts"), "node call setup (body, headers, fetch)");
   assert.equal(moduleStage("src/proxy/relay.ts"), "relay: stream and SSE events (edge guard, relay, seam)");

@@ -126,7 +126,7 @@ export class RouteScenario {
     });
     const perNodeBlocks = Math.ceil((shape.entries / shape.nodes) * CAPACITY_HEADROOM);
     for (let n = 0; n < shape.nodes; n++) {
-      this.router.upsertNode(
+      this.router.configureNode(
         {
           id: `node-${n}`,
           url: `http://n${n}`,

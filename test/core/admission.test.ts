@@ -237,7 +237,7 @@ describe("admission", () => {
 
   it("learns a place's hold only from answers streamed to their end: not a non-streamed answer's, a failure's or an abandoned one's", () => {
     const r = new RegionRouter(settings({ enabled: false }, { requestTimeoutMs: 60_000 }));
-    r.upsertNode({ ...spec("a", 0), static: true, maxRunning: 4 }, 0);
+    r.configureNode({ ...spec("a", 0), maxRunning: 4 }, 0);
     const mean = () => r.snapshot(0).nodes[0]!.load.decodeMsMean;
     const one = (firstByteAt?: number) => {
       const p = placed(r.admit(req(1_000), 0));

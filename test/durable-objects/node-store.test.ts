@@ -39,7 +39,7 @@ describe("NodeStore", () => {
     });
     const byId = new Map(out.specs.map((s) => [s.id, s]));
     expect(byId.get("a")).toEqual(spec("a", { static: true, bootId: "boot-2", engine: "sglang", maxRunning: 32, lastSeen: 2_000 }));
-    expect(byId.get("b")).toEqual(spec("b", { bootId: undefined, engine: undefined, maxRunning: undefined }));
+    expect(byId.get("b")).toEqual(spec("b"));
     expect(out.at).toBe(2_000);
     expect(out.never).toBe(0);
   });
@@ -66,15 +66,24 @@ describe("NodeStore", () => {
         .load()
         .map((s) => s.id)
         .sort();
+      const seenAt = reloaded.persistedAt("a");
       const before = reloaded.secretOf("a");
       reloaded.forget("a");
       const rows = sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM node_secrets WHERE id = 'a'`).one().n;
-      return { ids, before, after: reloaded.secretOf("a"), other: reloaded.secretOf("b"), left: reloaded.load().map((s) => s.id), rows };
+      const after = reloaded.secretOf("a");
+      const other = reloaded.secretOf("b");
+      const left = reloaded.load().map((s) => s.id);
+      // A reload takes the secrets from the table as it is now: one deleted there is gone.
+      sql.exec(`DELETE FROM node_secrets WHERE id = 'b'`);
+      reloaded.load();
+      return { ids, seenAt, before, after, other, left, rows, otherAfterDelete: reloaded.secretOf("b") };
     });
     expect(out.ids).toEqual(["a", "b"]);
     expect(out.before).toBe("aa".repeat(32));
     expect(out.after).toBeUndefined();
+    expect(out.seenAt).toBe(1_000);
     expect(out.other).toBe("bb".repeat(32));
+    expect(out.otherAfterDelete).toBeUndefined();
     expect(out.left).toEqual(["b"]);
     expect(out.rows).toBe(0);
   });

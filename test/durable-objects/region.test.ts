@@ -141,6 +141,7 @@ describe("a node's places (max_running_requests), kept in the node table", () =>
     const fresh = env.REGION.getByName("rr-places-configured");
     expect(await placesOfStatic(fresh)).toBe(8);
     await fresh.mirrorReport(init, report({ ...configured, max_running_requests: 16 }));
+    expect(await placesOfStatic(fresh)).toBe(16);
     await fresh.mirrorReport(init, report(configured));
     expect(await placesOfStatic(fresh)).toBe(8);
   });
