@@ -24,7 +24,16 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import * as prettier from "prettier";
 import { DEFAULT_FLEET, type FleetConfig } from "./fleet.ts";
-import { capacitySpeed, DYNAMO_GRID, GOODPUT_WORKLOADS, goodputWorkload, routerEntries, runOne, SMG_GRID } from "./goodput/harness.ts";
+import {
+  capacitySpeed,
+  DYNAMO_GRID,
+  GOODPUT_WORKLOADS,
+  goodputWorkload,
+  routerEntries,
+  runOne,
+  SMG_GRID,
+  warmpathEntry,
+} from "./goodput/harness.ts";
 import type { RouterEntry } from "./goodput/routers.ts";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -88,10 +97,8 @@ interface Row {
  */
 function entries(fleet: FleetConfig): Array<Pick<RouterEntry, "name" | "spec">> {
   const all = routerEntries(fleet, false, { smg: SMG_GRID[0]!, dynamo: DYNAMO_GRID[0]! }, {});
-  const warmpath = all.find((e) => e.name === "warmpath")!;
-  if (warmpath.spec.kind !== "warmpath") throw new Error("warmpath's entry is not warmpath's");
-  const untold = { name: "warmpath", spec: { ...warmpath.spec, tellPlaces: false } };
-  const told = { name: "warmpath-told-places", spec: { ...warmpath.spec, tellPlaces: true } };
+  const untold = warmpathEntry(fleet, "warmpath", false);
+  const told = warmpathEntry(fleet, "warmpath-told-places", true);
   return ROUTERS.map((n) => (n === told.name ? told : n === untold.name ? untold : all.find((e) => e.name === n)!));
 }
 

@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import * as prettier from "prettier";
 import { DEFAULT_FLEET, type FleetConfig } from "./fleet.ts";
-import { capacitySpeed, routerEntries, SMG_GRID, DYNAMO_GRID } from "./goodput/harness.ts";
+import { capacitySpeed, warmpathEntry } from "./goodput/harness.ts";
 import type { GoodputRun } from "./goodput/metrics.ts";
 import { runTasks, workloadOf, type RunTask, type WorkloadRef } from "./goodput/pool.ts";
 import { DEFAULT_TRACE } from "./workloads/load.ts";
@@ -45,13 +45,6 @@ const NOISES = [0, 1];
 const LOADS = QUICK ? [1, 2] : [1, 1.5, 2, 3];
 const ROUTERS = ["told", "not told"] as const;
 
-/** bench:goodput's warmpath (told), and the same not told. */
-function entry(router: (typeof ROUTERS)[number], fleet: FleetConfig): RunTask["entry"] {
-  const warmpath = routerEntries(fleet, false, { smg: SMG_GRID[0]!, dynamo: DYNAMO_GRID[0]! }).find((e) => e.name === "warmpath")!;
-  if (warmpath.spec.kind !== "warmpath") throw new Error("warmpath's entry is not warmpath's");
-  return { name: `warmpath ${router}`, spec: { ...warmpath.spec, tellPlaces: router === "told" } };
-}
-
 interface Cell {
   goodput: number;
   interactive: number;
@@ -68,6 +61,8 @@ interface Row {
 
 const started = performance.now();
 const fleet: FleetConfig = { ...DEFAULT_FLEET, noiseSigma: 0 };
+/** bench:goodput's warmpath (told), and the same not told. */
+const entries = Object.fromEntries(ROUTERS.map((r) => [r, warmpathEntry(fleet, `warmpath ${r}`, r === "told")]));
 const tasks: RunTask[] = [];
 for (const draw of DRAWS) {
   const ref: WorkloadRef = { name: "mix", quick: QUICK, trace: DEFAULT_TRACE, seedOffset: draw };
@@ -81,7 +76,7 @@ for (const draw of DRAWS) {
           load,
           capacity: speed,
           fleet: { ...fleet, noiseSigma: noise },
-          entry: entry(router, fleet),
+          entry: entries[router]!,
           variant: "",
           keepOutcomes: false,
         });

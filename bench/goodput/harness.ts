@@ -260,6 +260,16 @@ export function routerEntries(
   return out;
 }
 
+/**
+ * bench:goodput's warmpath (its `warmpath` entry) under `name`, told its nodes' places or not:
+ * bench:fleets and bench:places run it both ways.
+ */
+export function warmpathEntry(fleet: FleetConfig, name: string, tellPlaces: boolean): Pick<RouterEntry, "name" | "spec"> {
+  const warmpath = routerEntries(fleet, false, { smg: SMG_GRID[0]!, dynamo: DYNAMO_GRID[0]! }).find((e) => e.name === "warmpath")!;
+  if (warmpath.spec.kind !== "warmpath") throw new Error("warmpath's entry is not warmpath's");
+  return { name, spec: { ...warmpath.spec, tellPlaces } };
+}
+
 /** One run: `w` at `load` (x `capacity` arrival rate) through `entry`. */
 export function runOne(
   w: Workload,

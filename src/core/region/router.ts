@@ -90,11 +90,6 @@ export class RegionRouter {
     this.admission = new QueuedAdmission(parts, this.placement, prefix);
   }
 
-  /** Adds or updates a node from its spec as stored (a restart's node table). */
-  upsertNode(spec: NodeSpec, now: number): void {
-    this.apply(spec, now);
-  }
-
   /**
    * Adds or updates a node the configuration declares (a static node): its places as configured
    * are what a report that does not say them falls back to.
@@ -102,11 +97,14 @@ export class RegionRouter {
   configureNode(spec: NodeSpec, now: number): void {
     if (spec.maxRunning !== undefined) this.configuredPlaces.set(spec.id, spec.maxRunning);
     else this.configuredPlaces.delete(spec.id);
-    this.apply({ ...spec, static: true }, now);
+    this.upsertNode({ ...spec, static: true }, now);
   }
 
-  /** Adds or updates a node (from configuration, storage or a report). */
-  private apply(spec: NodeSpec, now: number): void {
+  /**
+   * Adds or updates a node from its spec: as stored (a restart's node table) or as a report gave
+   * it. What configuration declares goes through {@link configureNode}.
+   */
+  upsertNode(spec: NodeSpec, now: number): void {
     if (this.nodes.upsert(spec, now)) {
       // Restarted: its cache and its requests are gone (their tickets stay, to be released).
       this.index.clearNode(spec.id);
@@ -192,7 +190,7 @@ export class RegionRouter {
   /** Applies a node's load report; a first report registers the node. Returns the stored spec. */
   report(r: NodeReport, now: number): NodeSpec {
     const prior = this.nodes.get(r.node_id);
-    this.apply(
+    this.upsertNode(
       {
         id: r.node_id,
         url: r.url,
