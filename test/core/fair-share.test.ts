@@ -2,6 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_REGION_SETTINGS, RegionRouter, type RegionSettings } from "../../src/core/region/index.ts";
 import { ACTIVE_WINDOW_MS, FairShare, SHARE_TOLERANCE } from "../../src/core/region/fair-share.ts";
+import { seededRandom } from "../../src/core/random.ts";
+import { decay } from "../../src/core/stats.ts";
 
 const settings = (over: Partial<RegionSettings> = {}): RegionSettings => ({
   ...DEFAULT_REGION_SETTINGS,
@@ -89,6 +91,76 @@ describe("fair share", () => {
     expect(light).toMatchObject({ ok: true, reserved: undefined });
     if (!light.ok) throw new Error();
     expect([...(light.preferred ?? [])]).toEqual(["b"]);
+  });
+
+  it("counts as active what a pass over every tenant counts: seen within the window or with prefill queued, through churn", () => {
+    const fair = new FairShare();
+    const nodes = [
+      { id: "a", waitSeconds: 0, prefillRate: 10_000 },
+      { id: "b", waitSeconds: 0, prefillRate: 10_000 },
+    ];
+    // What a pass over every tenant would weigh: its last arrival, weight, queued and recent prefill (half-life 5 s).
+    const shadow = new Map<string, { seen: number; weight: number; queued: number; recent: number; at: number }>();
+    const inFlight: { tenant: string; node: string; tokens: number }[] = [];
+    const random = seededRandom(5);
+    let now = 1_700_000_000_000;
+    const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, b);
+    for (let step = 0; step < 5_000; step++) {
+      now += Math.floor(random() * 1_500);
+      const roll = random();
+      if (roll < 0.5) {
+        const tenant = `t${Math.floor(random() * 40)}`;
+        const weight = random() < 0.7 ? 1 : 3;
+        const floods = random() < 0.1 ? tenant : undefined;
+        fair.admit(tenant, weight, now, nodes, 0.5, (t) => t === floods);
+        const s = shadow.get(tenant) ?? { seen: now, weight, queued: 0, recent: 0, at: now };
+        shadow.set(tenant, { ...s, seen: now, weight });
+        if (random() < 0.8) {
+          const node = random() < 0.5 ? "a" : "b";
+          const tokens = Math.floor(random() * 20_000);
+          fair.queued(tenant, node, tokens, now);
+          const t = shadow.get(tenant)!;
+          t.recent = decay(t.recent, t.at, now, 5_000 / Math.LN2) + tokens;
+          t.at = now;
+          t.queued += tokens;
+          inFlight.push({ tenant, node, tokens });
+        }
+      } else if (inFlight.length > 0) {
+        const [done] = inFlight.splice(Math.floor(random() * inFlight.length), 1);
+        fair.drained(done!.tenant, done!.node, done!.tokens);
+        const t = shadow.get(done!.tenant)!;
+        t.queued = Math.max(0, t.queued - done!.tokens);
+      }
+      const active = [...shadow.values()].filter((t) => t.queued > 0 || now - t.seen <= ACTIVE_WINDOW_MS);
+      const got = fair.activeTenants(now);
+      const recent = active.reduce((sum, t) => sum + decay(t.recent, t.at, now, 5_000 / Math.LN2), 0);
+      const weight = active.reduce((sum, t) => sum + t.weight, 0);
+      if (got.count !== active.length || !close(got.weight, weight) || !close(got.recentPrefill, recent))
+        throw new Error(`step ${step}: ${JSON.stringify(got)} against ${active.length}, ${weight}, ${recent}`);
+    }
+    expect(fair.activeTenants(now + 10 * ACTIVE_WINDOW_MS).count).toBe(
+      new Set(inFlight.filter((f) => f.tokens > 0).map((f) => f.tenant)).size,
+    );
+  });
+
+  it("counts a tenant exactly at 1.5x its share of the recent prefill light, whichever way the sum rounds", () => {
+    const nodes = [
+      { id: "a", waitSeconds: 0, prefillRate: 1e6 },
+      { id: "b", waitSeconds: 0, prefillRate: 1e6 },
+    ];
+    // A (weight 2) sends all the uncached prefill, B (weight 1) only cached prompts: 1.5 x 2/3 of it is all of it.
+    for (let k = 0; k < 50; k++) {
+      const fair = new FairShare();
+      let now = 1_700_000_000_000 + k * 7_919;
+      fair.admit("B", 1, now, nodes, 0.5);
+      fair.queued("B", "a", 0, now);
+      for (let i = 0; i < 3; i++) {
+        fair.admit("A", 2, (now += 137 + k), nodes, 0.5);
+        fair.queued("A", "a", 1_000 + 13 * k, now);
+      }
+      // Not heavy: no node is held from it, none kept for B.
+      expect(fair.admit("B", 1, now + 53, nodes, 0.5)).toEqual({ ok: true, reserved: undefined });
+    }
   });
 
   it("shares a contended region by weight: a tenant of weight 1 against 3 keeps at most 1.5x its quarter", () => {

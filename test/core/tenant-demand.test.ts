@@ -27,6 +27,29 @@ describe("TenantDemand", () => {
     expect(d.overShare("alone", DEMAND_TAU_MS + 1)).toBeUndefined();
   });
 
+  it("counts a tenant exactly at its limit within it, whichever way its demand's sum rounds", () => {
+    // A of weight 2 asks all the demand, B of weight 1 only cached prompts: A's share is 2/3, and 1.5 x 2/3 of the demand is all of it.
+    for (let k = 0; k < 50; k++) {
+      const d = new TenantDemand();
+      let now = 1_700_000_000_000 + k * 7_919;
+      d.arrived("B", 1, 0, now, 1);
+      for (let i = 0; i < 3; i++) d.arrived("A", 2, 1_000 + 13 * k, (now += 137 + k), 1);
+      expect(d.overShare("A", now + 53)).toBeUndefined();
+    }
+  });
+
+  it("takes a clock that steps back as standing still", () => {
+    const run = (cAt: number) => {
+      const d = new TenantDemand();
+      d.arrived("A", 1, 1_200, 5_000, 1);
+      d.arrived("B", 1, 1_000, 10_000, 1);
+      d.arrived("C", 1, 100, cAt, 1);
+      return ["A", "B", "C"].map((t) => d.overShare(t, cAt));
+    };
+    // C's arrival stamped 5 s before B's is judged as if it came with B.
+    expect(run(5_000)).toEqual(run(10_000));
+  });
+
   it("finds a tenant over its share of its own class and those above, hidden by a lower class's demand", () => {
     const d = new TenantDemand();
     // Ranks: 0 interactive, 1 standard, 2 batch. The batch tenant asks most of the region's prefill.
@@ -42,16 +65,17 @@ describe("TenantDemand", () => {
     expect(d.overShare("batch", 0)).toBe("everyone");
   });
 
-  it("lists the tenants over everyone's share as overShare finds them, and again after an arrival at the same instant", () => {
+  it("finds the tenants over everyone's share as overShare finds them, and again after an arrival at the same instant", () => {
     const d = new TenantDemand();
+    const tenants = ["batch", "chat", "rag-a"];
     d.arrived("batch", 1, 1_000_000, 0, 2);
     d.arrived("chat", 1, 100_000, 0, 0);
     d.arrived("rag-a", 1, 400_000, 0, 1);
-    expect([...d.overEveryone(0)]).toEqual(["batch"]); // 66.7% against 1.5 x a third; rag-a's 26.7% is within
+    expect(tenants.filter(d.floodsEveryone(0))).toEqual(["batch"]); // 66.7% against 1.5 x a third; rag-a's 26.7% is within
     d.arrived("rag-a", 1, 1_500_000, 0, 1); // now 1,900,000 of 3,000,000: over, and batch within
-    expect([...d.overEveryone(0)]).toEqual(["rag-a"]);
-    for (const t of ["batch", "chat", "rag-a"]) expect(d.overEveryone(0).has(t)).toBe(d.overShare(t, 0) === "everyone");
-    expect(d.overEveryone(DEMAND_TAU_MS * 2).size).toBe(0); // everyone quiet: no one to starve
+    expect(tenants.filter(d.floodsEveryone(0))).toEqual(["rag-a"]);
+    for (const t of tenants) expect(d.floodsEveryone(0)(t)).toBe(d.overShare(t, 0) === "everyone");
+    expect(tenants.filter(d.floodsEveryone(DEMAND_TAU_MS * 2))).toEqual([]); // everyone quiet: no one to starve
   });
 
   it("demotes as far as the flood reaches: over its peers' share to batch, over everyone's below batch; batch stays batch", () => {
@@ -149,12 +173,42 @@ describe("TenantDemand with commitments", () => {
   const PER_MINUTE = 60_000;
   const commit = (promptTokens: number) => ({ perMinute: PER_MINUTE, promptTokens });
 
+  it("counts a peer within its commitment in the floor however much it asks, and not once it is past it", () => {
+    const d = new TenantDemand();
+    d.arrived("light", 1, 10_000, 0, 0);
+    d.arrived("batch", 1, 10_000, 0, 2);
+    d.arrived("committed", 1, 900_000, 0, 1, commit(50_000)); // within its commitment, over every share
+    d.arrived("big", 1, 600_000, 0, 1); // over everyone's share: 1.5 x a quarter of 1,520,000 is 570,000
+    expect(d.overShare("committed", 0)).toBeUndefined();
+    expect(d.overShare("big", 0)).toBe("everyone");
+    // Its floor is its committed peer's 900,000: it keeps its class.
+    expect(d.judge("big", 0)).toBeUndefined();
+    // Past its commitment the peer is no floor: big's next request is demoted.
+    d.arrived("committed", 1, 1_000, 0, 1, commit(100_000));
+    expect(d.overShare("committed", 0)).toBe("commitment");
+    d.arrived("big", 1, 5_000, 0, 1);
+    expect(d.judge("big", 0)).toBe("everyone");
+  });
+
+  it("tracks a newcomer once a full table has idle tenants to forget", () => {
+    const d = new TenantDemand();
+    for (let i = 0; i < 1_024; i++) d.arrived(`t${i}`, 1, 1_000, 0, 1);
+    // Full, every tenant active: the newcomer is not tracked, and judged by nothing.
+    d.arrived("late", 1, 1_000_000, 1_000, 1);
+    expect(d.overShare("late", 1_000)).toBeUndefined();
+    // Once they are idle, it takes a place, and its flood beside a light tenant is seen.
+    const later = 3 * DEMAND_TAU_MS;
+    d.arrived("light", 1, 1_000, later, 1);
+    d.arrived("late", 1, 1_000_000, later, 1);
+    expect(d.overShare("late", later)).toBe("everyone");
+  });
+
   it("keeps a tenant within its commitment in its class although it is over every share of the demand", () => {
     const d = new TenantDemand();
     d.arrived("light", 1, 1_000, 0, 1);
     d.arrived("big", 1, 900_000, 0, 1, commit(50_000));
     expect(d.overShare("big", 0)).toBeUndefined();
-    expect(d.overEveryone(0).has("big")).toBe(false);
+    expect(d.floodsEveryone(0)("big")).toBe(false);
     // The same demand without a commitment floods.
     const e = new TenantDemand();
     e.arrived("light", 1, 1_000, 0, 1);
@@ -189,7 +243,7 @@ describe("TenantDemand with commitments", () => {
     expect(d.overShare("committed", 0)).toBeUndefined();
     d.arrived("committed", 1, 1_000_000, 0, 1, commit(10_000)); // in the band, over its share
     expect(d.overShare("committed", 0)).toBe("commitment");
-    expect(d.overEveryone(0).has("committed")).toBe(true);
+    expect(d.floodsEveryone(0)("committed")).toBe(true);
   });
 
   it("judges a tenant by shares again once its configuration has no commitment", () => {

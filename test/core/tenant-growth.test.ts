@@ -112,4 +112,19 @@ describe("TenantGrowth", () => {
     drive(g, { late: 1_000, other: 1_000 }, later, later + 5 * 60_000);
     expect(drive(g, { late: 5_000, other: 1_000 }, later + 5 * 60_000, later + 6 * 60_000).late).toBeGreaterThan(0.3);
   });
+
+  it("no longer counts a forgotten tenant in the region's growth: two tenants growing together stay in step", () => {
+    const g = new TenantGrowth();
+    // A full table of tenants with a usual rate each (two requests a second apart: 6,000 tokens a minute).
+    for (let i = 0; i < 1_024; i++) {
+      g.arrived(`t${i}`, 100, 0);
+      g.arrived(`t${i}`, 100, 1_000);
+    }
+    // Idle for ten windows and more: forgotten when the newcomers need their places.
+    const later = 20 * 60_000;
+    drive(g, { late: 1_000, other: 1_000 }, later, later + 5 * 60_000);
+    // Both triple: the region beside `late` grew as much as it did. Still counted, the forgotten
+    // tenants' 6.1M tokens a minute of usual rate would hide `other`'s growth, and judge `late`.
+    expect(drive(g, { late: 3_000, other: 3_000 }, later + 5 * 60_000, later + 7 * 60_000)).toEqual({ late: 0, other: 0 });
+  });
 });

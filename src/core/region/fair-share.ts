@@ -17,7 +17,7 @@
  *   prefill, not someone else's. A heavy tenant uses every other node, and every node when no one
  *   else is active (work-conserving). A tenant flooding the region's demand (more than
  *   SHARE_TOLERANCE over its weighted share of what every active tenant asks: tenant-demand.ts
- *   `overEveryone`, the tenant the region's queue ranks last) is heavy too while it has prefill on the
+ *   `floodsEveryone`, the tenant the region's queue ranks last) is heavy too while it has prefill on the
  *   nodes, however short its queue (with nothing on them, holding a node from it holds an idle one): a
  *   flood of short, mostly cached requests builds no queue past the bound, and counted light it had nodes held for
  *   its own demand and was sent to them first, past the tenant it was taking from
@@ -39,6 +39,8 @@
  * heavy, so neither keeps a reserve from the other. Queued prefill is each request's uncached
  * tokens from dispatch to its first byte (or its end).
  */
+import { CompensatedSum } from "./compensated-sum.ts";
+import { DecayingSum, ROUNDING_SLACK } from "./decaying-sum.ts";
 
 /** A tenant counts as active for this long after its last request: a steady light tenant stays active between requests. */
 export const ACTIVE_WINDOW_MS = 10_000;
@@ -61,6 +63,7 @@ export const HELD_CACHE_SHARE = 0.5;
 export const SHARE_TOLERANCE = 0.5;
 
 interface TenantLoad {
+  name: string;
   queuedTokens: number;
   /** Queued prefill by node id (entries removed at zero). */
   byNode: Map<string, number>;
@@ -69,6 +72,10 @@ interface TenantLoad {
   /** Uncached tokens dispatched, decayed to `recentAt`. */
   recent: number;
   recentAt: number;
+  /** Seen within ACTIVE_WINDOW_MS as of the last pass over the window (it is in `FairShare.seen`). */
+  inWindow: boolean;
+  /** Counted among the active tenants (their weights and recent prefill summed): in the window, or with prefill queued. */
+  active: boolean;
 }
 
 /** A node the tenant could be sent to: its id, modelled wait (s) and prefill rate (tokens/s). */
@@ -95,16 +102,33 @@ export type Admission =
   | { ok: false; retryAfterSeconds: number; shareOfQueue: number; queuedTokens: number; reserved: number };
 
 const ADMIT_ALL: Admission = { ok: true, reserved: undefined };
-const NONE: ReadonlySet<string> = new Set();
+const NEVER = (): boolean => false;
 
 export class FairShare {
   private readonly tenants = new Map<string, TenantLoad>();
+  /** The tenants seen within ACTIVE_WINDOW_MS, in the order last seen: the oldest leave the window first. */
+  private readonly seen = new Map<string, TenantLoad>();
+  /** The tenants with prefill queued: the only ones that can be heavy, a few where thousands are active. */
+  private readonly withQueue = new Set<TenantLoad>();
+  /** The tenants not active: forgotten first when the table is full. */
+  private readonly idle = new Set<TenantLoad>();
+  /** The active tenants' weights, summed as they come and go (decaying-sum.ts: the cost of summing afresh). */
+  private readonly activeWeight = new CompensatedSum();
+  /** The latest time seen: a clock that steps back is taken as standing still (expiry is in arrival order). */
+  private clock = -Infinity;
+  /** The active tenants' recent prefill, summed as it changes. */
+  private readonly recentSum = new DecayingSum(RECENT_HALF_LIFE_MS / Math.LN2, (visit) => {
+    for (const t of this.tenants.values()) if (t.active) visit(t.recent, t.recentAt);
+  });
   /** The nodes held last time: kept while they qualify, so the reserve does not hop between nodes as queues drain. */
   private held: ReadonlySet<string> = new Set();
 
   /**
    * Whether `tenant` may queue more work now, and where not. `nodes`: the region's nodes this
-   * request could use; `waitBoundSeconds`: the region's `fairShareWaitSeconds`.
+   * request could use; `waitBoundSeconds`: the region's `fairShareWaitSeconds`; `overDemand`:
+   * whether a tenant is over its share of every tenant's demand (tenant-demand.ts
+   * `floodsEveryone`), asked of the tenants with prefill queued. O(tenants with prefill queued),
+   * whatever the number active.
    */
   admit(
     tenant: string,
@@ -112,28 +136,18 @@ export class FairShare {
     now: number,
     nodes: readonly ShareNode[],
     waitBoundSeconds: number,
-    overDemand: ReadonlySet<string> = NONE,
+    overDemand: (tenant: string) => boolean = NEVER,
   ): Admission {
+    now = this.tick(now);
+    this.recentSum.advance(now);
+    this.expire(now);
     const self = this.touch(tenant, weight, now);
+    const activeCount = this.recentSum.size;
+    if (activeCount < 2) return ADMIT_ALL;
     let regionRate = 0;
     for (const n of nodes) regionRate += n.prefillRate;
-    let totalRecent = 0;
-    let activeWeight = 0;
-    const active: TenantLoad[] = [];
-    // Each active tenant's recent prefill, decayed once: the power is most of this call's cost
-    // with many tenants (bench/ROUTE_COST.md, by active tenants).
-    const recents: number[] = [];
-    const flooding = new Set<TenantLoad>();
-    for (const [name, t] of this.tenants) {
-      if (t.queuedTokens <= 0 && now - t.lastSeen > ACTIVE_WINDOW_MS) continue;
-      if (overDemand.has(name)) flooding.add(t);
-      const recent = decayed(t, now);
-      active.push(t);
-      recents.push(recent);
-      activeWeight += t.weight;
-      totalRecent += recent;
-    }
-    if (active.length < 2) return ADMIT_ALL;
+    const totalRecent = this.recentSum.read(now);
+    const activeWeight = this.activeWeight.value;
     // What the short queue holds at the region's rate, shared by weight.
     const boundTokens = waitBoundSeconds * regionRate;
     // Heavy: more queued than its share of the short queue, or anything queued while it sent more
@@ -144,22 +158,23 @@ export class FairShare {
     // nodes: the flood the region's queue already ranks last, whose short requests build no queue
     // past the bound here. Not with nothing on the nodes: a tenant sending one request at a time
     // beside a quiet one is over its share of the demand too, and holding a node from it then
-    // holds an idle node (its cold requests no longer spread over every node).
-    const heavy = (t: TenantLoad, recent: number) => {
-      const share = t.weight / activeWeight;
-      if (flooding.has(t) && t.queuedTokens > 0) return true;
-      return t.queuedTokens > share * boundTokens || (t.queuedTokens > 0 && recent > share * (1 + SHARE_TOLERANCE) * totalRecent);
-    };
+    // holds an idle node (its cold requests no longer spread over every node). Every rule needs
+    // prefill queued, so only those tenants are weighed.
     const heavies: TenantLoad[] = [];
-    let lightRecent = 0;
-    for (let i = 0; i < active.length; i++) {
-      const t = active[i]!;
-      if (heavy(t, recents[i]!)) heavies.push(t);
-      else lightRecent += recents[i]!;
+    let heavyRecent = 0;
+    for (const t of this.withQueue) {
+      const recent = decayed(t, now);
+      const share = t.weight / activeWeight;
+      const overRecent = recent > share * (1 + SHARE_TOLERANCE) * totalRecent * (1 + ROUNDING_SLACK);
+      if (overDemand(t.name) || t.queuedTokens > share * boundTokens * (1 + ROUNDING_SLACK) || overRecent) {
+        heavies.push(t);
+        heavyRecent += recent;
+      }
     }
     if (heavies.length === 0) return ADMIT_ALL;
+    const lightRecent = Math.max(0, totalRecent - heavyRecent);
     // Nodes are held only while someone is light: tenants that all build queues share every node.
-    const reserved = heavies.length < active.length ? this.reserve(nodes, heavies, lightRecent, regionRate) : undefined;
+    const reserved = heavies.length < activeCount ? this.reserve(nodes, heavies, lightRecent, regionRate) : undefined;
     // A light tenant goes to the held nodes while one of them is within the short wait: the load
     // model's view of a flood node's queue is an estimate, and a wrong one puts a short request
     // behind a long prefill (measured: one request in 40 at 174 ms against 20 ms alone).
@@ -172,7 +187,7 @@ export class FairShare {
     for (const n of nodes) if (!reserved?.has(n.id) || n.holdsPrompt) minWait = Math.min(minWait, n.waitSeconds);
     const share = self.weight / activeWeight;
     const used = totalRecent > 0 ? decayed(self, now) / totalRecent : 0;
-    if (minWait <= waitBoundSeconds || used <= share * (1 + SHARE_TOLERANCE)) return { ok: true, reserved };
+    if (minWait <= waitBoundSeconds || used <= share * (1 + SHARE_TOLERANCE) * (1 + ROUNDING_SLACK)) return { ok: true, reserved };
     const drainSeconds = self.queuedTokens / Math.max(1, share * regionRate);
     return {
       ok: false,
@@ -208,14 +223,30 @@ export class FairShare {
     return this.held;
   }
 
+  /** The active tenants as {@link admit} weighs them at `now`: how many, and their weights and recent prefill summed. */
+  activeTenants(now: number): { count: number; weight: number; recentPrefill: number } {
+    now = this.tick(now);
+    this.recentSum.advance(now);
+    this.expire(now);
+    return { count: this.recentSum.size, weight: this.activeWeight.value, recentPrefill: this.recentSum.read(now) };
+  }
+
   /** A request of `tenant` was dispatched to `nodeId` with `tokens` to prefill. */
   queued(tenant: string, nodeId: string, tokens: number, now: number): void {
     const t = this.tenants.get(tenant);
     if (!t) return;
+    now = this.tick(now);
+    this.recentSum.advance(now);
+    const recent = decayed(t, now) + tokens;
+    if (t.active) this.recentSum.update(t.recent, t.recentAt, recent, now);
+    t.recent = recent;
+    t.recentAt = now;
     t.queuedTokens += tokens;
     if (tokens > 0) t.byNode.set(nodeId, (t.byNode.get(nodeId) ?? 0) + tokens);
-    t.recent = decayed(t, now) + tokens;
-    t.recentAt = now;
+    if (t.queuedTokens > 0) {
+      this.withQueue.add(t);
+      this.setActive(t, true);
+    }
   }
 
   /** Its prefill is over (first byte) or it ended before: the tokens leave the queue. */
@@ -226,20 +257,71 @@ export class FairShare {
     const left = (t.byNode.get(nodeId) ?? 0) - tokens;
     if (left > 0) t.byNode.set(nodeId, left);
     else t.byNode.delete(nodeId);
+    if (t.queuedTokens > 0) return;
+    this.withQueue.delete(t);
+    if (!t.inWindow) this.setActive(t, false);
   }
 
   private touch(tenant: string, weight: number, now: number): TenantLoad {
     let t = this.tenants.get(tenant);
     if (!t) {
-      if (this.tenants.size >= MAX_TRACKED_TENANTS) this.forgetIdle(now);
-      this.tenants.set(tenant, (t = { queuedTokens: 0, byNode: new Map(), weight, lastSeen: now, recent: 0, recentAt: now }));
+      if (this.tenants.size >= MAX_TRACKED_TENANTS) this.forgetIdle();
+      t = {
+        name: tenant,
+        queuedTokens: 0,
+        byNode: new Map(),
+        weight,
+        lastSeen: now,
+        recent: 0,
+        recentAt: now,
+        inWindow: false,
+        active: false,
+      };
+      this.tenants.set(tenant, t);
     }
+    if (t.active && weight !== t.weight) this.activeWeight.add(weight - t.weight);
     t.weight = weight;
     t.lastSeen = now;
+    // Last seen now: to the window's young end.
+    this.seen.delete(tenant);
+    this.seen.set(tenant, t);
+    t.inWindow = true;
+    this.setActive(t, true);
     return t;
   }
 
-  private forgetIdle(now: number): void {
-    for (const [id, t] of this.tenants) if (t.queuedTokens <= 0 && now - t.lastSeen > ACTIVE_WINDOW_MS) this.tenants.delete(id);
+  /** The tenants last seen more than ACTIVE_WINDOW_MS before `now` leave the window; without prefill queued they are no longer active. */
+  private expire(now: number): void {
+    for (const [name, t] of this.seen) {
+      if (now - t.lastSeen <= ACTIVE_WINDOW_MS) break;
+      this.seen.delete(name);
+      t.inWindow = false;
+      if (t.queuedTokens <= 0) this.setActive(t, false);
+    }
+  }
+
+  private setActive(t: TenantLoad, active: boolean): void {
+    if (t.active === active) return;
+    t.active = active;
+    if (active) {
+      this.idle.delete(t);
+      this.activeWeight.add(t.weight);
+      this.recentSum.add(t.recent, t.recentAt);
+      return;
+    }
+    this.idle.add(t);
+    this.recentSum.remove(t.recent, t.recentAt);
+    if (this.recentSum.size === 0) this.activeWeight.reset();
+    else this.activeWeight.add(-t.weight);
+  }
+
+  private tick(now: number): number {
+    this.clock = Math.max(this.clock, now);
+    return this.clock;
+  }
+
+  private forgetIdle(): void {
+    for (const t of this.idle) this.tenants.delete(t.name);
+    this.idle.clear();
   }
 }

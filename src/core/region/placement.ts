@@ -134,7 +134,7 @@ export class Placement {
       now,
       shareNodes(candidates, req.promptTokens),
       this.settings.fairShareWaitSeconds,
-      this.parts.demand.overEveryone(now),
+      this.parts.demand.floodsEveryone(now),
     );
   }
 

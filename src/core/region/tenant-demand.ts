@@ -67,6 +67,8 @@ import { DEMAND_TAU_MS } from "./class-reserve.ts";
 import { RECENT_TAU_MS, TenantGrowth, type Growth } from "./tenant-growth.ts";
 import { decay as decayWith } from "../stats.ts";
 import { demotedRank } from "./admission-queue.ts";
+import { ActiveDemand, demandAt, type Totals, type Tracked } from "./active-demand.ts";
+import { ROUNDING_SLACK } from "./decaying-sum.ts";
 
 /**
  * Whose demand a tenant is over its share of: every active tenant's, only its peers' (its class and
@@ -89,18 +91,8 @@ export interface Sent {
   perMinute?: number | undefined;
 }
 
-/** The recent demand and weight of a set of active tenants, summed, and how many they are. */
-interface Totals {
-  total: number;
-  weights: number;
-  active: number;
-}
-
-interface Demand {
-  tokens: number;
-  rank: number;
-  at: number;
-  weight: number;
+/** A tenant's demand (active-demand.ts: its uncached prefill decayed with DEMAND_TAU_MS to `at`, weight, class rank), and what the rules keep of it. */
+interface Demand extends Tracked {
   /** Its last request's uncached prefill (tokens): what {@link TenantDemand.judge} weighs against its floor. */
   last: number;
   /**
@@ -131,9 +123,8 @@ interface Commitment {
 export class TenantDemand {
   private readonly tenants = new Map<string, Demand>();
   private readonly growth = new TenantGrowth();
-  /** Bumped at every arrival: {@link overEveryone}'s answer holds until then (or another instant). */
-  private version = 0;
-  private everyone: { at: number; version: number; tenants: ReadonlySet<string> } | undefined;
+  /** The active tenants' demand by class, summed and ordered as it changes. */
+  private readonly active = new ActiveDemand<Demand>();
 
   /**
    * A request of `tenant` (of `weight`) arrived, asking for class `rank` (its last request's
@@ -141,17 +132,22 @@ export class TenantDemand {
    * it, the tenant is judged by shares alone).
    */
   arrived(tenant: string, weight: number, tokens: number, now: number, rank: number, sent?: Sent): void {
+    now = this.active.advance(now);
     let d = this.tenants.get(tenant);
     if (!d) {
-      if (this.tenants.size >= MAX_TRACKED_TENANTS) this.forgetIdle(now);
+      if (this.tenants.size >= MAX_TRACKED_TENANTS) this.forgetIdle();
       if (this.tenants.size >= MAX_TRACKED_TENANTS) return;
-      this.tenants.set(tenant, (d = { tokens: 0, at: now, weight, rank, last: 0, given: 0, givenAt: now, growth: undefined }));
+      d = { name: tenant, tokens: 0, at: now, weight, rank, last: 0, given: 0, givenAt: now, growth: undefined, active: false, key: 0 };
+      this.tenants.set(tenant, d);
     }
+    this.active.leave(d);
     d.tokens = decayed(d, now) + tokens;
     d.last = tokens;
     d.at = now;
     d.weight = weight;
     d.rank = rank;
+    // Counted in its class's sums before its commitment is judged: its share is of a demand that includes its own.
+    this.active.join(d);
     const committed = sent?.perMinute === undefined ? undefined : { perMinute: sent.perMinute, promptTokens: sent.promptTokens };
     d.growth = sent ? this.growth.arrived(tenant, sent.promptTokens, now, committed === undefined) : undefined;
     if (committed) {
@@ -174,43 +170,25 @@ export class TenantDemand {
         verdict,
       };
     } else d.committed = undefined;
-    this.version++;
-  }
-
-  /** The recent demand and weight of every active tenant asking for class `maxRank` or a higher one (every class by default), summed. */
-  private totals(now: number, maxRank = Infinity): Totals {
-    let total = 0;
-    let weights = 0;
-    let active = 0;
-    for (const d of this.tenants.values()) {
-      if (now - d.at > DEMAND_TAU_MS || d.rank > maxRank) continue;
-      total += decayed(d, now);
-      weights += d.weight;
-      active++;
-    }
-    return { total, weights, active };
+    this.active.list(d, !d.committed ? "shares" : d.committed.verdict === undefined ? "within-commitment" : undefined);
   }
 
   /**
-   * The tenants {@link overShare} finds over their share of `everyone`'s demand at `now`, for the
-   * fair share's reserve (fair-share.ts): one pass over the tenants, kept until the next arrival or
-   * instant (the queue asks at every visit).
+   * Whether a tenant is over its share of `everyone`'s demand at `now` as {@link overShare} finds
+   * it (or past its commitment, or growing: tenant-growth.ts), for the fair share's reserve
+   * (fair-share.ts): the demand summed once, then O(1) a tenant.
    */
-  overEveryone(now: number): ReadonlySet<string> {
-    if (this.everyone?.at === now && this.everyone.version === this.version) return this.everyone.tenants;
-    const out = new Set<string>();
-    const { total, weights, active } = this.totals(now);
-    if (active >= 2 && total > 0)
-      for (const [name, d] of this.tenants) {
-        if (
-          d.committed
-            ? d.committed.verdict !== undefined
-            : d.growth === "growing" || overWeightedShare(decayed(d, now), d.weight, weights, total)
-        )
-          out.add(name);
-      }
-    this.everyone = { at: now, version: this.version, tenants: out };
-    return out;
+  floodsEveryone(now: number): (tenant: string) => boolean {
+    now = this.active.advance(now);
+    const { total, weights, active } = this.active.totals(now);
+    if (active < 2 || total <= 0) return () => false;
+    return (tenant) => {
+      const d = this.tenants.get(tenant);
+      if (!d) return false;
+      return d.committed
+        ? d.committed.verdict !== undefined
+        : d.growth === "growing" || overWeightedShare(decayed(d, now), d.weight, weights, total);
+    };
   }
 
   /**
@@ -220,6 +198,7 @@ export class TenantDemand {
    * (`peers`).
    */
   overShare(tenant: string, now: number): Flooding {
+    now = this.active.advance(now);
     const own = this.tenants.get(tenant);
     if (!own) return undefined;
     // With a commitment, its last request was judged at its arrival.
@@ -246,6 +225,7 @@ export class TenantDemand {
    * against 92.4%). Without such a peer, as before.
    */
   judge(tenant: string, now: number): Flooding {
+    now = this.active.advance(now);
     const verdict = this.overShare(tenant, now);
     const own = this.tenants.get(tenant);
     if (!own || verdict === "commitment") return verdict;
@@ -264,6 +244,7 @@ export class TenantDemand {
 
   /** A demoted request of `tenant` was dispatched, with `tokens` of uncached prefill: given to it below its class ({@link judge}). */
   dispatchedDemoted(tenant: string, tokens: number, now: number): void {
+    now = this.active.advance(now);
     const d = this.tenants.get(tenant);
     if (!d) return;
     d.given = decay(d.given, d.givenAt, now) + tokens;
@@ -272,33 +253,31 @@ export class TenantDemand {
 
   /** The largest recent demand per weight of an active tenant other than `own` asking for its class and within its share (0: none). */
   private largestPeerWithinShare(own: Demand, now: number): number {
-    const everyone = this.totals(now);
-    const peers = this.totals(now, own.rank);
-    let most = 0;
-    for (const d of this.tenants.values()) {
-      if (d === own || d.rank !== own.rank || now - d.at > DEMAND_TAU_MS) continue;
-      const demand = decayed(d, now);
-      const within = d.committed
-        ? d.committed.verdict === undefined
-        : verdictByShares(demand, d.weight, everyone, () => peers) === undefined;
-      if (within) most = Math.max(most, demand / d.weight);
+    const everyone = this.active.totals(now);
+    const peers = this.active.totals(now, own.rank);
+    // Within its share by shares: at most the least of the shares' limits, per weight.
+    let limit = Infinity;
+    if (everyone.active >= 2 && everyone.total > 0) {
+      limit = ((1 + SHARE_TOLERANCE) * everyone.total) / everyone.weights;
+      if (peers.active >= 2) limit = Math.min(limit, ((1 + SHARE_TOLERANCE) * peers.total) / peers.weights);
     }
-    return most;
+    const within = (d: Demand, demand: number) => verdictByShares(demand, d.weight, everyone, () => peers) === undefined;
+    return this.active.largestWithin(own, own.rank, now, limit, within);
   }
 
   /** Whether `own` is over its weighted share of every active tenant's recent demand, or else of its peers'. */
   private shareVerdict(own: Demand, now: number): Flooding {
-    return verdictByShares(decayed(own, now), own.weight, this.totals(now), () => this.totals(now, own.rank));
+    return verdictByShares(decayed(own, now), own.weight, this.active.totals(now), () => this.active.totals(now, own.rank));
   }
 
-  private forgetIdle(now: number): void {
-    for (const [k, d] of this.tenants) if (now - d.at > DEMAND_TAU_MS) this.tenants.delete(k);
+  private forgetIdle(): void {
+    for (const [k, d] of this.tenants) if (!d.active) this.tenants.delete(k);
   }
 }
 
 /** Whether `demand` is more than SHARE_TOLERANCE over the share `weight / weights` of `total`. */
 function overWeightedShare(demand: number, weight: number, weights: number, total: number): boolean {
-  return demand > (1 + SHARE_TOLERANCE) * (weight / weights) * total;
+  return demand > (1 + SHARE_TOLERANCE) * (weight / weights) * total * (1 + ROUNDING_SLACK);
 }
 
 /** `value` as of `at`, decayed to `now` with time constant `tau` [the demand's, DEMAND_TAU_MS]. */
@@ -307,7 +286,7 @@ function decay(value: number, at: number, now: number, tau = DEMAND_TAU_MS): num
 }
 
 function decayed(d: Demand, now: number): number {
-  return decay(d.tokens, d.at, now);
+  return demandAt(d, now);
 }
 
 /**
