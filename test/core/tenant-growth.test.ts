@@ -1,6 +1,6 @@
 /** TenantGrowth: which tenants send faster than they usually do, out of step with the region (src/core/region/tenant-growth.ts). */
 import { describe, expect, it } from "vitest";
-import { GROWTH_MIN_HISTORY_MS, TenantGrowth, USUAL_TAU_MS } from "../../src/core/region/tenant-growth.ts";
+import { GROWTH_MIN_HISTORY_MS, IDLE_RESET_MS, TenantGrowth, USUAL_TAU_MS } from "../../src/core/region/tenant-growth.ts";
 
 /**
  * Drives `g` from `from` to `to` (ms): every second each tenant of `rates` sends its rate (prompt
@@ -126,5 +126,25 @@ describe("TenantGrowth", () => {
     // Both triple: the region beside `late` grew as much as it did. Still counted, the forgotten
     // tenants' 6.1M tokens a minute of usual rate would hide `other`'s growth, and judge `late`.
     expect(drive(g, { late: 3_000, other: 3_000 }, later + 5 * 60_000, later + 7 * 60_000)).toEqual({ late: 0, other: 0 });
+  });
+  it("judges neither of two alike tenants after a quiet night: a tenant idle ten windows starts anew", () => {
+    const g = new TenantGrowth();
+    drive(g, { a: 1_000, b: 1_000 }, 0, 10 * 60_000);
+    // Two hours of quiet, then both send as before. Its usual decayed to nothing, the first back
+    // was judged growing on every request for hours (a usual learns only within its allowance).
+    const back = 10 * 60_000 + 2 * 3_600_000;
+    expect(drive(g, { a: 1_000, b: 1_000 }, back, back + 60 * 60_000)).toEqual({ a: 0, b: 0 });
+  });
+
+  it("judges a tenant back from a pause against what it sent since, once it has history again", () => {
+    const g = new TenantGrowth();
+    drive(g, { a: 1_000, b: 1_000 }, 0, 5 * 60_000);
+    drive(g, { b: 1_000 }, 5 * 60_000, 5 * 60_000 + IDLE_RESET_MS + 1_000); // a pauses past IDLE_RESET_MS
+    const back = 5 * 60_000 + IDLE_RESET_MS + 1_000;
+    // As a newcomer: no verdict before it has GROWTH_MIN_HISTORY_MS of history, whatever it sends.
+    expect(drive(g, { a: 1_000, b: 1_000 }, back, back + GROWTH_MIN_HISTORY_MS).a).toBe(0);
+    drive(g, { a: 1_000, b: 1_000 }, back + GROWTH_MIN_HISTORY_MS, back + 5 * 60_000);
+    // Then five times what it sent since: growth.
+    expect(drive(g, { a: 5_000, b: 1_000 }, back + 5 * 60_000, back + 7 * 60_000).a).toBeGreaterThan(0.5);
   });
 });

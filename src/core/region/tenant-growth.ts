@@ -35,6 +35,13 @@
  * - Not before GROWTH_MIN_HISTORY_MS of history: a tenant new to the region has no usual (the
  *   shares judge it alone). A tenant whose first minutes are a flood is judged by shares; that
  *   one a commitment catches (tenant-demand.ts).
+ * - A tenant idle for IDLE_RESET_MS starts anew, as a newcomer: its usual has decayed to a third
+ *   of itself and its last minute to nothing, and a usual that low could not be relearned, since
+ *   a usual learns only what is within its allowance (1.5x itself). Kept, a region quiet for two
+ *   hours judged the first of two alike tenants back `growing` on every request for four hours
+ *   and more, and the second never (a review's scenario, now test/core/tenant-growth.test.ts).
+ *   The price: a tenant that pauses ten minutes and comes back flooding is judged by shares alone
+ *   for its first two minutes, and its usual is what it sends then.
  */
 import { MAX_TRACKED_TENANTS, SHARE_TOLERANCE } from "./fair-share.ts";
 import { decay } from "../stats.ts";
@@ -50,6 +57,8 @@ export const USUAL_TAU_MS = 600_000;
 export const RECENT_TAU_MS = 60_000;
 /** A tenant is judged against its usual only after two minutes of history. */
 export const GROWTH_MIN_HISTORY_MS = 120_000;
+/** A tenant idle this long (ten of its recent windows, one usual time constant) starts anew: its history says little of it now. */
+export const IDLE_RESET_MS = 10 * RECENT_TAU_MS;
 /**
  * While a tenant's last minute is past its allowance, that time counts this much in its usual
  * (what it keeps then, and the time it keeps it in): a growth that lasts becomes its usual over
@@ -123,6 +132,10 @@ export class TenantGrowth {
       this.count(y);
     }
     let h = this.tenants.get(tenant);
+    if (h && now - h.at > IDLE_RESET_MS) {
+      this.forget(tenant, h);
+      h = undefined;
+    }
     if (!h) {
       if (this.tenants.size >= MAX_TRACKED_TENANTS) this.forgetIdle(now);
       if (this.tenants.size >= MAX_TRACKED_TENANTS) return undefined;
@@ -192,14 +205,15 @@ export class TenantGrowth {
     else this.usualSum.add(-h.usual);
   }
 
+  /** Forgets the tenants idle for IDLE_RESET_MS (they would start anew), to make room. */
   private forgetIdle(now: number): void {
-    // Idle for ten of its recent windows: its last minute is nothing, and it starts anew.
-    for (const [k, h] of this.tenants) {
-      if (now - h.at <= 10 * RECENT_TAU_MS) continue;
-      this.tenants.delete(k);
-      this.young.delete(k);
-      if (h.counted) this.uncount(h);
-    }
+    for (const [k, h] of this.tenants) if (now - h.at > IDLE_RESET_MS) this.forget(k, h);
+  }
+
+  private forget(tenant: string, h: History): void {
+    this.tenants.delete(tenant);
+    this.young.delete(tenant);
+    if (h.counted) this.uncount(h);
   }
 }
 /** A tenant's usual prompt tokens a minute (as of its last arrival: decaying both terms alike leaves it unchanged). */
