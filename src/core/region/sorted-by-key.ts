@@ -31,23 +31,22 @@ export class SortedByKey<T extends { key: number }> {
 
   /** How many items have a key at most `key`: the index of the first above it. */
   upperBound(key: number): number {
-    let lo = 0;
-    let hi = this.list.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.list[mid]!.key <= key) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return this.bound(key, true);
   }
 
   /** How many items have a key below `key`. */
   private lowerBound(key: number): number {
+    return this.bound(key, false);
+  }
+
+  /** How many items have a key below `key`, or at most `key` when `orEqual`: a binary search. */
+  private bound(key: number, orEqual: boolean): number {
     let lo = 0;
     let hi = this.list.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.list[mid]!.key < key) lo = mid + 1;
+      const k = this.list[mid]!.key;
+      if (k < key || (orEqual && k === key)) lo = mid + 1;
       else hi = mid;
     }
     return lo;

@@ -141,7 +141,7 @@ export class TenantDemand {
       this.tenants.set(tenant, d);
     }
     this.active.leave(d);
-    d.tokens = decayed(d, now) + tokens;
+    d.tokens = demandAt(d, now) + tokens;
     d.last = tokens;
     d.at = now;
     d.weight = weight;
@@ -187,7 +187,7 @@ export class TenantDemand {
       if (!d) return false;
       return d.committed
         ? d.committed.verdict !== undefined
-        : d.growth === "growing" || overWeightedShare(decayed(d, now), d.weight, weights, total);
+        : d.growth === "growing" || overWeightedShare(demandAt(d, now), d.weight, weights, total);
     };
   }
 
@@ -267,7 +267,7 @@ export class TenantDemand {
 
   /** Whether `own` is over its weighted share of every active tenant's recent demand, or else of its peers'. */
   private shareVerdict(own: Demand, now: number): Flooding {
-    return verdictByShares(decayed(own, now), own.weight, this.active.totals(now), () => this.active.totals(now, own.rank));
+    return verdictByShares(demandAt(own, now), own.weight, this.active.totals(now), () => this.active.totals(now, own.rank));
   }
 
   private forgetIdle(): void {
@@ -283,10 +283,6 @@ function overWeightedShare(demand: number, weight: number, weights: number, tota
 /** `value` as of `at`, decayed to `now` with time constant `tau` [the demand's, DEMAND_TAU_MS]. */
 function decay(value: number, at: number, now: number, tau = DEMAND_TAU_MS): number {
   return decayWith(value, at, now, tau);
-}
-
-function decayed(d: Demand, now: number): number {
-  return demandAt(d, now);
 }
 
 /**
