@@ -1,6 +1,6 @@
-/** CompensatedSum: a running sum that keeps what rounding loses (src/core/region/compensated-sum.ts). */
+/** CompensatedSum: a running sum that keeps what rounding loses; MemberSum: such a sum of members' values (src/core/region/compensated-sum.ts). */
 import { describe, expect, it } from "vitest";
-import { CompensatedSum } from "../../src/core/region/compensated-sum.ts";
+import { CompensatedSum, MemberSum } from "../../src/core/region/compensated-sum.ts";
 import { seededRandom } from "../../src/core/random.ts";
 
 describe("CompensatedSum", () => {
@@ -48,5 +48,51 @@ describe("CompensatedSum", () => {
     expect(s.value).toBe(7);
     s.reset();
     expect(s.value).toBe(0);
+  });
+});
+
+describe("MemberSum", () => {
+  it("reads exactly 0 once the last member leaves, where a weight changed on the way left a rounding", () => {
+    // A tenant of weight 0.7 reweighted to 0.1: the difference is not exact, and a compensated sum alone keeps -2.8e-17.
+    const plain = new CompensatedSum();
+    plain.add(0.7);
+    plain.add(0.1 - 0.7);
+    plain.add(-0.1);
+    expect(plain.value).not.toBe(0);
+    const s = new MemberSum();
+    s.add(0.7);
+    s.update(0.7, 0.1);
+    expect(s.value).toBeCloseTo(0.1, 15);
+    s.remove(0.1);
+    expect(s.value).toBe(0);
+    expect(s.size).toBe(0);
+  });
+
+  it("keeps the others' sum while a member is left, and counts only members with a value", () => {
+    const s = new MemberSum();
+    s.add(0.7);
+    s.add(0);
+    s.add(2);
+    expect(s.size).toBe(2);
+    s.update(0.7, 0.1);
+    s.remove(0.1);
+    expect(s.value).toBe(2);
+    // The member of value 0 leaving changes nothing; the last with a value leaving empties it.
+    s.remove(0);
+    expect(s.size).toBe(1);
+    s.remove(2);
+    expect(s.value).toBe(0);
+    expect(s.size).toBe(0);
+  });
+
+  it("counts a member updated to or from 0 as leaving or joining", () => {
+    const s = new MemberSum();
+    s.add(3);
+    s.update(3, 0);
+    expect(s.size).toBe(0);
+    expect(s.value).toBe(0);
+    s.update(0, 5);
+    expect(s.size).toBe(1);
+    expect(s.value).toBe(5);
   });
 });

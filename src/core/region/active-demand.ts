@@ -8,7 +8,7 @@
  * A tenant is active for DEMAND_TAU_MS after its last arrival; they leave in arrival order.
  */
 import { DEMAND_TAU_MS } from "./class-reserve.ts";
-import { CompensatedSum } from "./compensated-sum.ts";
+import { MemberSum } from "./compensated-sum.ts";
 import { DecayingSum } from "./decaying-sum.ts";
 import { SortedByKey } from "./sorted-by-key.ts";
 import { decay } from "../stats.ts";
@@ -42,7 +42,7 @@ export type Listing = "shares" | "within-commitment" | undefined;
 
 interface RankBook<T extends Tracked> {
   demand: DecayingSum;
-  weights: CompensatedSum;
+  weights: MemberSum;
   shares: SortedByKey<T>;
   withinCommitment: SortedByKey<T>;
 }
@@ -86,8 +86,7 @@ export class ActiveDemand<T extends Tracked> {
     this.recent.delete(d.name);
     const book = this.books[d.rank]!;
     book.demand.remove(d.tokens, d.at);
-    if (book.demand.size === 0) book.weights.reset();
-    else book.weights.add(-d.weight);
+    book.weights.remove(d.weight);
     if (!book.shares.remove(d)) book.withinCommitment.remove(d);
   }
 
@@ -165,7 +164,7 @@ export class ActiveDemand<T extends Tracked> {
       };
       book = {
         demand: new DecayingSum(DEMAND_TAU_MS, members),
-        weights: new CompensatedSum(),
+        weights: new MemberSum(),
         shares: new SortedByKey(),
         withinCommitment: new SortedByKey(),
       };

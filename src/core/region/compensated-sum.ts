@@ -31,3 +31,51 @@ export class CompensatedSum {
     this.carry = 0;
   }
 }
+
+/**
+ * The sum of its members' values that do not decay (the active tenants' weights, their usual
+ * rates: what the rules divide by, beside a decaying-sum.ts sum of what they send), compensated as
+ * {@link CompensatedSum} is, and exactly 0 once no member with a value is left: not the rounding
+ * their comings and goings left, which a share would divide by. A member whose value is 0 adds
+ * nothing and is not counted.
+ */
+export class MemberSum {
+  private readonly sum = new CompensatedSum();
+  private members = 0;
+
+  /** The members' values summed. */
+  get value(): number {
+    return this.sum.value;
+  }
+
+  /** How many members with a value it holds. */
+  get size(): number {
+    return this.members;
+  }
+
+  /** A member joins with `value`. */
+  add(value: number): void {
+    if (value === 0) return;
+    this.members++;
+    this.sum.add(value);
+  }
+
+  /** A member leaves: `value` exactly as it joined with (or was last {@link update}d to). */
+  remove(value: number): void {
+    if (value === 0) return;
+    this.members--;
+    if (this.members > 0) this.sum.add(-value);
+    else {
+      this.members = 0;
+      this.sum.reset();
+    }
+  }
+
+  /** A member's value changes from `before` to `after`. */
+  update(before: number, after: number): void {
+    if (before === 0 || after === 0) {
+      this.remove(before);
+      this.add(after);
+    } else this.sum.add(after - before);
+  }
+}

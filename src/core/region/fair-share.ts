@@ -39,7 +39,7 @@
  * heavy, so neither keeps a reserve from the other. Queued prefill is each request's uncached
  * tokens from dispatch to its first byte (or its end).
  */
-import { CompensatedSum } from "./compensated-sum.ts";
+import { MemberSum } from "./compensated-sum.ts";
 import { DecayingSum, ROUNDING_SLACK } from "./decaying-sum.ts";
 
 /** A tenant counts as active for this long after its last request: a steady light tenant stays active between requests. */
@@ -113,7 +113,7 @@ export class FairShare {
   /** The tenants not active: forgotten first when the table is full. */
   private readonly idle = new Set<TenantLoad>();
   /** The active tenants' weights, summed as they come and go (decaying-sum.ts: the cost of summing afresh). */
-  private readonly activeWeight = new CompensatedSum();
+  private readonly activeWeight = new MemberSum();
   /** The latest time seen: a clock that steps back is taken as standing still (expiry is in arrival order). */
   private clock = -Infinity;
   /** The active tenants' recent prefill, summed as it changes. */
@@ -279,7 +279,7 @@ export class FairShare {
       };
       this.tenants.set(tenant, t);
     }
-    if (t.active && weight !== t.weight) this.activeWeight.add(weight - t.weight);
+    if (t.active && weight !== t.weight) this.activeWeight.update(t.weight, weight);
     t.weight = weight;
     t.lastSeen = now;
     // Last seen now: to the window's young end.
@@ -311,8 +311,7 @@ export class FairShare {
     }
     this.idle.add(t);
     this.recentSum.remove(t.recent, t.recentAt);
-    if (this.recentSum.size === 0) this.activeWeight.reset();
-    else this.activeWeight.add(-t.weight);
+    this.activeWeight.remove(t.weight);
   }
 
   private tick(now: number): number {

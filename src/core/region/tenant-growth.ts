@@ -45,7 +45,7 @@
  */
 import { MAX_TRACKED_TENANTS, SHARE_TOLERANCE } from "./fair-share.ts";
 import { decay } from "../stats.ts";
-import { CompensatedSum } from "./compensated-sum.ts";
+import { MemberSum } from "./compensated-sum.ts";
 import { DecayingSum } from "./decaying-sum.ts";
 
 /**
@@ -107,14 +107,13 @@ export class TenantGrowth {
   private readonly young = new Map<string, History>();
   /**
    * The counted tenants' recent prompt tokens and usual rates, summed as they change (the sum
-   * over every tenant at every request cost ~0.37 µs a tenant with the other rules: decaying-sum.ts), and how many
-   * have a usual rate above 0 (none: their sum is 0 exactly).
+   * over every tenant at every request cost ~0.37 µs a tenant with the other rules: decaying-sum.ts);
+   * the usual rates' `size` is how many are above 0 (none: their sum is 0 exactly).
    */
   private readonly sent = new DecayingSum(RECENT_TAU_MS, (visit) => {
     for (const h of this.tenants.values()) if (h.counted) visit(h.recentSent, h.at);
   });
-  private readonly usualSum = new CompensatedSum();
-  private withUsual = 0;
+  private readonly usualSum = new MemberSum();
   /** The latest time seen: a clock that steps back is taken as standing still (tenants are counted in the order they came). */
   private clock = -Infinity;
 
@@ -183,7 +182,7 @@ export class TenantGrowth {
    * its growth could take from, only its own requests to reorder.
    */
   private allowed(h: History, now: number): number {
-    if (this.withUsual === 0) return Infinity;
+    if (this.usualSum.size === 0) return Infinity;
     const others = this.sent.read(now) / this.usualSum.value;
     return (1 + SHARE_TOLERANCE) * Math.max(1, others) * usualRate(h);
   }
@@ -192,17 +191,13 @@ export class TenantGrowth {
     h.counted = true;
     h.usual = usualRate(h);
     this.usualSum.add(h.usual);
-    if (h.usual > 0) this.withUsual++;
     this.sent.add(h.recentSent, h.at);
   }
 
   private uncount(h: History): void {
     h.counted = false;
     this.sent.remove(h.recentSent, h.at);
-    if (h.usual > 0) this.withUsual--;
-    // Nothing carried over when no one with a usual rate is left: 0, and no rounding.
-    if (this.withUsual === 0) this.usualSum.reset();
-    else this.usualSum.add(-h.usual);
+    this.usualSum.remove(h.usual);
   }
 
   /** Forgets the tenants idle for IDLE_RESET_MS (they would start anew), to make room. */
