@@ -45,8 +45,11 @@ import { writeReport, type FloodReport, type WorkloadReport } from "./goodput/re
 import type { GoodputRun } from "./goodput/metrics.ts";
 import { MIX } from "./workloads/generator.ts";
 import { DYNAMO_DOC_EXAMPLE } from "./goodput/dynamo-busy.ts";
+import { GOODPUT_ENTRY, sourceDigest } from "./source-digest.ts";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+/** Taken before the run: the sources as loaded (bench/source-digest.ts). */
+const source = sourceDigest(REPO, [GOODPUT_ENTRY]);
 
 /**
  * The flood scenario: every tenant of the mix in turn at FLOOD_FACTOR x its rate, on the mix at
@@ -247,5 +250,5 @@ for (const from of [...new Set(floodMeta.map((m) => m.from))]) {
 }
 
 const command = ["node bench/goodput.ts", ...process.argv.slice(2)].join(" ");
-writeReport({ outDir, command, quick, fleet, loads, noises, workloads, runs: sweepRuns, floods, runtimeNote: RUNTIME_NOTE });
+writeReport({ outDir, command, source, quick, fleet, loads, noises, workloads, runs: sweepRuns, floods, runtimeNote: RUNTIME_NOTE });
 log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s; wrote ${join(outDir, "GOODPUT.md")}`);

@@ -40,6 +40,8 @@ export interface FloodReport {
 export interface ReportInput {
   outDir: string;
   command: string;
+  /** The digest of the sources that computed these figures (bench/source-digest.ts), for goodput.json's readers. */
+  source: string;
   quick: boolean;
   fleet: FleetConfig;
   loads: number[];
@@ -536,6 +538,7 @@ function resultsJson(input: ReportInput, verdictList: Verdict[]): string {
   const list = (xs: unknown[]) => (xs.length === 0 ? "[]" : `[\n${xs.map(line).join(",\n")}\n]`);
   const parts = [
     `"command": ${line(input.command)}`,
+    `"source": ${line(input.source)}`,
     `"fleet": ${line(input.fleet)}`,
     `"workloads": ${list(input.workloads.map(({ tuningRuns, ...w }) => (void tuningRuns, w)))}`,
     `"runs": ${list(input.runs.map(strip))}`,

@@ -17,9 +17,13 @@
  * After the warmpath run, one engine is killed and started again on the same port: its agent
  * deregisters it and registers it again with a new boot id, and the router drops its index entries.
  *
- * Last, on a system of its own (midstream.ts; `--no-midstream` skips it): a node killed while it
+ * Then, on a system of its own (midstream.ts; `--no-midstream` skips it): a node killed while it
  * streams a long greedy answer, which the router finishes on another node; the seam is checked
  * against the engines' own logs of the prompts they were given and the chunks they streamed.
+ *
+ * Last, on a system of its own (places.ts; `--no-places` skips it): one engine with one slot, whose
+ * place the router learns from it and refuses a request it cannot serve in time while the slot is
+ * taken, instead of sending it to wait in the engine's queue.
  */
 import type { ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -32,6 +36,7 @@ import { startSystem, type System } from "../system.ts";
 import { ensureLlama, type LlamaParts } from "./ensure.ts";
 import { configFor, MODEL, nodes, startAgent, stopAgent, until } from "./harness.ts";
 import { formatMidstream, runMidstream, type MidstreamRun } from "./midstream.ts";
+import { formatPlaces, runPlaces, type PlacesRun } from "./places.ts";
 import { text } from "./text.ts";
 import { startLlamaServer } from "./server.ts";
 
@@ -260,19 +265,26 @@ export async function runPolicy(parts: LlamaParts, policy: string, log: (line: s
 export async function runLlamaE2e(
   policies: readonly string[],
   log: (line: string) => void = (l) => console.error(l),
-  options: { midstream?: boolean } = {},
-): Promise<{ parts: LlamaParts; runs: PolicyRun[]; midstream: MidstreamRun | undefined }> {
+  options: { midstream?: boolean; places?: boolean } = {},
+): Promise<{ parts: LlamaParts; runs: PolicyRun[]; midstream: MidstreamRun | undefined; places: PlacesRun | undefined }> {
   const parts = ensureLlama(log);
   const runs: PolicyRun[] = [];
   for (const policy of policies) runs.push(await runPolicy(parts, policy, log));
   const midstream = options.midstream === false ? undefined : await runMidstream(parts, log);
-  return { parts, runs, midstream };
+  const places = options.places === false ? undefined : await runPlaces(parts, log);
+  return { parts, runs, midstream, places };
 }
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 
 /** The results as markdown: what docs/llama-e2e.md holds. */
-export function formatE2e(version: string, runs: readonly PolicyRun[], command: string, midstream?: MidstreamRun): string {
+export function formatE2e(
+  version: string,
+  runs: readonly PolicyRun[],
+  command: string,
+  midstream?: MidstreamRun,
+  places?: PlacesRun,
+): string {
   const rows = runs.map(
     (r) =>
       `| ${r.policy} | ${pct(r.hitRate)} | ${(r.promptTokens - r.cachedTokens).toLocaleString("en-US")} | ${Math.round(r.enginePromptMs).toLocaleString("en-US")} | ${r.ttftP50Ms.toFixed(0)} | ${r.ttftMeanMs.toFixed(0)} | ${r.compared ? pct(r.agreed / r.compared) : "–"} (${r.agreed}/${r.compared}) | ${Object.entries(
@@ -301,19 +313,29 @@ export function formatE2e(version: string, runs: readonly PolicyRun[], command: 
       : "",
     "",
     ...(midstream ? [formatMidstream(midstream), ""] : []),
+    ...(places ? [formatPlaces(places), ""] : []),
   ].join("\n");
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({
-    options: { policies: { type: "string" }, out: { type: "string" }, "no-midstream": { type: "boolean", default: false } },
+    options: {
+      policies: { type: "string" },
+      out: { type: "string" },
+      "no-midstream": { type: "boolean", default: false },
+      "no-places": { type: "boolean", default: false },
+    },
   });
   const policies = values.policies ? values.policies.split(",") : [...E2E_POLICIES];
-  const { parts, runs, midstream } = await runLlamaE2e(policies, undefined, { midstream: !values["no-midstream"] });
+  const { parts, runs, midstream, places } = await runLlamaE2e(policies, undefined, {
+    midstream: !values["no-midstream"],
+    places: !values["no-places"],
+  });
   const command = [
     "node scripts/llama/e2e.ts",
     values.policies ? `--policies ${values.policies}` : "",
     values["no-midstream"] ? "--no-midstream" : "",
+    values["no-places"] ? "--no-places" : "",
     values.out ? `--out ${values.out}` : "",
   ]
     .filter(Boolean)
@@ -321,8 +343,11 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const md = formatE2e(
     parts.version.split("\n")[0] ?? "",
     runs,
-    values.out === "docs/llama-e2e.md" && !values.policies && !values["no-midstream"] ? "npm run e2e:llama" : command,
+    values.out === "docs/llama-e2e.md" && !values.policies && !values["no-midstream"] && !values["no-places"]
+      ? "npm run e2e:llama"
+      : command,
     midstream,
+    places,
   );
   if (values.out) writeFileSync(values.out, md);
   console.log(md);

@@ -7,8 +7,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { DEV_NODE_TOKEN } from "../../src/config/dev-credentials.ts";
 import { adminRegionStateSchema, type AdminRegionState } from "../../src/contracts/admin.ts";
+import { parseLogLine, type ParsedLogLine } from "../../src/contracts/decision-line.ts";
 import { devConfigWithPolicy } from "../demo/policy-config.ts";
-import { ROOT, type System } from "../system.ts";
+import { ROOT, startSystem, type System } from "../system.ts";
 import type { LlamaServer } from "./server.ts";
 
 export const REGION = "local";
@@ -52,6 +53,24 @@ export async function stopAgent(agent: ChildProcess): Promise<void> {
   const exited = new Promise((r) => agent.once("exit", r));
   agent.kill("SIGTERM");
   await exited;
+}
+
+/**
+ * The router with one region of real nodes under the warmpath policy, as `npm start` runs it; each
+ * JSON line it logs goes to `onLine`, read as src/contracts/decision-line.ts reads it (workerd and
+ * wrangler prefix what a worker logs, so the JSON is found from its `{"event":"`).
+ */
+export function startWarmpath(onLine: (line: ParsedLogLine) => void): Promise<System> {
+  return startSystem({
+    port: 0,
+    fleetFile: null,
+    config: configFor("warmpath"),
+    onRouterOutput: (line) => {
+      const at = line.indexOf('{"event":"');
+      const parsed = at < 0 ? undefined : parseLogLine(line.slice(at));
+      if (parsed) onLine(parsed);
+    },
+  });
 }
 
 /** The router with one region of real nodes, under `policy`. */

@@ -40,10 +40,10 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
-import { parseLogLine, type ContinuationLog, type DecisionLine, type StreamContinuedLine } from "../../src/contracts/decision-line.ts";
-import { startSystem, type System } from "../system.ts";
+import type { ContinuationLog, DecisionLine, StreamContinuedLine } from "../../src/contracts/decision-line.ts";
+import type { System } from "../system.ts";
 import type { LlamaParts } from "./ensure.ts";
-import { configFor, MODEL, nodes, startAgent, stopAgent, until } from "./harness.ts";
+import { MODEL, nodes, startAgent, startWarmpath, stopAgent, until } from "./harness.ts";
 import { startLlamaServer, type LlamaServer } from "./server.ts";
 import { text } from "./text.ts";
 
@@ -379,22 +379,13 @@ export async function runMidstream(parts: LlamaParts, log: (line: string) => voi
       });
       watched.push({ id, server, logFile, promptDir });
     }
-    system = await startSystem({
-      port: 0,
-      fleetFile: null,
-      config: configFor("warmpath"),
-      onRouterOutput: (line) => {
-        const at = line.indexOf('{"event":"');
-        if (at < 0) return;
-        const j = parseLogLine(line.slice(at));
-        if (j?.invalid !== undefined)
-          log(`[e2e] a ${String(j.json.event)} line not as src/contracts/decision-line.ts has it: ${j.invalid}`);
-        const known = j?.decision ?? j?.continued;
-        if (known) {
-          decisionLines.push(known);
-          decisionJson.push(j!.json);
-        }
-      },
+    system = await startWarmpath((j) => {
+      if (j.invalid !== undefined) log(`[e2e] a ${String(j.json.event)} line not as src/contracts/decision-line.ts has it: ${j.invalid}`);
+      const known = j.decision ?? j.continued;
+      if (known) {
+        decisionLines.push(known);
+        decisionJson.push(j.json);
+      }
     });
     const sys = system;
     for (const w of watched) agents.push(startAgent(sys, w.id, w.server));

@@ -11,14 +11,17 @@ import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { E2E_POLICIES, runLlamaE2e, type PolicyRun } from "../llama/e2e.ts";
 import type { MidstreamRun } from "../llama/midstream.ts";
+import type { PlacesRun } from "../llama/places.ts";
 
 let runs: Map<string, PolicyRun>;
 let midstream: MidstreamRun;
+let places: PlacesRun;
 
 before(async () => {
-  const { runs: list, midstream: m } = await runLlamaE2e(E2E_POLICIES);
+  const { runs: list, midstream: m, places: p } = await runLlamaE2e(E2E_POLICIES);
   runs = new Map(list.map((r) => [r.policy, r]));
   midstream = m!;
+  places = p!;
 });
 
 test(
@@ -122,4 +125,37 @@ test("a node killed mid-stream: the OpenAI SDK gets one whole answer, finished b
   // Up to the seam, the answer is the uninterrupted one (same node, same greedy decoding); past it,
   // the continuing engine's arithmetic decides (docs/llama-e2e.md says how far they agreed).
   assert.ok(m.commonChars >= m.carried.length, `identical to the uninterrupted answer for ${m.commonChars} characters`);
+});
+
+test("an engine's one slot is learned from the engine, and a request that cannot wait for it is refused at once, not queued in the engine", () => {
+  const p = places;
+  // The place: the engine's own word, carried by its agent (nothing configured it).
+  assert.equal(p.engineSlots, 1, "llama-server -np 1 says one slot in /props");
+  assert.equal(p.maxRunning, 1, "the router's state shows one place");
+  assert.ok(p.decodeMsMean !== undefined && p.decodeMsMean > 0, "a place's hold learned from the answers");
+  // The long answer held the slot from its first byte to its end; the short request came in between.
+  assert.equal(p.holder.status, 200);
+  const refused = p.refused;
+  assert.equal(refused.status, 429, `the short request: HTTP ${refused.status} ${refused.code}`);
+  assert.ok(
+    refused.answeredAt < p.holder.endedAt,
+    `refused at ${refused.answeredAt} ms, before the slot was free at ${p.holder.endedAt} ms`,
+  );
+  assert.ok(Number(refused.retryAfter) >= 1, `Retry-After ${refused.retryAfter}`);
+  // The router's word: no node tried, and the first token it predicted (behind the wait for the
+  // place) past the objective; its state, while the slot was held, says that wait.
+  const line = p.refusedLine;
+  assert.ok(line, "the refusal has a refusal line");
+  assert.equal(line.reason, "shed");
+  assert.ok(!(line.attempts ?? []).some((a) => a.node !== undefined), "no node was tried");
+  assert.ok(
+    line.estimated_ttft_ms !== undefined && line.objective_ms !== undefined && line.estimated_ttft_ms > line.objective_ms,
+    `first token predicted in ${line.estimated_ttft_ms} ms, objective ${line.objective_ms} ms`,
+  );
+  assert.ok(p.holding, "the router's state was read while the slot was held");
+  assert.equal(p.holding.inflight, 1);
+  assert.ok(p.holding.slotWaitMs > line.objective_ms, `wait for the place ${p.holding.slotWaitMs} ms`);
+  // The slot free again, the same request is served by the engine.
+  assert.equal(p.after.status, 200);
+  assert.equal(p.after.node, "llama-1");
 });

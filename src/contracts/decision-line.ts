@@ -130,7 +130,7 @@ const streamContinuedLineSchema = continuationLogSchema.extend({
 export type StreamContinuedLine = z.infer<typeof streamContinuedLineSchema>;
 
 /** A router output line read as JSON, and as the contract's line when its `event` names one. */
-interface ParsedLogLine {
+export interface ParsedLogLine {
   /** The line's JSON object (from its first `{`: workerd and wrangler prefix what the worker logs). */
   json: Record<string, unknown>;
   /** The line, when it is a `request` line that meets the contract. */

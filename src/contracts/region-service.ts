@@ -192,6 +192,8 @@ export const regionRefusalSchema = z.object({
   shed: shedReasonSchema.optional(),
   objectiveMs: z.number().min(0).optional(),
   queuedMs: z.number().min(0).optional(),
+  /** `shed` at arrival (`objective`): the soonest first token the region predicted, after its queue (ms from its arrival there; routing.ts). */
+  estimatedTtftMs: z.number().min(0).optional(),
   /** `shed`: why its class had been lowered, if it had (routing.ts demotionSchema); `over-share`: `commitment` when the tenant is past its commitment, `growth` when past its usual rate. */
   demoted: demotionSchema.optional(),
   /** This region's attempts (nodes tried), to add to the edge's. */

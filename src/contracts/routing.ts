@@ -277,6 +277,8 @@ const routeResultSchema = z.discriminatedUnion("ok", [
     priority: priorityClassSchema.optional(),
     objectiveMs: z.number().min(0).optional(),
     queuedMs: z.number().min(0).optional(),
+    /** With `shed` at arrival (`objective`): the soonest first token the region predicted for it, after its queue (ms from its arrival here), past what its objective had left (`objectiveMs` less the time spent before, e.g. in a region it failed over from). */
+    estimatedTtftMs: z.number().min(0).optional(),
     /** With `shed`: why its class had been lowered, if it had (its tenant floods, or is past its commitment); with `over-share`: `commitment` when the tenant is past its commitment rather than over its share. */
     demoted: demotionSchema.optional(),
     message: z.string(),

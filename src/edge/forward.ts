@@ -81,7 +81,14 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   /** Regions that could not meet its objective even after their queue (429 `objective_unreachable` if no region served it). */
   let shed = 0;
   /** The last region's shed, for the refusal's decision line (its objective and time queued). */
-  let lastShed: { objectiveMs?: number | undefined; queuedMs?: number | undefined; demoted?: string | undefined } | undefined;
+  let lastShed:
+    | {
+        objectiveMs?: number | undefined;
+        queuedMs?: number | undefined;
+        estimatedTtftMs?: number | undefined;
+        demoted?: string | undefined;
+      }
+    | undefined;
   /** Regions tried, and those whose worker could not be reached: when it is every one, the answer says so. */
   let asked = 0;
   let unavailable = 0;
@@ -229,6 +236,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
         priority: input.admission.priority,
         objective_ms: lastShed?.objectiveMs !== undefined ? Math.round(lastShed.objectiveMs) : undefined,
         queued_ms: lastShed?.queuedMs !== undefined ? Math.round(lastShed.queuedMs) : undefined,
+        estimated_ttft_ms: lastShed?.estimatedTtftMs !== undefined ? Math.round(lastShed.estimatedTtftMs) : undefined,
         demoted: lastShed?.demoted,
       }),
     );
@@ -266,7 +274,7 @@ function refusalDetail(
   input: ForwardInput,
   attempts: Attempt[],
   reason: string,
-  admission: Pick<RefusalDetail, "priority" | "objective_ms" | "queued_ms" | "demoted"> = {},
+  admission: Pick<RefusalDetail, "priority" | "objective_ms" | "queued_ms" | "estimated_ttft_ms" | "demoted"> = {},
 ): RefusalDetail {
   return { reason, model: input.model, prompt_tokens_estimated: input.promptTokens, attempts: [...attempts], ...admission };
 }

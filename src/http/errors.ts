@@ -30,6 +30,8 @@ export interface RefusalDetail {
   priority?: string | undefined;
   objective_ms?: number | undefined;
   queued_ms?: number | undefined;
+  /** A request shed at arrival: its soonest first token as the region predicted it, after the queue (ms from its arrival there), past what its objective had left then (`objective_ms` less the time already spent, e.g. in a region it failed over from). */
+  estimated_ttft_ms?: number | undefined;
   /** A shed request's lowered class: `share` or `commitment`. */
   demoted?: string | undefined;
 }

@@ -87,6 +87,7 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
           shed: placement.shed,
           objectiveMs: placement.objectiveMs,
           queuedMs: placement.queuedMs,
+          estimatedTtftMs: placement.estimatedTtftMs,
           demoted: placement.demoted,
           attempts: plan.own,
         },

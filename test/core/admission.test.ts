@@ -99,6 +99,10 @@ describe("admission", () => {
     if (shed.ok !== false) throw new Error("unreachable");
     expect(shed.retryAfterSeconds).toBeGreaterThanOrEqual(4);
     expect(shed.retryAfterSeconds).toBeLessThanOrEqual(6);
+    // Why, for its refusal line: its first token predicted behind the 5 s of prefill (less the 10 ms gone).
+    expect(shed.estimatedTtftMs).toBeGreaterThan(4_900);
+    expect(shed.estimatedTtftMs).toBeLessThan(5_200);
+    expect(shed.message).toContain(`first token predicted in ${Math.round(shed.estimatedTtftMs!)} ms`);
     expect(inflight(r)).toBe(1); // it never reached the node
     expect(r.snapshot(10).rejected.shed).toBe(1);
   });

@@ -168,7 +168,7 @@ export class QueuedAdmission {
     const predicted = fluidTtftMs(this.nodeWaits(found.nodes, now), this.queue.workAhead(added), bound, ownMs);
     if (now + predicted > added.deadlineAt) {
       this.queue.remove(added);
-      return this.shed(added, "objective", now);
+      return this.shed(added, "objective", now, false, predicted);
     }
     const room = this.queue.makeRoom(added);
     if (!room) return this.shed(added, "queue-full", now);
@@ -328,6 +328,7 @@ export class QueuedAdmission {
     why: ShedReason,
     now: number,
     wasQueued = false,
+    estimatedTtftMs?: number,
   ): RouteRefusal {
     const req = e.req;
     const at = {
@@ -340,6 +341,7 @@ export class QueuedAdmission {
     return shedRefusal(this.settings.name, req, why, {
       ...at,
       demoted: e.demoted,
+      estimatedTtftMs,
       retryAfterSeconds: retryAfterSeconds(this.queue.totalWork(), this.nodeWaits(nodes, now)),
     });
   }

@@ -136,14 +136,22 @@ export function shedRefusal(
   region: string,
   req: RouteRequest,
   why: ShedReason,
-  at: { priority: PriorityClass; objectiveMs: number; queuedMs: number; retryAfterSeconds: number; demoted?: Demotion | undefined },
+  at: {
+    priority: PriorityClass;
+    objectiveMs: number;
+    queuedMs: number;
+    retryAfterSeconds: number;
+    demoted?: Demotion | undefined;
+    /** At arrival (`objective`): the soonest first token predicted, after the queue (ms). */
+    estimatedTtftMs?: number | undefined;
+  },
 ): RouteRefusal {
   const what =
     why === "queue-full"
       ? `its queue is full of requests that go first`
       : why === "deadline"
         ? `its deadline passed after ${Math.round(at.queuedMs)} ms in the queue`
-        : `no node can start it in time, even after the queue`;
+        : `no node can start it in time, even after the queue${at.estimatedTtftMs === undefined ? "" : ` (its first token predicted in ${Math.round(at.estimatedTtftMs)} ms)`}`;
   return {
     ok: false,
     reason: "shed",
@@ -154,6 +162,8 @@ export function shedRefusal(
     objectiveMs: at.objectiveMs,
     queuedMs: at.queuedMs,
     demoted: at.demoted,
+    // Finite only: a prediction of never (no node could ever start it) would not survive JSON.
+    ...(at.estimatedTtftMs !== undefined && Number.isFinite(at.estimatedTtftMs) ? { estimatedTtftMs: at.estimatedTtftMs } : {}),
     // What the next region must beat: the objective left.
     waitSeconds: Math.max(0, (at.objectiveMs - (req.spentMs ?? 0) - at.queuedMs) / 1000),
   };

@@ -145,16 +145,20 @@ describe("every refusal counted and logged once, whatever refused it (issue 31)"
     status: number;
     code: string;
     reason: string;
+    /** What the line carries beyond the common fields. */
+    line?: Record<string, unknown>;
   }> = [
     { name: "a region's rate limit", region: refusing("rate-limited"), status: 429, code: "rate_limit_exceeded", reason: "rate-limited" },
     { name: "a budget", region: refusing("over-budget"), status: 429, code: "insufficient_quota", reason: "over-budget" },
     { name: "over its share", region: refusing("over-share"), status: 429, code: "tenant_over_share", reason: "over-share" },
     {
       name: "an objective out of reach",
-      region: refusing("shed", { shed: "objective", objectiveMs: 1000, queuedMs: 0 }),
+      region: refusing("shed", { shed: "objective", objectiveMs: 1000, queuedMs: 0, estimatedTtftMs: 2400.4 }),
       status: 429,
       code: "objective_unreachable",
       reason: "shed",
+      // The prediction the objective could not cover: why it was shed.
+      line: { objective_ms: 1000, queued_ms: 0, estimated_ttft_ms: 2400 },
     },
     { name: "saturated regions", region: refusing("saturated"), status: 503, code: "no_capacity", reason: "saturated" },
     { name: "no node", region: refusing("no-node"), status: 503, code: "no_capacity", reason: "no-node" },
@@ -202,6 +206,7 @@ describe("every refusal counted and logged once, whatever refused it (issue 31)"
       const refusal = mine.find((l) => l.event === "refusal")!;
       expect(refusal).toMatchObject({ status: c.status, code: c.code, reason: c.reason, tenant: "acme" });
       if (c.region) expect(refusal).toMatchObject({ model: "m-shared", attempts: expect.any(Array) });
+      if (c.line) expect(refusal).toMatchObject(c.line);
       for (const call of spy.mock.calls) expect(String(call[0])).not.toContain(ACME_KEY);
     });
   }
