@@ -60,11 +60,11 @@ export async function stopAgent(agent: ChildProcess): Promise<void> {
  * JSON line it logs goes to `onLine`, read as src/contracts/decision-line.ts reads it (workerd and
  * wrangler prefix what a worker logs, so the JSON is found from its `{"event":"`).
  */
-export function startWarmpath(onLine: (line: ParsedLogLine) => void): Promise<System> {
+export function startWarmpath(onLine: (line: ParsedLogLine) => void, config = configFor("warmpath")): Promise<System> {
   return startSystem({
     port: 0,
     fleetFile: null,
-    config: configFor("warmpath"),
+    config,
     onRouterOutput: (line) => {
       const at = line.indexOf('{"event":"');
       const parsed = at < 0 ? undefined : parseLogLine(line.slice(at));

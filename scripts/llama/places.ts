@@ -14,6 +14,9 @@
  *   (`estimated_ttft_ms`, past `objective_ms`), its state the wait for the place (`slotWaitMs`),
  *   and the refusal reaches the client while the long answer is still streaming, which a request
  *   sent to the engine could not (the engine's one slot was busy);
+ * - the same request from a tenant whose objective (60 s) covers the wait is held in the region's
+ *   queue (`x-warmpath-queued-ms`, its decision line's `queued_ms`) and released when the long
+ *   answer ends, not sent to wait in the engine's;
  * - once the long answer has ended, the same short request is served by the engine.
  *
  * Without the places (an engine queue the router cannot see), the short request would have been
@@ -23,13 +26,13 @@
  * tiny models run at, and a slower machine only lengthens it.
  */
 import type { ChildProcess } from "node:child_process";
-import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
+import { DEV_API_KEY, DEV_API_KEY_2 } from "../../src/config/dev-credentials.ts";
 import type { DecisionLine } from "../../src/contracts/decision-line.ts";
 import type { RefusalDetail } from "../../src/http/errors.ts";
-import { REQUEST_ID } from "../../src/contracts/headers.ts";
+import { EXPLAIN, REQUEST_ID } from "../../src/contracts/headers.ts";
 import type { System } from "../system.ts";
 import type { LlamaParts } from "./ensure.ts";
-import { MODEL, nodes, startAgent, startWarmpath, stopAgent, until, type NodeState } from "./harness.ts";
+import { configFor, MODEL, nodes, startAgent, startWarmpath, stopAgent, until, type NodeState } from "./harness.ts";
 import { startLlamaServer } from "./server.ts";
 import { text } from "./text.ts";
 
@@ -38,6 +41,17 @@ const NODE = "llama-1";
 export const LONG_ANSWER_TOKENS = 3_000;
 /** Long answers served one at a time before the test, from which the router learns a place's hold. */
 const WARMUPS = 2;
+/** The second development tenant's objective here: past any long answer's hold, so its request may wait for the place. */
+export const PATIENT_OBJECTIVE_MS = 60_000;
+
+/** The router's configuration, with the second development tenant (`dev-2`) given {@link PATIENT_OBJECTIVE_MS}. */
+function patientConfig(): Record<string, unknown> {
+  const config = configFor("warmpath") as { tenants: Array<Record<string, unknown>> };
+  const patient = config.tenants.find((t) => t.id === "dev-2");
+  if (!patient) throw new Error("the development configuration has no tenant dev-2");
+  patient.ttft_objective_ms = PATIENT_OBJECTIVE_MS;
+  return config;
+}
 
 /** One request as the client saw it. */
 export interface PlacesRequest {
@@ -50,6 +64,8 @@ export interface PlacesRequest {
   code: string | undefined;
   node: string | null;
   requestId: string | null;
+  /** How long it waited in the region's queue (`x-warmpath-queued-ms`), when placed. */
+  queuedMs: number | undefined;
 }
 
 /** The fields of the edge's `refusal` line read here (src/edge/middleware/refusal-log.ts `RefusalLine`, which carries a {@link RefusalDetail}). */
@@ -64,13 +80,15 @@ export interface PlacesRun {
   decodeMsMean: number | undefined;
   /** The long answer holding the slot. */
   holder: PlacesRequest;
-  /** The short request that arrived while the slot was held, and the same request after. */
+  /** The short request that arrived while the slot was held; the same from a tenant whose objective covers the wait; the same after. */
   refused: PlacesRequest;
+  waited: PlacesRequest;
   after: PlacesRequest;
   /** The router's state of the node just after the refusal, while the slot was held: its requests in flight and the wait for a place. */
   holding: { inflight: number; slotWaitMs: number } | undefined;
   /** The router's lines for the two short requests: the refusal's, and the served one's decision line. */
   refusedLine: RefusalLine | undefined;
+  waitedLine: DecisionLine | undefined;
   afterLine: DecisionLine | undefined;
 }
 
@@ -82,10 +100,16 @@ function messages(seed: number, words: number) {
 }
 
 /** Sends one streamed chat completion; `onFirstChunk` runs when its first body bytes come. */
-async function send(system: System, clock: () => number, body: Record<string, unknown>, onFirstChunk?: () => void): Promise<PlacesRequest> {
+async function send(
+  system: System,
+  clock: () => number,
+  body: Record<string, unknown>,
+  onFirstChunk?: () => void,
+  apiKey = DEV_API_KEY,
+): Promise<PlacesRequest> {
   const res = await fetch(`${system.url}/v1/chat/completions`, {
     method: "POST",
-    headers: { authorization: `Bearer ${DEV_API_KEY}`, "content-type": "application/json" },
+    headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
     body: JSON.stringify({ model: MODEL, stream: true, ...body }),
   });
   const answeredAt = clock();
@@ -111,6 +135,7 @@ async function send(system: System, clock: () => number, body: Record<string, un
     code,
     node: res.headers.get("x-warmpath-node"),
     requestId: res.headers.get(REQUEST_ID),
+    queuedMs: res.headers.has(EXPLAIN.queued) ? Number(res.headers.get(EXPLAIN.queued)) : undefined,
   };
 }
 
@@ -124,7 +149,7 @@ export async function runPlaces(parts: LlamaParts, log: (line: string) => void):
     system = await startWarmpath((parsed) => {
       if (parsed.decision) lines.push(parsed.decision);
       else if (parsed.json.event === "refusal") refusals.push(parsed.json as unknown as RefusalLine);
-    });
+    }, patientConfig());
     const sys = system;
     agent = startAgent(sys, NODE, server);
     const props = (await (await fetch(`${server.url}/props`)).json()) as { total_slots?: unknown };
@@ -160,7 +185,11 @@ export async function runPlaces(parts: LlamaParts, log: (line: string) => void):
     const refused = await send(sys, clock, short);
     const held = (await nodes(sys)).find((x) => x.id === NODE);
     const heldAt = clock();
+    // The same request from a tenant whose objective (PATIENT_OBJECTIVE_MS) covers the wait: held
+    // in the region's queue, and released when the long answer ends.
+    const waiting = send(sys, clock, short, undefined, DEV_API_KEY_2);
     const holder = await holding1;
+    const waited = await waiting;
     const holding = held && heldAt < holder.endedAt ? { inflight: held.load.inflight, slotWaitMs: held.load.slotWaitMs } : undefined;
     // The router frees the place when the region is told the answer ended, just after its last
     // byte: the same request is sent once it has been.
@@ -172,18 +201,20 @@ export async function runPlaces(parts: LlamaParts, log: (line: string) => void):
     // A request's line is written as it ends.
     const lineOf = (r: PlacesRequest) => lines.find((l) => l.request_id === r.requestId);
     const refusalOf = (r: PlacesRequest) => refusals.find((l) => l.request_id === r.requestId);
-    await until("the short requests' lines", 5_000, async () => (refusalOf(refused) && lineOf(after) ? true : undefined)).catch(
-      () => undefined,
-    );
+    await until("the short requests' lines", 5_000, async () =>
+      refusalOf(refused) && lineOf(waited) && lineOf(after) ? true : undefined,
+    ).catch(() => undefined);
     const run: PlacesRun = {
       engineSlots,
       maxRunning: registered.maxRunning,
       decodeMsMean: learned.load.decodeMsMean,
       holder,
       refused,
+      waited,
       after,
       holding,
       refusedLine: refusalOf(refused),
+      waitedLine: lineOf(waited),
       afterLine: lineOf(after),
     };
     log(
@@ -209,6 +240,7 @@ export function formatPlaces(p: PlacesRun): string {
     "",
     `- While a third long answer held the slot (it streamed until ${ms(p.holder.endedAt)} on the scenario's clock), a short request (\`max_tokens\` 8) was answered HTTP ${p.refused.status}${p.refused.code ? ` \`${p.refused.code}\`` : ""}${p.refused.retryAfter ? ` with \`Retry-After: ${p.refused.retryAfter}\`` : ""} at ${ms(p.refused.answeredAt)}. ${p.refused.answeredAt < p.holder.endedAt ? "The refusal came while the engine's only slot was still busy: the router answered from its prediction, without sending the request to wait in the engine's queue." : "**The refusal came after the long answer ended.**"}`,
     `- The router's word: its refusal line ${line ? `(\`reason\` ${line.reason}) shows ${tried ? "**a node tried**" : "no node tried"}, an objective of ${ms(line.objective_ms)} and the first token predicted in ${ms(line.estimated_ttft_ms)}` : "**is missing**"}; its state, just after, ${p.holding ? `${count(p.holding.inflight, "request")} in flight on \`${NODE}\` and a wait for a place of ${ms(p.holding.slotWaitMs)}` : "**was not read while the slot was held**"}.`,
+    `- Meanwhile the same request from a tenant whose objective is ${ms(PATIENT_OBJECTIVE_MS)} (\`dev-2\`, configured here), which the wait can meet: HTTP ${p.waited.status}${p.waited.node ? ` on \`${p.waited.node}\`` : ""}, held in the region's queue for ${ms(p.waited.queuedMs)} (\`x-warmpath-queued-ms\`${p.waitedLine ? `; its decision line: objective ${ms(p.waitedLine.objective_ms)}, \`queued_ms\` ${ms(p.waitedLine.queued_ms)}` : ""}) and answered at ${ms(p.waited.answeredAt)}, ${p.waited.answeredAt >= p.holder.endedAt ? "once the long answer had ended: released by its end, not sent to wait in the engine's queue" : "**before the long answer had ended**"}.`,
     `- After the long answer ended, the same request: HTTP ${p.after.status}${p.after.node ? ` on \`${p.after.node}\`` : ""}${p.afterLine?.first_byte_ms !== undefined ? `, its first byte after ${ms(p.afterLine.first_byte_ms)}` : ""}.`,
   ].join("\n");
 }

@@ -11,7 +11,7 @@ import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { E2E_POLICIES, runLlamaE2e, type PolicyRun } from "../llama/e2e.ts";
 import type { MidstreamRun } from "../llama/midstream.ts";
-import type { PlacesRun } from "../llama/places.ts";
+import { PATIENT_OBJECTIVE_MS, type PlacesRun } from "../llama/places.ts";
 
 let runs: Map<string, PolicyRun>;
 let midstream: MidstreamRun;
@@ -127,7 +127,7 @@ test("a node killed mid-stream: the OpenAI SDK gets one whole answer, finished b
   assert.ok(m.commonChars >= m.carried.length, `identical to the uninterrupted answer for ${m.commonChars} characters`);
 });
 
-test("an engine's one slot is learned from the engine, and a request that cannot wait for it is refused at once, not queued in the engine", () => {
+test("an engine's one slot is learned from the engine; a request that cannot wait for it is refused at once, one that can waits in the region's queue, neither in the engine's", () => {
   const p = places;
   // The place: the engine's own word, carried by its agent (nothing configured it).
   assert.equal(p.engineSlots, 1, "llama-server -np 1 says one slot in /props");
@@ -155,6 +155,12 @@ test("an engine's one slot is learned from the engine, and a request that cannot
   assert.ok(p.holding, "the router's state was read while the slot was held");
   assert.equal(p.holding.inflight, 1);
   assert.ok(p.holding.slotWaitMs > line.objective_ms, `wait for the place ${p.holding.slotWaitMs} ms`);
+  // A tenant whose objective covers the wait: held in the region's queue, then served.
+  assert.equal(p.waited.status, 200);
+  assert.equal(p.waited.node, "llama-1");
+  assert.ok(p.waited.queuedMs !== undefined && p.waited.queuedMs > line.objective_ms, `queued ${p.waited.queuedMs} ms in the region`);
+  assert.equal(p.waitedLine?.objective_ms, PATIENT_OBJECTIVE_MS);
+  assert.equal(p.waitedLine?.queued_ms, p.waited.queuedMs);
   // The slot free again, the same request is served by the engine.
   assert.equal(p.after.status, 200);
   assert.equal(p.after.node, "llama-1");
