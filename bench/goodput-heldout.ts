@@ -51,14 +51,13 @@ interface Results {
   verdicts: Verdict[];
 }
 const read = (file: string): Results => JSON.parse(readFileSync(file, "utf8")) as Results;
-/** Whether `file` exists and was computed from this tree's sources. */
-const current = (file: string): boolean => existsSync(file) && read(file).source === source;
 /**
  * bench/goodput.json, when this tree computed it with the committed run's command (a run with
  * fewer loads, noises or floods, or without tuning, has other verdicts); else the committed draw
  * is run here (seed 0).
  */
-const committedHere = current(COMMITTED) && read(COMMITTED).command === "node bench/goodput.ts";
+const committed = existsSync(COMMITTED) ? read(COMMITTED) : undefined;
+const committedHere = committed?.source === source && committed.command === "node bench/goodput.ts";
 const draws = committedHere ? seeds : [0, ...seeds];
 
 function runDraw(seed: number): Promise<void> {

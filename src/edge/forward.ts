@@ -26,6 +26,7 @@ import {
   type Attempt,
   type DispatchRequest,
   type InferencePath,
+  type RegionRefusal,
   type StreamApi,
   type WarmRegion,
 } from "../contracts/region-service.ts";
@@ -81,14 +82,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
   /** Regions that could not meet its objective even after their queue (429 `objective_unreachable` if no region served it). */
   let shed = 0;
   /** The last region's shed, for the refusal's decision line (its objective and time queued). */
-  let lastShed:
-    | {
-        objectiveMs?: number | undefined;
-        queuedMs?: number | undefined;
-        estimatedTtftMs?: number | undefined;
-        demoted?: string | undefined;
-      }
-    | undefined;
+  let lastShed: Pick<RegionRefusal, "objectiveMs" | "queuedMs" | "estimatedTtftMs" | "demoted"> | undefined;
   /** Regions tried, and those whose worker could not be reached: when it is every one, the answer says so. */
   let asked = 0;
   let unavailable = 0;
