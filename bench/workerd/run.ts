@@ -7,14 +7,17 @@
  *   2. a routing decision in the region router on an index of 10^4-10^6 node-block entries over
  *      8-256 nodes: µs per route + firstByte + complete;
  *   3. one region Durable Object's throughput: route + complete pairs per second through a real
- *      RegionDurableObject stub, at rising concurrency, with latency.
+ *      RegionDurableObject stub, at rising concurrency, with latency;
+ *   4. with `--validation` alone (`npm run bench:validate`, into bench/workerd/VALIDATION.md):
+ *      validating a request body at the edge, a short exchange and a 400-item agentic session in
+ *      each API with long lists, by the edge's fast schemas and by zod alone.
  *
  * Times are taken from outside the isolate, whole batches at a time, less an empty batch
- * (bench/workerd/timing.ts says why). Writes bench/workerd/RESULTS.md, or with `--quick` (a few
- * small cases, under a minute) .tmp/bench-workerd-quick/RESULTS.md, so a quick run never
- * overwrites the full results.
+ * (bench/workerd/timing.ts says why). Writes bench/workerd/RESULTS.md (VALIDATION.md), or with
+ * `--quick` (a few small cases, under a minute) .tmp/bench-workerd-quick/RESULTS.md
+ * (.tmp/bench-validate-quick/VALIDATION.md), so a quick run never overwrites the full results.
  *
- *   node bench/workerd/run.ts [--quick] [--out FILE]      (npm run bench:workerd)
+ *   node bench/workerd/run.ts [--quick] [--validation] [--out FILE]   (npm run bench:workerd, bench:validate)
  */
 import { parseArgs } from "node:util";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -44,14 +47,27 @@ import {
   THROUGHPUT_CONFIG,
   THROUGHPUT_NODES,
   type RouteShape,
+  agenticBody,
+  validateBatch,
+  VALIDATE_APIS,
+  VALIDATE_ITEMS,
+  type ValidateApi,
 } from "./scenarios.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, "..", "..");
 
-const { values: args } = parseArgs({ options: { quick: { type: "boolean", default: false }, out: { type: "string" } } });
+const { values: args } = parseArgs({
+  options: { quick: { type: "boolean", default: false }, validation: { type: "boolean", default: false }, out: { type: "string" } },
+});
 const quick = args.quick === true;
-const OUT = resolve(args.out ?? (quick ? join(REPO, ".tmp", "bench-workerd-quick", "RESULTS.md") : join(HERE, "RESULTS.md")));
+/** `--validation` (`npm run bench:validate`): section 4 alone, into its own file (VALIDATION.md). */
+const validationOnly = args.validation === true;
+const OUT_FILE = validationOnly ? "VALIDATION.md" : "RESULTS.md";
+const OUT = resolve(
+  args.out ??
+    (quick ? join(REPO, ".tmp", validationOnly ? "bench-validate-quick" : "bench-workerd-quick", OUT_FILE) : join(HERE, OUT_FILE)),
+);
 
 /** What a run measures and how long it spends on it. The full run takes about two minutes on 2 cores, --quick under 10 s. */
 interface Profile {
@@ -79,6 +95,8 @@ interface Profile {
   loadRuns: number;
   /** Pairs sent before the throughput test, so the region object's index and JIT are warm. */
   throughputWarmup: number;
+  /** Timed batches per body validated (section 4). */
+  validateBatches: number;
 }
 
 const FULL: Profile = {
@@ -97,6 +115,7 @@ const FULL: Profile = {
   loadPairs: 3_000,
   loadRuns: 3,
   throughputWarmup: 4_000,
+  validateBatches: 30,
 };
 
 const QUICK: Profile = {
@@ -115,6 +134,7 @@ const QUICK: Profile = {
   loadPairs: 500,
   loadRuns: 2,
   throughputWarmup: 1_000,
+  validateBatches: 6,
 };
 
 const profile = quick ? QUICK : FULL;
@@ -281,6 +301,37 @@ async function timeBatches(time: BatchTimer, batches: number): Promise<Timed> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 4. Validating a request body (`--validation`: this section alone)
+
+interface ValidateRow {
+  api: ValidateApi;
+  items: number;
+  bytes: number;
+  fast: { workerd: Timed; node: Timed };
+  zod: { workerd: Timed; node: Timed };
+}
+
+const validateRows: ValidateRow[] = [];
+for (const api of validationOnly ? VALIDATE_APIS : []) {
+  for (const items of VALIDATE_ITEMS) {
+    log(`validating: ${api}, ${items} items`);
+    const text = JSON.stringify(agenticBody(api, items));
+    const body = JSON.parse(text) as unknown;
+    const timed = async (how: "fast" | "zod") => ({
+      workerd: await timeBatches(
+        endpoint((k) => `/validate?api=${api}&items=${items}&how=${how}&k=${k}`),
+        profile.validateBatches,
+      ),
+      node: await timeBatches(
+        inNode((k) => validateBatch(api, body, how, k)),
+        profile.validateBatches,
+      ),
+    });
+    validateRows.push({ api, items, bytes: Buffer.byteLength(text), fast: await timed("fast"), zod: await timed("zod") });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // 1. Prefix hashing
 
 interface HashRow {
@@ -291,7 +342,7 @@ interface HashRow {
 }
 
 const hashRows: HashRow[] = [];
-for (const chars of profile.hashSizes) {
+for (const chars of validationOnly ? [] : profile.hashSizes) {
   log(`hashing: ${chars.toLocaleString("en-US")} characters`);
   const workerd = await timeBatches(
     endpoint((k) => `/hash?chars=${chars}&k=${k}`),
@@ -335,7 +386,7 @@ async function fillIndex(shape: RouteShape, fill: (requests: number) => Promise<
 }
 
 const routeRows: RouteRow[] = [];
-for (const entries of profile.routeEntries) {
+for (const entries of validationOnly ? [] : profile.routeEntries) {
   for (const nodes of profile.routeNodes) {
     const shape = { nodes, entries };
     log(`routing: ${nodes} nodes, ${entries.toLocaleString("en-US")} entries: filling`);
@@ -362,7 +413,7 @@ for (const entries of profile.routeEntries) {
   }
 }
 
-{
+if (!validationOnly) {
   const shape = profile.nodeShape;
   log(`routing under Node: ${shape.nodes} nodes, ${shape.entries.toLocaleString("en-US")} entries`);
   const scenario = new RouteScenario(shape, routePool());
@@ -409,8 +460,8 @@ interface HttpRow {
   count: number;
 }
 
-log(`throughput: warming the region object (${profile.throughputWarmup} pairs)`);
-await call(`/load?c=8&n=${profile.throughputWarmup}`);
+if (!validationOnly) log(`throughput: warming the region object (${profile.throughputWarmup} pairs)`);
+if (!validationOnly) await call(`/load?c=8&n=${profile.throughputWarmup}`);
 
 /** Worker-driven: `c` chains inside the worker, timed from outside, less an empty run's overhead. */
 async function loadLevel(c: number, kind: LoadRow["kind"]): Promise<LoadRow> {
@@ -429,11 +480,11 @@ async function loadLevel(c: number, kind: LoadRow["kind"]): Promise<LoadRow> {
 
 const maxC = profile.concurrency[profile.concurrency.length - 1]!;
 const loadRows: LoadRow[] = [];
-for (const c of profile.concurrency) {
+for (const c of validationOnly ? [] : profile.concurrency) {
   log(`throughput: ${c} chains inside the worker`);
   loadRows.push(await loadLevel(c, "pair"));
 }
-for (const c of [1, maxC]) {
+for (const c of validationOnly ? [] : [1, maxC]) {
   log(`throughput: ${c} chains inside the worker, RPC floor`);
   loadRows.push(await loadLevel(c, "floor"));
 }
@@ -466,11 +517,11 @@ async function httpLevel(c: number, path: "/pair" | "/noop"): Promise<HttpRow> {
 }
 
 const httpRows: HttpRow[] = [];
-for (const c of profile.concurrency) {
+for (const c of validationOnly ? [] : profile.concurrency) {
   log(`throughput: ${c} concurrent HTTP requests`);
   httpRows.push(await httpLevel(c, "/pair"));
 }
-for (const c of [1, maxC]) {
+for (const c of validationOnly ? [] : [1, maxC]) {
   log(`throughput: ${c} concurrent HTTP requests, no object`);
   httpRows.push(await httpLevel(c, "/noop"));
 }
@@ -505,15 +556,20 @@ const verdict = (what: string, measured: number | undefined, target: number, uni
     ? `- ${what}: not measured in this run (${quick ? "--quick" : "profile"} does not include it).`
     : `- ${what}: **${f1(measured)} ${unit}**, ${measured < target ? "under" : "**over**"} the ${target} ${unit} target.`;
 
-const md = [
-  "# The router's own cost inside workerd\n",
-  `Generated by \`${command}\` (\`npm run bench:workerd${quick ? " -- --quick" : ""}\`) in ${runSeconds.toFixed(0)} s. Do not edit: rerun to refresh.\n`,
+/** A report's title, how it was made, and the machine and runtime it was measured on. */
+const headMd = (title: string, script: string): string[] => [
+  `# ${title}\n`,
+  `Generated by \`${command}\` (\`npm run ${script}${quick ? " -- --quick" : ""}\`) in ${runSeconds.toFixed(0)} s. Do not edit: rerun to refresh.\n`,
   "## Machine\n",
   `- CPU: ${cpu[0]?.model ?? "unknown"}, ${cpu.length} cores; load average (1 min) ${f2(loadBefore[0]!)} before the run, ${f2(loadAfter[0]!)} after. ` +
     "The machine may be shared: a busy neighbour inflates every figure, and the tails most.",
   `- workerd ${versions.workerd} (through Miniflare ${versions.miniflare}, compatibility date ${compatibilityDate} from wrangler.toml); ` +
     `the project's wrangler is ${versions.wrangler}, which runs its own, slightly newer, workerd under \`wrangler dev\`.`,
   `- Node ${versions.node} for the Node columns (the same code, bench/workerd/scenarios.ts, in the driver's process).\n`,
+];
+
+const resultsMd = (): string[] => [
+  ...headMd("The router's own cost inside workerd", "bench:workerd"),
   "## Method\n",
   "The bench worker (bench/workerd/worker.mts) is bundled with esbuild from the production modules and run in workerd by Miniflare; the driver (bench/workerd/run.ts) times it from outside. " +
     "Inside workerd a script cannot time one call: deployed, `Date.now()` and `performance.now()` are frozen during synchronous execution and move only on I/O, and this local runtime lets them move but in whole milliseconds. " +
@@ -583,6 +639,26 @@ const md = [
   `Peak: ${n0(peakLoad.pairsPerSecond)} pairs/s at ${peakLoad.concurrency} chains inside the worker (mean ${ms2(peakLoad.meanMs)} ms); ${n0(peakHttp.perSecond)} pairs/s at ${peakHttp.concurrency} concurrent HTTP requests (p50 ${ms2(peakHttp.p50)} ms, p99 ${ms2(peakHttp.p99)} ms).`,
   "",
 ];
+
+const validationMd = (): string[] => [
+  ...headMd("Validating a request body at the edge, inside workerd", "bench:validate"),
+  "## Method\n",
+  "As bench/workerd/RESULTS.md's (the same harness, bench/workerd/run.ts): the bench worker runs the production modules in workerd, and each figure is a batch of K calls timed from outside less an empty batch, per call (median over the batches), beside the same code in the driver's Node process. " +
+    "The two schemas of a row are timed in the same sitting, so their ratio holds on a busy machine where each figure alone does not.\n",
+  "## Validating a request body\n",
+  "Per call: the edge's check of a parsed request body (src/edge/api/inference.ts), by its fast schema (src/edge/api/schemas.ts `fastSchemas`: the long lists checked by one loop each, src/edge/api/list-checks.ts) and by its zod schema alone, as the edge checked it before. " +
+    "Bodies (bench/workerd/scenarios.ts `agenticBody`): 2 items (a short exchange), and a coding agent's session of 400 (the task, then alternating tool calls and results of ~400 characters). " +
+    "workerd allows no eval, so zod runs there without its JIT; Node runs it with its JIT (the Node columns), as a Node service would.\n",
+  "| API | items | body KB | workerd fast µs | workerd zod µs | isolate clock µs (fast) | Node fast µs | Node zod µs | K x batches (workerd fast) |",
+  "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ...validateRows.map(
+    (r) =>
+      `| ${r.api} | ${r.items} | ${f1(r.bytes / 1024)} | ${f1(r.fast.workerd.medianUs)} | ${f1(r.zod.workerd.medianUs)} | ${Number.isNaN(r.fast.workerd.isolateUs) ? "-" : f1(r.fast.workerd.isolateUs)} | ${f1(r.fast.node.medianUs)} | ${f1(r.zod.node.medianUs)} | ${n0(r.fast.workerd.k)} x ${r.fast.workerd.batches} |`,
+  ),
+  "",
+];
+
+const md = validationOnly ? validationMd() : resultsMd();
 
 // Formatted as the repository's Prettier check (npm test) expects of a committed Markdown file.
 const text = await format(md.join("\n"), { ...(await resolveConfig(OUT)), parser: "markdown" });

@@ -1,14 +1,16 @@
 /**
  * The work bench/workerd times, shared by the bench worker (inside workerd) and the Node driver
  * (the same code under Node, for comparison): chat prompts to canonicalise and hash, a region
- * router filled to a given index size, and the configuration of the region whose Durable Object
- * the throughput test calls. Pure TypeScript over src/core and bench/text.ts, so it runs unchanged
- * in both runtimes and every figure is a figure of the production code.
+ * router filled to a given index size, the configuration of the region whose Durable Object the
+ * throughput test calls, and request bodies the edge validates. Pure TypeScript over src/core,
+ * src/edge/api/schemas.ts and bench/text.ts, so it runs unchanged in both runtimes and every
+ * figure is a figure of the production code.
  */
 import { DEFAULT_PREFIX_SETTINGS, hashCanonicalText, prefixKey } from "../../src/core/prefix.ts";
 import type { CanonicalPrompt } from "../../src/core/canonical.ts";
 import { DEFAULT_REGION_SETTINGS, RegionRouter } from "../../src/core/region/index.ts";
 import { chatPrompt, entityText, KIND, mix32 } from "../text.ts";
+import { chatCompletionSchema, fastSchemas, messagesSchema, responsesSchema } from "../../src/edge/api/schemas.ts";
 
 export { chatPrompt };
 
@@ -239,3 +241,81 @@ export const THROUGHPUT_CONFIG = {
   // a tenant: its key hash is an arbitrary 64-hex-digit value that no key matches in practice.
   tenants: [{ id: THROUGHPUT_TENANT, api_key_sha256: ["0".repeat(64)] }],
 };
+
+// ---------------------------------------------------------------------------------------------
+// 4. Validating a request body at the edge
+
+/** The APIs whose bodies carry long lists: chat's messages, Anthropic's messages, the Responses API's input items. */
+export const VALIDATE_APIS = ["chat", "messages", "responses"] as const;
+export type ValidateApi = (typeof VALIDATE_APIS)[number];
+/** Items in a body: a short exchange (a chat turn: a system prompt and a question), and an agentic session of 400 (tool calls and their results). */
+export const VALIDATE_ITEMS = [2, 400] as const;
+
+const FAST = { chat: fastSchemas.chat, messages: fastSchemas.messages, responses: fastSchemas.responses };
+const ZOD = { chat: chatCompletionSchema, messages: messagesSchema, responses: responsesSchema };
+
+/**
+ * A body of `items` list items in `api`'s shape: the first the user's task, then an agent's
+ * alternating tool calls and their results (each result ~400 characters), as a coding agent
+ * sends them turn after turn; a plain turn for 2 items.
+ */
+export function agenticBody(api: ValidateApi, items: number): Record<string, unknown> {
+  const result = (i: number) => `line ${i}: ${"const x = compute(y);\n".repeat(20)}`;
+  const list: unknown[] = [];
+  for (let i = 0; i < items; i++) {
+    const first = i === 0;
+    const call = i % 2 === 1;
+    if (api === "chat") {
+      list.push(
+        first
+          ? { role: "system", content: "You are a careful coding agent." }
+          : call
+            ? {
+                role: "assistant",
+                content: null,
+                tool_calls: [{ id: `c${i}`, type: "function", function: { name: "read", arguments: `{"path":"src/f${i}.ts"}` } }],
+              }
+            : { role: "tool", tool_call_id: `c${i - 1}`, content: result(i) },
+      );
+    } else if (api === "messages") {
+      list.push(
+        first
+          ? { role: "user", content: "Fix the failing test." }
+          : call
+            ? { role: "assistant", content: [{ type: "tool_use", id: `t${i}`, name: "read", input: { path: `src/f${i}.ts` } }] }
+            : { role: "user", content: [{ type: "tool_result", tool_use_id: `t${i - 1}`, content: result(i) }] },
+      );
+    } else {
+      list.push(
+        first
+          ? { role: "user", content: [{ type: "input_text", text: "Fix the failing test." }] }
+          : call
+            ? { type: "function_call", call_id: `c${i}`, name: "read", arguments: `{"path":"src/f${i}.ts"}` }
+            : { type: "function_call_output", call_id: `c${i - 1}`, output: result(i) },
+      );
+    }
+  }
+  if (api === "chat" && items === 2) list[1] = { role: "user", content: "Summarise the report in three sentences." };
+  const tools = [
+    { type: "function", function: { name: "read", parameters: { type: "object", properties: { path: { type: "string" } } } } },
+  ];
+  if (api === "chat") return { model: "bench-model", stream: true, messages: list, tools };
+  if (api === "messages")
+    return { model: "bench-model", max_tokens: 1024, stream: true, messages: list, tools: [{ name: "read", input_schema: {} }] };
+  return { model: "bench-model", stream: true, input: list, tools: [{ type: "function", name: "read", parameters: {} }] };
+}
+
+/**
+ * Validates `body` `k` times as the edge does (src/edge/api/inference.ts: `fast`, its fast schema,
+ * whose lists are checked by one loop each) or with its zod schema alone (`zod`, what the edge did
+ * before). Throws if a body is refused: a refused body would time the wrong path.
+ */
+export function validateBatch(api: ValidateApi, body: unknown, how: "fast" | "zod", k: number): { sink: number } {
+  const schema: { safeParse(v: unknown): { success: boolean } } = how === "fast" ? FAST[api] : ZOD[api];
+  let sink = 0;
+  for (let i = 0; i < k; i++) {
+    if (!schema.safeParse(body).success) throw new Error(`${api} body refused by the ${how} schema`);
+    sink++;
+  }
+  return { sink };
+}

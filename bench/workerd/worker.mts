@@ -8,6 +8,8 @@
  *   GET /route/setup?nodes=N&entries=E  RouteBench object: a RegionRouter on N nodes, index capped at E entries
  *   GET /route/fill?requests=R          ... route up to R fill requests (stops when the index is full)
  *   GET /route/run?k=K                  ... K timed route + firstByte + complete calls
+ *   GET /validate?api=A&items=N&how=fast|zod&k=K
+ *                                       K x validate a body of N list items in API A (the edge's fast schema, or zod alone)
  *   GET /pair?i=I                       one route + complete through the real RegionDurableObject (RPC, as dispatch.ts)
  *   GET /load?c=C&n=N[&floor=1]         N such pairs from C concurrent chains inside this worker; with
  *                                       floor=1 the same two calls, same arguments, to an object that does nothing
@@ -28,6 +30,10 @@ import {
   THROUGHPUT_REGION,
   THROUGHPUT_TENANT,
   type PoolPrompt,
+  agenticBody,
+  validateBatch,
+  VALIDATE_APIS,
+  type ValidateApi,
 } from "./scenarios.ts";
 
 /** The production Durable Object class, bound as `REGION` exactly as wrangler.toml binds it. */
@@ -44,8 +50,9 @@ const SESSION_HINTS = 500;
 /** Completion tokens reported in each answer's usage (the region object learns from usage at completion). */
 const COMPLETION_TOKENS = 64;
 
-/** Prompts built once per isolate: building them is not what is timed. */
+/** Prompts and bodies built once per isolate: building them is not what is timed. */
 const prompts = new Map<number, CanonicalPrompt>();
+const bodies = new Map<string, Record<string, unknown>>();
 let pool: PoolPrompt[] | undefined;
 const getPool = (): PoolPrompt[] => (pool ??= routePool());
 
@@ -193,6 +200,18 @@ export default {
         if (!prompt) prompts.set(chars, (prompt = chatPrompt(chars)));
         const p = prompt;
         const { value, isolateMs: ms } = isolateMs(() => hashBatch(p, intParam(url, "k")));
+        return Response.json({ ...value, isolateMs: ms });
+      }
+      case "/validate": {
+        const api = url.searchParams.get("api") as ValidateApi;
+        if (!VALIDATE_APIS.includes(api)) throw new Error(`api must be one of ${VALIDATE_APIS.join(", ")}`);
+        const items = intParam(url, "items");
+        const how = url.searchParams.get("how") === "zod" ? "zod" : "fast";
+        let body = bodies.get(`${api}:${items}`);
+        // Parsed from its JSON text, as the edge's body is: plain objects only.
+        if (!body) bodies.set(`${api}:${items}`, (body = JSON.parse(JSON.stringify(agenticBody(api, items))) as Record<string, unknown>));
+        const b = body;
+        const { value, isolateMs: ms } = isolateMs(() => validateBatch(api, b, how, intParam(url, "k")));
         return Response.json({ ...value, isolateMs: ms });
       }
       case "/route/setup":

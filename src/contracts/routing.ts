@@ -6,6 +6,7 @@
  * cheap (no per-hash regex) because `route` runs on every request.
  */
 import { z } from "zod";
+import { blockHashesSchema } from "./block-hashes.ts";
 import { NODE_ENGINES, nodeEngineSchema, nodeIdSchema, nodeReportSchema } from "./node.ts";
 import { MAX_SHARDS } from "../core/shard.ts";
 import { billSchema, reservationSchema, routeBudgetSchema } from "./usage.ts";
@@ -137,7 +138,7 @@ export const routeRequestSchema = z.object({
   requestId: z.string().min(1).max(128),
   model: z.string().min(1).max(256),
   /** Prefix block hashes (16 hex characters each), first block first. */
-  hashes: z.array(z.string().length(16)).max(4096),
+  hashes: blockHashesSchema,
   /** Estimated prompt tokens. */
   promptTokens: z.number().int().min(0),
   /** Session or user key: a hint for warmpath, the pin for sticky sessions. */

@@ -55,6 +55,8 @@ interface ForwardInput {
   promptTokens: number;
   /** The completion tokens the body allows, if it sets any (a budgeted request holds them: docs/USAGE.md). */
   maxTokens?: number | undefined;
+  /** What the edge read of the body's top level, so the region worker does not read it again (region-service.ts). */
+  bodyFields: DispatchRequest["bodyFields"];
   sessionKey: string | undefined;
   previousResponseId?: string | undefined;
   storesResponses: boolean;
@@ -134,6 +136,7 @@ export async function forward(rc: RequestContext, input: ForwardInput): Promise<
       hashes: input.hashes,
       promptTokens: input.promptTokens,
       maxTokens: input.maxTokens,
+      bodyFields: input.bodyFields,
       sessionKey: input.sessionKey,
       previousResponseId: input.previousResponseId,
       failoverFrom: index > 0 ? nearest : undefined,

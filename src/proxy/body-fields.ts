@@ -1,8 +1,10 @@
 /**
  * A few top-level fields of a JSON object body, read in one pass over its bytes without parsing
- * the rest: the region worker needs a request's `max_tokens` (to bound the usage a node may
- * claim, src/proxy/usage-check.ts) and whether it has `stream_options` (to ask for usage,
- * stream-usage.ts), and a body may be `max_body_bytes` (4 MiB) of prompt. The scan keeps only its
+ * the rest: a region worker whose edge did not say them (an older edge: the dispatch's
+ * `bodyFields`) needs a request's `max_tokens` (to bound the usage a node may claim,
+ * src/proxy/usage-check.ts) and whether it has `stream_options` (to ask for usage,
+ * stream-usage.ts), whose value it reads to rewrite it; and a body may be `max_body_bytes` (4 MiB)
+ * of prompt. The scan keeps only its
  * depth, and jumps over each string to its closing quote; nested keys of the
  * same name (a tool's schema with a `max_tokens` property) are not top-level and are skipped. A
  * key given twice is read as JSON.parse reads it: the last one.
@@ -104,8 +106,8 @@ function stringEnd(body: Uint8Array, open: number): number {
   }
 }
 
-/** A top-level field's value when it is a finite number; else undefined. */
-export function numberField(fields: Map<string, Field>, key: string): number | undefined {
+/** A top-level field's value as read (undefined when absent, or too long to parse here). */
+export function fieldValue(fields: Map<string, Field>, key: string): unknown {
   const f = fields.get(key);
-  return f?.present && typeof f.value === "number" && Number.isFinite(f.value) ? f.value : undefined;
+  return f?.present ? f.value : undefined;
 }

@@ -45,8 +45,8 @@ export function asksNoUsage(parsed: Record<string, unknown>): boolean {
  * did not. `parsed` is the same body, already parsed (top-level keys only are read); without it
  * (the region worker, which has only the bytes) the body is taken to be such a stream, and its
  * `stream_options` is found by a scan of its top level (body-fields.ts), or is `streamOptions`
- * when the caller's own scan of the body read it (src/region/node-body.ts: one scan for this and
- * the completion budget, instead of one each).
+ * when the caller knows it (src/region/node-body.ts: absent, as the edge read the body, or as its
+ * own scan for the completion budget read it).
  */
 export function requestStreamUsage(
   raw: Uint8Array,

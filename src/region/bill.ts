@@ -13,7 +13,6 @@ import type { TenantConfig } from "../config/schema.ts";
 import type { Usage } from "../contracts/routing.ts";
 import type { Bill, RouteBudget } from "../contracts/usage.ts";
 import { costUsd, priceOf } from "../core/usage/cost.ts";
-import { numberField, type Field } from "../proxy/body-fields.ts";
 import { COMPLETION_SLACK_TOKENS, checkUsage, type UsageRejection } from "../proxy/usage-check.ts";
 import type { RegionContext } from "./context.ts";
 
@@ -41,24 +40,6 @@ interface AnswerMeasure {
   sse: boolean;
   /** Characters of answer text a continuable stream relayed (src/region/seam.ts), when read. */
   relayedChars?: number | undefined;
-}
-
-/** The body keys that bound an answer's completion tokens (chat, completions, Responses, Messages). */
-export const COMPLETION_BUDGET_KEYS = ["max_completion_tokens", "max_tokens", "max_output_tokens"] as const;
-
-/**
- * The request's completion budget, from the top-level fields of the body the node is sent (read
- * by node-body.ts in its one scan of the body, src/proxy/body-fields.ts): the largest of its
- * budget keys (vLLM takes `max_completion_tokens` over `max_tokens`; a bound must hold whichever
- * the engine reads), or undefined when it gives none.
- */
-export function completionBudgetOf(fields: Map<string, Field>): number | undefined {
-  let most: number | undefined;
-  for (const key of COMPLETION_BUDGET_KEYS) {
-    const v = numberField(fields, key);
-    if (v !== undefined && v >= 0) most = Math.max(most ?? 0, Math.floor(v));
-  }
-  return most;
 }
 
 /** A node's usage the checks refused, for the `usage_rejected` line and the decision line. */

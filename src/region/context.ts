@@ -21,7 +21,7 @@ export interface RegionContext {
   body: Uint8Array;
   /** The node was asked for usage the client did not ask for: its event is taken out of the answer. */
   usageInjected: boolean;
-  /** The body's completion budget (bill.ts completionBudgetOf), read in node-body.ts's one scan of the body. */
+  /** The body's completion budget (src/proxy/completion-budget.ts), from the edge's reading of the body or node-body.ts's scan. */
   completionBudget: number | undefined;
   /** The request's spans in this worker (trace.ts). */
   trace: RegionTrace;

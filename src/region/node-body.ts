@@ -3,20 +3,24 @@
  * client's bytes, with the tenant's cache namespace as `cache_salt` where the region's engines
  * partition their cache by it (cache-salt.ts), and usage asked for on every stream whose client did
  * not ask for it, whatever its `stream_options` said (src/proxy/stream-usage.ts, whose filter takes
- * the usage event back out of the answer). The body's top level is scanned once
- * (src/proxy/body-fields.ts) for both `stream_options` and the completion budget the usage is
- * later checked against (bill.ts): a scan is a look at each byte of a prompt of up to 4 MiB.
+ * the usage event back out of the answer). What the body's top level says (its completion budget,
+ * the usage is later checked against in bill.ts, and whether it has `stream_options`) comes from
+ * the edge, which parsed it (the dispatch's `bodyFields`); from an older edge, from one scan of
+ * the body's top level (src/proxy/body-fields.ts), a look at each byte of a prompt of up to 4 MiB.
  */
 import type { LoadedRegion } from "../config/load.ts";
 import type { DispatchRequest } from "../contracts/region-service.ts";
-import { topLevelFields } from "../proxy/body-fields.ts";
+import { fieldValue, topLevelFields, type Field } from "../proxy/body-fields.ts";
+import { COMPLETION_BUDGET_KEYS, completionBudget } from "../proxy/completion-budget.ts";
 import { STREAM_OPTIONS, requestStreamUsage } from "../proxy/stream-usage.ts";
-import { COMPLETION_BUDGET_KEYS, completionBudgetOf } from "./bill.ts";
 import { engineCacheSalt, withCacheSalt } from "./cache-salt.ts";
 
 /** The top-level keys read from a body, with and without usage to ask for. */
 const BUDGET_KEYS: readonly string[] = COMPLETION_BUDGET_KEYS;
 const USAGE_AND_BUDGET_KEYS: readonly string[] = [STREAM_OPTIONS, ...COMPLETION_BUDGET_KEYS];
+
+/** A `stream_options` the edge said is absent: nothing to read, usage is added after the opening brace. */
+const ABSENT: Field = { present: false };
 
 export async function nodeBody(
   region: LoadedRegion,
@@ -24,8 +28,9 @@ export async function nodeBody(
   clientBody: Uint8Array,
 ): Promise<{ body: Uint8Array; usageInjected: boolean; completionBudget: number | undefined }> {
   // The client's body has the same top-level keys as the node's but `cache_salt`, added below.
-  const fields = topLevelFields(clientBody, request.askUsage ? USAGE_AND_BUDGET_KEYS : BUDGET_KEYS);
-  const completionBudget = completionBudgetOf(fields);
+  const read = request.bodyFields;
+  const fields = read ? undefined : topLevelFields(clientBody, request.askUsage ? USAGE_AND_BUDGET_KEYS : BUDGET_KEYS);
+  const budget = read ? read.completionBudget : completionBudget((key) => fieldValue(fields!, key));
   let body = clientBody;
   if (region.config.engine_cache_isolation === "cache_salt") {
     const salt = await engineCacheSalt(request.cacheNamespace, request.clientCacheSalt);
@@ -34,8 +39,11 @@ export async function nodeBody(
     const parsed = request.bodyHasCacheSalt ? (JSON.parse(new TextDecoder().decode(clientBody)) as Record<string, unknown>) : {};
     body = withCacheSalt(body, parsed, salt);
   }
-  if (!request.askUsage) return { body, usageInjected: false, completionBudget };
-  // The edge said this stream's client did not ask for usage; its `stream_options` (if any) was found in the bytes.
-  const asked = requestStreamUsage(body, undefined, fields.get(STREAM_OPTIONS));
-  return { body: asked.body, usageInjected: asked.injected, completionBudget };
+  if (!request.askUsage) return { body, usageInjected: false, completionBudget: budget };
+  // The edge said this stream's client did not ask for usage. Its `stream_options`, when it has
+  // one, is read by requestStreamUsage's own scan (a client's that says something else than
+  // `include_usage: true` is rare); when the edge said there is none, nothing is scanned.
+  const options = read ? (read.hasStreamOptions ? undefined : ABSENT) : fields!.get(STREAM_OPTIONS);
+  const asked = requestStreamUsage(body, undefined, options);
+  return { body: asked.body, usageInjected: asked.injected, completionBudget: budget };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { MAX_FIELD_VALUE_BYTES, numberField, topLevelFields } from "../../src/proxy/body-fields.ts";
+import { MAX_FIELD_VALUE_BYTES, fieldValue, topLevelFields } from "../../src/proxy/body-fields.ts";
+import { completionBudget } from "../../src/proxy/completion-budget.ts";
 
 const enc = new TextEncoder();
 const read = (json: string, keys: string[]) => topLevelFields(enc.encode(json), keys);
@@ -13,7 +14,7 @@ describe("topLevelFields", () => {
       max_tokens: 12,
     });
     const f = read(body, ["max_tokens", "stream_options"]);
-    expect(numberField(f, "max_tokens")).toBe(12);
+    expect(fieldValue(f, "max_tokens")).toBe(12);
     expect(f.get("stream_options")).toEqual({ present: false });
   });
 
@@ -24,7 +25,7 @@ describe("topLevelFields", () => {
       "n",
     ]);
     expect(f.get("stream_options")).toEqual({ present: true, value: { include_usage: false } });
-    expect(numberField(f, "max_tokens")).toBe(9);
+    expect(fieldValue(f, "max_tokens")).toBe(9);
     expect(f.get("n")).toEqual({ present: true, value: null });
   });
 
@@ -41,8 +42,8 @@ describe("topLevelFields", () => {
     });
     expect(JSON.parse(body).max_tokens).toBe(42);
     const f = read(body, ["max_tokens", 'we"ird']);
-    expect(numberField(f, "max_tokens")).toBe(42);
-    expect(numberField(f, 'we"ird')).toBe(1);
+    expect(fieldValue(f, "max_tokens")).toBe(42);
+    expect(fieldValue(f, 'we"ird')).toBe(1);
     // A body cut inside a string reads nothing after the cut.
     expect(read('{"messages": "unterminated \\", "max_tokens": 4', ["max_tokens"]).get("max_tokens")).toEqual({ present: false });
   });
@@ -51,6 +52,8 @@ describe("topLevelFields", () => {
     const f = read(`{"stream_options":"${"x".repeat(MAX_FIELD_VALUE_BYTES)}"}`, ["stream_options"]);
     expect(f.get("stream_options")).toEqual({ present: true, value: undefined });
     expect(read("[1,2]", ["max_tokens"]).get("max_tokens")).toEqual({ present: false });
-    expect(numberField(read('{"max_tokens":"5"}', ["max_tokens"]), "max_tokens")).toBeUndefined();
+    const text = read('{"max_tokens":"5"}', ["max_tokens"]);
+    expect(fieldValue(text, "max_tokens")).toBe("5");
+    expect(completionBudget((k) => fieldValue(text, k))).toBeUndefined();
   });
 });

@@ -146,12 +146,21 @@ export function shedRefusal(
     estimatedTtftMs?: number | undefined;
   },
 ): RouteRefusal {
+  // Finite only: a prediction of never (no node could ever start it) would not survive JSON, and
+  // "Infinity ms" explains nothing; the message then says never.
+  const predicted = at.estimatedTtftMs !== undefined && Number.isFinite(at.estimatedTtftMs) ? at.estimatedTtftMs : undefined;
+  const prediction =
+    predicted !== undefined
+      ? ` (its first token predicted in ${Math.round(predicted)} ms)`
+      : at.estimatedTtftMs === undefined
+        ? ""
+        : " (no node is predicted to start it at all)";
   const what =
     why === "queue-full"
       ? `its queue is full of requests that go first`
       : why === "deadline"
         ? `its deadline passed after ${Math.round(at.queuedMs)} ms in the queue`
-        : `no node can start it in time, even after the queue${at.estimatedTtftMs === undefined ? "" : ` (its first token predicted in ${Math.round(at.estimatedTtftMs)} ms)`}`;
+        : `no node can start it in time, even after the queue${prediction}`;
   return {
     ok: false,
     reason: "shed",
@@ -162,8 +171,7 @@ export function shedRefusal(
     objectiveMs: at.objectiveMs,
     queuedMs: at.queuedMs,
     demoted: at.demoted,
-    // Finite only: a prediction of never (no node could ever start it) would not survive JSON.
-    ...(at.estimatedTtftMs !== undefined && Number.isFinite(at.estimatedTtftMs) ? { estimatedTtftMs: at.estimatedTtftMs } : {}),
+    ...(predicted !== undefined ? { estimatedTtftMs: predicted } : {}),
     // What the next region must beat: the objective left.
     waitSeconds: Math.max(0, (at.objectiveMs - (req.spentMs ?? 0) - at.queuedMs) / 1000),
   };

@@ -3,6 +3,7 @@
  * prefix index predicted for the request (tickets.ts, on a completion with usage). No I/O: it
  * corrects the index and the node's counters it is given, and drops claims through its context.
  */
+import { BLOCK_HASH_CHARS } from "../../contracts/block-hashes.ts";
 import type { PrefixIndex } from "../prefix-index.ts";
 import { baseBlocksBefore } from "../block-layout.ts";
 import { ENGINE_BLOCK_ALLOWANCE_TOKENS, compareShares } from "./agreement.ts";
@@ -10,13 +11,10 @@ import { countAgreement } from "./metrics.ts";
 import type { NodeEntry } from "./node-table.ts";
 import type { RegionSettings } from "./settings.ts";
 
-/** Characters of one block hash (routeRequestSchema). */
-const HASH_CHARS = 16;
-
 /** A ticket's joined hashes, one string per block again. */
 export function chainHashes(chain: string): string[] {
-  const out = new Array<string>(chain.length / HASH_CHARS);
-  for (let k = 0; k < out.length; k++) out[k] = chain.slice(k * HASH_CHARS, (k + 1) * HASH_CHARS);
+  const out = new Array<string>(chain.length / BLOCK_HASH_CHARS);
+  for (let k = 0; k < out.length; k++) out[k] = chain.slice(k * BLOCK_HASH_CHARS, (k + 1) * BLOCK_HASH_CHARS);
   return out;
 }
 

@@ -25,9 +25,10 @@ import type { InferencePath, StreamApi, WarmRegion } from "../../contracts/regio
 import { parseJsonBody, readBodyLimited } from "../../http/body.ts";
 import { ApiError } from "../../http/errors.ts";
 import { forward } from "../forward.ts";
+import { parsedBodyFields } from "../../proxy/completion-budget.ts";
 import { asksNoUsage } from "../../proxy/stream-usage.ts";
 import type { RequestContext } from "./request-context.ts";
-import { chatCompletionSchema, completionSchema, firstIssue, messagesSchema, responsesSchema } from "./schemas.ts";
+import { chatCompletionSchema, completionSchema, fastSchemas, firstIssue, messagesSchema, responsesSchema } from "./schemas.ts";
 
 /** What an endpoint's body says that routing uses. */
 interface Parsed {
@@ -51,7 +52,14 @@ interface Endpoint {
   api: StreamApi;
 }
 
-function parseWith<S extends z.ZodType>(schema: S, json: unknown): z.output<S> {
+/**
+ * The body as `schema` takes it: first by `fast` (its long lists checked by one loop each,
+ * schemas.ts fastSchemas), and only when that refuses by `schema` itself, whose first issue is the
+ * client's error.
+ */
+function parseWith<S extends z.ZodType>(schema: S, fast: z.ZodType<z.output<S>>, json: unknown): z.output<S> {
+  const quick = fast.safeParse(json);
+  if (quick.success) return quick.data;
   const r = schema.safeParse(json);
   if (r.success) return r.data;
   const { message, param } = firstIssue(r.error);
@@ -64,7 +72,7 @@ export const CHAT: Endpoint = {
   storesResponses: false,
   api: "openai",
   parse(json) {
-    const r = parseWith(chatCompletionSchema, json);
+    const r = parseWith(chatCompletionSchema, fastSchemas.chat, json);
     return {
       model: r.model,
       prompt: { kind: "chat", messages: r.messages, tools: r.tools ?? undefined },
@@ -80,7 +88,7 @@ export const COMPLETIONS: Endpoint = {
   storesResponses: false,
   api: "openai",
   parse(json) {
-    const r = parseWith(completionSchema, json);
+    const r = parseWith(completionSchema, fastSchemas.completion, json);
     return {
       model: r.model,
       prompt: { kind: "completion", prompt: r.prompt },
@@ -96,7 +104,7 @@ export const RESPONSES: Endpoint = {
   storesResponses: true,
   api: "responses",
   parse(json) {
-    const r = parseWith(responsesSchema, json);
+    const r = parseWith(responsesSchema, fastSchemas.responses, json);
     return {
       model: r.model,
       prompt: responsesPrompt(r),
@@ -113,7 +121,7 @@ export const MESSAGES: Endpoint = {
   storesResponses: false,
   api: "messages",
   parse(json) {
-    const r = parseWith(messagesSchema, json);
+    const r = parseWith(messagesSchema, fastSchemas.messages, json);
     return { model: r.model, prompt: anthropicPrompt(r), hints: [r.metadata?.user_id], cacheSalt: undefined };
   },
 };
@@ -161,6 +169,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
     hashes: key.hashes,
     promptTokens: key.promptTokens,
     maxTokens: requestedMaxTokens(endpoint.path, object),
+    bodyFields: parsedBodyFields(object),
     // Namespaced by tenant: two tenants' session ids never collide.
     sessionKey: hint ? `${tenant.id}:${hint.slice(0, 512)}` : undefined,
     // Response ids are the node's own (random): scoped by tenant as well, so one tenant cannot steer another's.

@@ -4,6 +4,7 @@
  * `response_format`, vendor extensions...) reach the node untouched.
  */
 import { z } from "zod";
+import { isAnthropicMessages, isChatMessages, isCompletionPrompt, isContentParts, isObjectList } from "./list-checks.ts";
 
 const MAX_MESSAGES = 10_000;
 const MAX_PROMPTS = 1_024;
@@ -80,6 +81,33 @@ export const messagesSchema = z.looseObject({
 
 export type ChatCompletionRequest = z.output<typeof chatCompletionSchema>;
 export type CompletionRequest = z.output<typeof completionSchema>;
+type ResponsesRequest = z.output<typeof responsesSchema>;
+type MessagesRequest = z.output<typeof messagesSchema>;
+
+/** `tools`, when given: a list of objects (the schemas' `z.array(z.record(...)).nullish()`). */
+const fastTools = <T>() => z.custom<T>((v) => v === null || isObjectList(v, Infinity)).optional();
+
+/**
+ * The schemas above with their long lists checked by one loop each (list-checks.ts), tried first
+ * (inference.ts); a body one refuses is parsed again by its schema above, which names the issue.
+ * What one accepts, its schema accepts, with the same value (test/edge/api/list-checks.test.ts).
+ */
+export const fastSchemas = {
+  chat: chatCompletionSchema.extend({
+    messages: z.custom<ChatCompletionRequest["messages"]>((v) => isChatMessages(v, MAX_MESSAGES)),
+    tools: fastTools<ChatCompletionRequest["tools"]>(),
+  }),
+  completion: completionSchema.extend({ prompt: z.custom<CompletionRequest["prompt"]>((v) => isCompletionPrompt(v, MAX_PROMPTS)) }),
+  responses: responsesSchema.extend({
+    input: z.custom<ResponsesRequest["input"]>((v) => typeof v === "string" || isObjectList(v, MAX_MESSAGES)),
+    tools: fastTools<ResponsesRequest["tools"]>(),
+  }),
+  messages: messagesSchema.extend({
+    messages: z.custom<MessagesRequest["messages"]>((v) => isAnthropicMessages(v, MAX_MESSAGES)),
+    system: z.custom<MessagesRequest["system"]>((v) => v === null || typeof v === "string" || isContentParts(v)).optional(),
+    tools: fastTools<MessagesRequest["tools"]>(),
+  }),
+};
 
 /** The schema error as one message naming the field, e.g. `messages.0.role: Invalid option...`. */
 export function firstIssue(error: z.ZodError): { message: string; param: string } {
