@@ -644,7 +644,7 @@ const validationMd = (): string[] => [
   ...headMd("Validating a request body at the edge, inside workerd", "bench:validate"),
   "## Method\n",
   "As bench/workerd/RESULTS.md's (the same harness, bench/workerd/run.ts): the bench worker runs the production modules in workerd, and each figure is a batch of K calls timed from outside less an empty batch, per call (median over the batches), beside the same code in the driver's Node process. " +
-    "The two schemas of a row are timed in the same sitting, so their ratio holds on a busy machine where each figure alone does not.\n",
+    "The two schemas of a row are timed in the same sitting. zod's figures vary most from run to run: it copies every item it checks, so garbage collection lands in its batches.\n",
   "## Validating a request body\n",
   "Per call: the edge's check of a parsed request body (src/edge/api/inference.ts), by its fast schema (src/edge/api/schemas.ts `fastSchemas`: the long lists checked by one loop each, src/edge/api/list-checks.ts) and by its zod schema alone, as the edge checked it before. " +
     "Bodies (bench/workerd/scenarios.ts `agenticBody`): 2 items (a short exchange), and a coding agent's session of 400 (the task, then alternating tool calls and results of ~400 characters). " +

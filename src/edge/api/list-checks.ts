@@ -5,9 +5,9 @@
  * when one refuses, the zod schema runs and names the issue, so a client's error is zod's.
  *
  * Why: Workers allow no eval, so zod runs without its JIT there, and walks a list item by item
- * through its object, union and record schemas: a coding agent's session of 400 messages took 1,157
- * us in workerd, these loops 23 us (`npm run bench:validate`, bench/workerd/VALIDATION.md; 483-645
- * us against 23-52 us for the Responses and Messages APIs' 400 items).
+ * through its object, union and record schemas: a coding agent's session of 400 messages took 591
+ * us in workerd, these loops 25 us (`npm run bench:validate`, bench/workerd/VALIDATION.md; 447-627
+ * us against 22-34 us for the Responses and Messages APIs' 400 items).
  */
 
 /**
