@@ -45,9 +45,18 @@ function tree(): string {
   return root;
 }
 
-test("the modules an entry imports, through every kind of import and a cycle, and nothing else", () => {
+/** Runs `body` on a fresh {@link tree}, removed afterwards whatever `body` does. */
+function inTree(body: (root: string) => void): void {
   const root = tree();
   try {
+    body(root);
+  } finally {
+    rmSync(root, { recursive: true });
+  }
+}
+
+test("the modules an entry imports, through every kind of import and a cycle, and nothing else", () =>
+  inTree((root) => {
     assert.deepEqual(importedModules(root, ["bench/run.ts"]), [
       "bench/b.ts",
       "bench/lazy.ts",
@@ -66,14 +75,10 @@ test("the modules an entry imports, through every kind of import and a cycle, an
     // A module named that is not there: an error, never a module silently left out.
     writeFileSync(join(root, "bench/b.ts"), 'export { gone } from "./gone.ts";\n');
     assert.throws(() => importedModules(root, ["bench/run.ts"]), /bench\/b\.ts names \.\/gone\.ts, which is not a file/);
-  } finally {
-    rmSync(root, { recursive: true });
-  }
-});
+  }));
 
-test("an imported module's change changes the digest; another module, a test or a result does not", () => {
-  const root = tree();
-  try {
+test("an imported module's change changes the digest; another module, a test or a result does not", () =>
+  inTree((root) => {
     const digest = () => sourceDigest(root, ["bench/run.ts"]);
     const before = digest();
     writeFileSync(join(root, "bench/other.ts"), "changed\n");
@@ -85,14 +90,10 @@ test("an imported module's change changes the digest; another module, a test or 
     assert.notEqual(digest(), before);
     writeFileSync(join(root, "src/core/c.ts"), 'import { a } from "./a.ts";\nexport const c = 3;\n');
     assert.equal(digest(), before);
-  } finally {
-    rmSync(root, { recursive: true });
-  }
-});
+  }));
 
-test("a module moved, or bytes moved between modules, changes the digest", () => {
-  const root = tree();
-  try {
+test("a module moved, or bytes moved between modules, changes the digest", () =>
+  inTree((root) => {
     const digest = () => sourceDigest(root, ["bench/run.ts"]);
     const before = digest();
     renameSync(join(root, "bench/pool.ts"), join(root, "bench/pool2.ts"));
@@ -106,10 +107,7 @@ test("a module moved, or bytes moved between modules, changes the digest", () =>
     writeFileSync(join(root, "bench/b.ts"), "export const b = 2;\n");
     writeFileSync(join(root, "bench/lazy.ts"), "export {};\n");
     assert.notEqual(moved, digest());
-  } finally {
-    rmSync(root, { recursive: true });
-  }
-});
+  }));
 
 test("bench:goodput's digest covers its router, its anchors, its workloads and its report", () => {
   const modules = importedModules(join(import.meta.dirname, "..", ".."), [GOODPUT_ENTRY]);

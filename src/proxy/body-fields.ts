@@ -4,10 +4,9 @@
  * `bodyFields`) needs a request's `max_tokens` (to bound the usage a node may claim,
  * src/proxy/usage-check.ts) and whether it has `stream_options` (to ask for usage,
  * stream-usage.ts), whose value it reads to rewrite it; and a body may be `max_body_bytes` (4 MiB)
- * of prompt. The scan keeps only its
- * depth, and jumps over each string to its closing quote; nested keys of the
- * same name (a tool's schema with a `max_tokens` property) are not top-level and are skipped. A
- * key given twice is read as JSON.parse reads it: the last one.
+ * of prompt. The scan keeps only its depth, and jumps over each string to its closing quote;
+ * nested keys of the same name (a tool's schema with a `max_tokens` property) are not top-level
+ * and are skipped. A key given twice is read as JSON.parse reads it: the last one.
  */
 
 const QUOTE = 0x22;

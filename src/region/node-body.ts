@@ -22,15 +22,25 @@ const USAGE_AND_BUDGET_KEYS: readonly string[] = [STREAM_OPTIONS, ...COMPLETION_
 /** A `stream_options` the edge said is absent: nothing to read, usage is added after the opening brace. */
 const ABSENT: Field = { present: false };
 
+/**
+ * What the body's top level says: as the edge read it, or (an older edge) from one scan of its
+ * bytes. `streamOptions` undefined: the body has one the edge did not read, and requestStreamUsage
+ * reads it (a client's that says something else than `include_usage: true` is rare).
+ */
+function topLevel(request: DispatchRequest, clientBody: Uint8Array): { budget: number | undefined; streamOptions: Field | undefined } {
+  const read = request.bodyFields;
+  if (read) return { budget: read.completionBudget, streamOptions: read.hasStreamOptions ? undefined : ABSENT };
+  const fields = topLevelFields(clientBody, request.askUsage ? USAGE_AND_BUDGET_KEYS : BUDGET_KEYS);
+  return { budget: completionBudget((key) => fieldValue(fields, key)), streamOptions: fields.get(STREAM_OPTIONS) };
+}
+
 export async function nodeBody(
   region: LoadedRegion,
   request: DispatchRequest,
   clientBody: Uint8Array,
 ): Promise<{ body: Uint8Array; usageInjected: boolean; completionBudget: number | undefined }> {
   // The client's body has the same top-level keys as the node's but `cache_salt`, added below.
-  const read = request.bodyFields;
-  const fields = read ? undefined : topLevelFields(clientBody, request.askUsage ? USAGE_AND_BUDGET_KEYS : BUDGET_KEYS);
-  const budget = read ? read.completionBudget : completionBudget((key) => fieldValue(fields!, key));
+  const { budget, streamOptions } = topLevel(request, clientBody);
   let body = clientBody;
   if (region.config.engine_cache_isolation === "cache_salt") {
     const salt = await engineCacheSalt(request.cacheNamespace, request.clientCacheSalt);
@@ -40,10 +50,7 @@ export async function nodeBody(
     body = withCacheSalt(body, parsed, salt);
   }
   if (!request.askUsage) return { body, usageInjected: false, completionBudget: budget };
-  // The edge said this stream's client did not ask for usage. Its `stream_options`, when it has
-  // one, is read by requestStreamUsage's own scan (a client's that says something else than
-  // `include_usage: true` is rare); when the edge said there is none, nothing is scanned.
-  const options = read ? (read.hasStreamOptions ? undefined : ABSENT) : fields!.get(STREAM_OPTIONS);
-  const asked = requestStreamUsage(body, undefined, options);
+  // The edge said this stream's client did not ask for usage.
+  const asked = requestStreamUsage(body, undefined, streamOptions);
   return { body: asked.body, usageInjected: asked.injected, completionBudget: budget };
 }

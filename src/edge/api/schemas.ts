@@ -4,7 +4,16 @@
  * `response_format`, vendor extensions...) reach the node untouched.
  */
 import { z } from "zod";
-import { isAnthropicMessages, isChatMessages, isCompletionPrompt, isContentParts, isObjectList } from "./list-checks.ts";
+import {
+  ANTHROPIC_ROLES,
+  CHAT_ROLES,
+  MAX_MESSAGE_ID_CHARS,
+  isAnthropicMessages,
+  isChatMessages,
+  isCompletionPrompt,
+  isContentParts,
+  isObjectList,
+} from "./list-checks.ts";
 
 const MAX_MESSAGES = 10_000;
 const MAX_PROMPTS = 1_024;
@@ -12,11 +21,11 @@ const MAX_PROMPTS = 1_024;
 const contentPart = z.looseObject({ type: z.string().min(1, "content part needs a type") });
 
 const chatMessageSchema = z.looseObject({
-  role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
+  role: z.enum(CHAT_ROLES),
   content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
-  name: z.string().max(256).nullish(),
+  name: z.string().max(MAX_MESSAGE_ID_CHARS).nullish(),
   tool_calls: z.array(z.record(z.string(), z.unknown())).nullish(),
-  tool_call_id: z.string().max(256).nullish(),
+  tool_call_id: z.string().max(MAX_MESSAGE_ID_CHARS).nullish(),
 });
 
 /** Fields shared by both endpoints that routing reads. */
@@ -68,7 +77,7 @@ export const messagesSchema = z.looseObject({
   messages: z
     .array(
       z.looseObject({
-        role: z.enum(["user", "assistant"]),
+        role: z.enum(ANTHROPIC_ROLES),
         content: z.union([z.string(), z.array(contentPart)]),
       }),
     )
