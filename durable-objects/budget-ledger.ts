@@ -73,14 +73,14 @@ export class BudgetLedgerLink {
    * The budget check of a request, in the `route` call that admits it: its refusal (recorded with
    * the router) if its tenant has spent a budget or its requests in flight here hold the rest,
    * else undefined and the request holds its reservation until its bill settles it
-   * (src/core/usage/reservations.ts). A retry or a continuation (no budget, a known request id)
+   * (src/core/usage/reservations.ts). A retry or a continuation (no budget, its dispatch's hold key)
    * takes up the hold its first placement took. The ledger's totals are refreshed off the
    * request's path, at most once a flush interval.
    */
   admit(router: RegionRouter, req: RouteRequest, now: number): Extract<RouteAnswer, { ok: false }> | undefined {
     const holds = this.spendView.reservations;
     if (req.budget === undefined || req.tenant === undefined) {
-      holds.attach(req.requestId);
+      holds.attach(holdKey(req));
       return undefined;
     }
     const interval = this.where().flushIntervalMs;
@@ -94,7 +94,7 @@ export class BudgetLedgerLink {
     const over = this.spendView.check(req.tenant, req.budget, now, own);
     if (!over) {
       const prompt = { model: req.model, promptTokens: req.promptTokens };
-      if (holds.reserve(req.requestId, req.tenant, own, now, now + router.settings.requestTimeoutMs, prompt)) return undefined;
+      if (holds.reserve(holdKey(req), req.tenant, own, now, now + router.settings.requestTimeoutMs, prompt)) return undefined;
       return {
         ok: false,
         reason: "saturated",
@@ -122,9 +122,10 @@ export class BudgetLedgerLink {
    */
   placed(req: RouteRequest, result: { ok: true; ticket: string } | { ok: false }, now: number): void {
     const holds = this.spendView.reservations;
-    if (result.ok) holds.ticketed(req.requestId, result.ticket);
-    else if (req.budget !== undefined) holds.release(req.requestId);
-    else holds.detach(req.requestId, now);
+    const key = holdKey(req);
+    if (result.ok) holds.ticketed(key, result.ticket);
+    else if (req.budget !== undefined) holds.release(key);
+    else holds.detach(key, now);
   }
 
   /**
@@ -203,4 +204,9 @@ export function ledgerSpend(usageStore: UsageStore, report: unknown): SpendTotal
   const totals = usageStore.applySpend(r, now);
   usageStore.prune(DEFAULT_RETENTION_DAYS, now);
   return { totals };
+}
+
+/** What a request's hold is kept under: its dispatch's key, else (an older region worker) its id (routing.ts `holdKey`). */
+function holdKey(req: RouteRequest): string {
+  return req.holdKey ?? req.requestId;
 }

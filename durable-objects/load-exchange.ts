@@ -100,7 +100,8 @@ export class LoadExchange {
         continue;
       }
       for (const [node, l] of Object.entries(entry.load)) {
-        const sum = (others[node] ??= { queued: 0, recent: 0 });
+        // Own keys only: a node may be named `constructor`, which a plain object inherits.
+        const sum = Object.hasOwn(others, node) ? others[node]! : (others[node] = { queued: 0, recent: 0 });
         sum.queued += l.queued;
         sum.recent += l.recent;
         if (l.inflight) sum.inflight = (sum.inflight ?? 0) + l.inflight;

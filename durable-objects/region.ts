@@ -188,6 +188,8 @@ export class RegionDurableObject extends DurableObject<Env> {
       if (spec.static && !declared.has(spec.id)) {
         router.removeNode(spec.id);
         this.nodeStore.forget(spec.id);
+        // A report of it in the region's node feed would bring it back to a shard that restarts.
+        if (this.loadExchange.has(spec.id)) this.loadExchange.publish(router, spec.id, undefined);
       }
     }
     for (const n of init.staticNodes) {
@@ -340,17 +342,34 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.ctx.waitUntil(this.scheduleAlarm(now + this.flushIntervalMs));
   }
 
-  /** Writes the usage counted in memory to the ledger's table (synchronous SQLite: durable with the event's output). */
+  /**
+   * Writes the usage counted in memory to the ledger's table (synchronous SQLite: durable with the
+   * event's output). All the rows or none (one transaction): rows kept for the next flush after a
+   * write that failed part-way were counted twice, once by the rows it had written. The prune is
+   * apart: its failure leaves the rows written, and nothing to write again.
+   */
   private flushUsage(now: number): void {
     const rows = this.pendingUsage.take();
+    const failed = (what: string, e: unknown) =>
+      console.error(
+        JSON.stringify({
+          event: "usage_flush_error",
+          region: this.router?.settings.name,
+          step: what,
+          rows: rows.length,
+          message: String(e),
+        }),
+      );
     try {
-      this.usageStore.write(rows);
-      this.usageStore.prune(this.usageInit?.retentionDays ?? DEFAULT_RETENTION_DAYS, now);
+      this.ctx.storage.transactionSync(() => this.usageStore.write(rows));
     } catch (e) {
       this.pendingUsage.restore(rows);
-      console.error(
-        JSON.stringify({ event: "usage_flush_error", region: this.router?.settings.name, rows: rows.length, message: String(e) }),
-      );
+      return failed("write", e);
+    }
+    try {
+      this.usageStore.prune(this.usageInit?.retentionDays ?? DEFAULT_RETENTION_DAYS, now);
+    } catch (e) {
+      failed("prune", e);
     }
   }
 

@@ -3,11 +3,12 @@
  * (region-service.ts) carry them, and both check them with this one schema.
  */
 import { z } from "zod";
+import { HASH_HEX_CHARS } from "../core/hash.ts";
 
 /** The most prefix block hashes a request carries. */
 export const MAX_BLOCK_HASHES = 4096;
-/** Characters of one block hash: 16 hex, 64 bits (src/core/hash.ts). */
-export const BLOCK_HASH_CHARS = 16;
+/** Characters of one block hash: its hex form, 16 digits of 64 bits (src/core/hash.ts). */
+export const BLOCK_HASH_CHARS = HASH_HEX_CHARS;
 
 /**
  * A prompt's prefix block hashes, first block first: at most {@link MAX_BLOCK_HASHES} strings of

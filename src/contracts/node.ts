@@ -38,6 +38,12 @@ export type NodeEngine = z.infer<typeof nodeEngineSchema>;
 export const nodeMaxRunningSchema = z.number().int().min(1).max(65_536);
 
 /**
+ * The most requests a report may say a node runs or holds waiting: far past any engine's (a GPU runs
+ * hundreds at once), so that one absurd figure is refused rather than modelled as hours of queue.
+ */
+export const MAX_REPORTED_REQUESTS = 1_000_000;
+
+/**
  * A node's load report. The first valid report registers the node in its region. Unknown fields
  * are dropped rather than refused, so an agent newer than the router can still report.
  */
@@ -47,8 +53,8 @@ export const nodeReportSchema = z.object({
   url: nodeUrlSchema,
   models: nodeModelsSchema,
   kv_capacity_tokens: z.number().int().positive(),
-  running: z.number().int().min(0),
-  waiting: z.number().int().min(0),
+  running: z.number().int().min(0).max(MAX_REPORTED_REQUESTS),
+  waiting: z.number().int().min(0).max(MAX_REPORTED_REQUESTS),
   kv_usage: z.number().min(0).max(1),
   /** Changes when the node restarts (its cache is then forgotten). */
   boot_id: z.string().min(1).max(128).optional(),

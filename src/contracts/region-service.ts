@@ -56,6 +56,13 @@ export const regionPath = {
 } as const;
 
 /** Request headers a node may see; everything else (notably the client's API key) stays at the edge. */
+/**
+ * A value an HTTP header may carry: what the client's request had (the edge copies it from there),
+ * and what `Headers.set` takes when the region worker sets it on the node's call (it throws on CR,
+ * LF and NUL, after the request was placed).
+ */
+const HEADER_VALUE = /^[^\r\n\0]*$/;
+
 export const NODE_HEADERS = [
   "content-type",
   "accept",
@@ -162,7 +169,7 @@ export const dispatchRequestSchema = z.object({
   /** Earlier regions' attempts, for the decision line. */
   attempts: z.array(attemptSchema).max(MAX_ATTEMPTS),
   /** The client's headers a node may see (content type, accept, user agent, API betas), nothing else. */
-  headers: z.record(z.string().max(64), z.string().max(1024)),
+  headers: z.record(z.string().max(64), z.string().max(1024).regex(HEADER_VALUE, "must be a header value (no CR, LF or NUL)")),
   /**
    * The request's trace: the region worker's spans hang from the edge's span for this region, and
    * each node call sends the node a child `traceparent` (src/region/trace.ts). Optional: an older

@@ -143,6 +143,15 @@ export const routeRequestSchema = z.object({
   promptTokens: z.number().int().min(0),
   /** Session or user key: a hint for warmpath, the pin for sticky sessions. */
   sessionKey: z.string().max(1024).optional(),
+  /**
+   * What the request's budget hold is kept under (src/core/usage/reservations.ts): drawn by the
+   * region worker for each request it is dispatched, and carried by its retries and continuations,
+   * which take up the same hold. Not the request id: that is the client's `x-request-id` when it
+   * sent one, which its other requests may repeat (each admitted on one hold, concurrent requests
+   * sharing an id overran the budget by all but one of them). Absent (an older region worker): the
+   * request id.
+   */
+  holdKey: z.string().min(1).max(64).optional(),
   /** Nodes already tried for this request (a retry). */
   exclude: z.array(nodeIdSchema).max(16).optional(),
   /** It continues a stream another node of the region failed mid-way (not a retry: the client has part of the answer). */

@@ -68,7 +68,18 @@ function responsesItem(item: unknown): CanonicalMessage {
     return { role: item.role, content: chatContent(item.content) };
   }
   // Reasoning and other items: kept whole, in order.
-  return { role: String(item.type ?? "item"), content: stableJson(item) };
+  return { role: itemRole(item.type), content: stableJson(item) };
+}
+
+/**
+ * The role an item kept whole is filed under: its `type` when that is text (or a number or boolean,
+ * written as before), else `item`. Never `String()` of an object or array: the client chooses its
+ * keys, and `{"toString": 1}` makes that conversion throw (a 500 before the model was checked).
+ */
+function itemRole(type: unknown): string {
+  if (typeof type === "string") return type;
+  if (typeof type === "number" || typeof type === "boolean") return String(type);
+  return "item";
 }
 
 /** A Responses API request body (already validated as an object) as a chat prompt. */

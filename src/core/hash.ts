@@ -54,7 +54,10 @@ export function seedHash(seed: string): Hash64 {
   return hashBlock({ hi: 0, lo: 0 }, seed, 0, seed.length);
 }
 
-/** Formats a hash as 16 lowercase hex characters (the form used as an index key and on the wire). */
+/** Characters of a hash in its hex form ({@link hashToHex}): 64 bits, 16 hex digits. */
+export const HASH_HEX_CHARS = 16;
+
+/** Formats a hash as {@link HASH_HEX_CHARS} lowercase hex characters (the form used as an index key and on the wire). */
 export function hashToHex(h: Hash64): string {
   const { hi, lo } = h;
   return (

@@ -64,6 +64,7 @@
  */
 
 import { baseBlocksBefore, blockWeight } from "./block-layout.ts";
+import { HASH_HEX_CHARS } from "./hash.ts";
 
 /** Default hard cap on node-block entries across the whole index. */
 export const DEFAULT_MAX_INDEX_ENTRIES = 262_144;
@@ -105,9 +106,6 @@ const WEIGHT_SLOTS = 16;
 const pack = (seq: number, weight: number) => seq * WEIGHT_SLOTS + Math.log2(weight);
 const weightOf = (packed: number) => 2 ** (packed % WEIGHT_SLOTS);
 const seqOf = (packed: number) => Math.floor(packed / WEIGHT_SLOTS);
-
-/** Characters of a hash in the edge's form, and of each hash in joined hashes. */
-const HASH_CHARS = 16;
 
 /** The end of a list, an empty table slot, an unknown block. */
 const NONE = -1;
@@ -762,8 +760,8 @@ export class PrefixIndex {
 
   /** The slot of block `k` of joined hashes (16 characters each), NONE if unknown. */
   private blockAt(chain: string, k: number): number {
-    const at = k * HASH_CHARS;
-    if (!parseHexAt(chain, at)) return this.blockOf(chain.slice(at, at + HASH_CHARS), false);
+    const at = k * HASH_HEX_CHARS;
+    if (!parseHexAt(chain, at)) return this.blockOf(chain.slice(at, at + HASH_HEX_CHARS), false);
     const { table, bHi, bLo } = this;
     const mask = table.length - 1;
     if (mask < 0) return NONE;

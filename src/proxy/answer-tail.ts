@@ -13,8 +13,20 @@ export class AnswerTail {
   private size = 0;
   /** The chunks decoded, until the next push: the relay reads the tail twice at the end (terminator, usage). */
   private decoded: string | undefined;
+  /**
+   * The answer's first {@link USAGE_TAIL_CHARS} bytes, kept as they came: an Anthropic stream says
+   * its prompt's counts in its first event (`message_start`) and only the completion's at its end,
+   * so an answer longer than the tail has its prompt's counts here alone.
+   */
+  private readonly headChunks: Uint8Array[] = [];
+  private headSize = 0;
 
   push(chunk: Uint8Array): void {
+    if (this.headSize < USAGE_TAIL_CHARS) {
+      const part = chunk.byteLength <= USAGE_TAIL_CHARS - this.headSize ? chunk : chunk.subarray(0, USAGE_TAIL_CHARS - this.headSize);
+      this.headChunks.push(part);
+      this.headSize += part.byteLength;
+    }
     this.decoded = undefined;
     this.chunks.push(chunk);
     this.size += chunk.byteLength;
@@ -24,5 +36,10 @@ export class AnswerTail {
 
   text(): string {
     return (this.decoded ??= new TextDecoder().decode(concatBytes(this.chunks)));
+  }
+
+  /** The answer's first bytes, decoded (read once, at the end). */
+  head(): string {
+    return new TextDecoder().decode(concatBytes(this.headChunks));
   }
 }

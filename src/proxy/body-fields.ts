@@ -21,8 +21,11 @@ const CLOSE_BRACKET = 0x5d;
 /** A value longer than this is reported present but not parsed (the fields read here are numbers and small objects). */
 export const MAX_FIELD_VALUE_BYTES = 4096;
 
-/** What a body says of one key: absent, or present with its value (`undefined` when too long to parse here). */
-export type Field = { present: false } | { present: true; value: unknown };
+/**
+ * What a body says of one key: absent, or present with its value (`undefined` when too long to
+ * parse here) and where the value's bytes are (`start` to `end`, exclusive; whitespace after it included).
+ */
+export type Field = { present: false } | { present: true; value: unknown; start: number; end: number };
 
 const decoder = new TextDecoder();
 
@@ -45,7 +48,7 @@ export function topLevelFields(body: Uint8Array, keys: readonly string[]): Map<s
           value = undefined;
         }
       }
-      found.set(currentKey, { present: true, value });
+      found.set(currentKey, { present: true, value, start: valueStart, end });
     }
     currentKey = undefined;
     valueStart = -1;

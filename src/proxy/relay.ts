@@ -122,6 +122,10 @@ export function relay({
   let tail = new AnswerTail();
   let bytes = 0;
   let ended = false;
+  /** Another node is being asked to carry on (`resume` has not settled). */
+  let resuming = false;
+  /** The client went while it was: why (the answer then ends once the resume has, see `gone`). */
+  let leftWhileResuming: { reason: unknown } | undefined;
   const clock = new ReadClock(idleTimeoutMs, deadlineAt);
   const observe = (chunk: Uint8Array) => {
     bytes += chunk.byteLength;
@@ -149,7 +153,7 @@ export function relay({
     // After the task that closed the stream: the client's last byte leaves first, then the usage
     // is parsed, the decision line written and the region told (bench/e2e's profile at 43f19cc: the line and the RPC
     // in the closing task held the end of the body back by ~1 ms).
-    setTimeout(() => onEnd(how, parseAnswerTail(tail.text()), bytes), 0);
+    setTimeout(() => onEnd(how, parseAnswerTail(tail.text(), tail.head()), bytes), 0);
   };
   /** Ends the answer after a failure: an SSE stream with the error event, a JSON body broken. */
   const fail = (client: Sink, kind: StreamFailureKind, ending?: StreamEnding) => {
@@ -179,7 +183,20 @@ export function relay({
     if (!resume || !sse || kind === "deadline") return undefined;
     void reader.cancel(new Error(`stream ${kind}`)).catch(() => {});
     filter?.abandon?.();
-    const next = await resume(kind);
+    resuming = true;
+    let next: Segment | StreamEnding | undefined;
+    try {
+      next = await resume(kind);
+    } finally {
+      resuming = false;
+    }
+    if (leftWhileResuming) {
+      // The client went meanwhile: the new node's body is let go unread, and the answer ends only
+      // now, so that its end is told of the node the resume placed (whose part it then settles).
+      if (next && !("message" in next)) void next.reader.cancel(leftWhileResuming.reason).catch(() => {});
+      end("cancelled");
+      return "done";
+    }
     if (!next) return undefined;
     if ("message" in next) return next;
     reader = next.reader;
@@ -214,11 +231,28 @@ export function relay({
     close: () => void writer.close().catch(() => {}),
     error: (e) => void writer.abort(e).catch(() => {}),
   };
-  /** The client went: the node's body is let go now (a read may wait long), and nothing more is done for it. */
+  /**
+   * The client went: the node's body is let go now (a read may wait long), and nothing more is done
+   * for it. While another node is being asked to carry on, the end waits for its answer: ended
+   * now, the end would settle the failed node's part while the resume went on to place a new one,
+   * whose body nobody read or let go and whose part nobody settled.
+   */
   const gone = (reason: unknown) => {
     if (ended) return;
+    if (resuming) {
+      leftWhileResuming ??= { reason };
+      return;
+    }
     end("cancelled");
     void reader.cancel(reason).catch(() => {});
+  };
+  /** The request's deadline passed while the client had not taken what it was given: the answer ends, the node's body let go. */
+  const stalled = () => {
+    if (ended) return;
+    console.log(JSON.stringify({ event: "client_stalled_deadline", request_id: requestId }));
+    end("cancelled");
+    void reader.cancel(new Error("deadline")).catch(() => {});
+    void writer.abort(new Error("The request reached its deadline before the client read the answer")).catch(() => {});
   };
   if (clientGone?.aborted) gone(clientGone.reason);
   else clientGone?.addEventListener("abort", () => gone(clientGone.reason), { once: true });
@@ -235,11 +269,13 @@ export function relay({
     }
     for (;;) {
       // Nothing is read from the node before the client has read what it was given; a write that
-      // fails is a client that went.
+      // fails is a client that went, and one not taken by the request's deadline ends the answer.
+      clock.writing(stalled);
       const read = await written.then(
         () => true,
         (e: unknown) => (gone(e), false),
       );
+      clock.settled();
       if (!read || ended) return;
       step ??= await attempt(() => pullOnce(client));
       // A failed node: carried on by another (whose first chunk may fail too), or the end. Not

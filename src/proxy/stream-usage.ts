@@ -80,8 +80,22 @@ function asked(options: unknown): boolean {
   return options !== null && typeof options === "object" && (options as Record<string, unknown>).include_usage === true;
 }
 
-/** A body whose `stream_options` said something other than `include_usage: true`, with it said. */
+/**
+ * A body whose `stream_options` said something other than `include_usage: true`, with it said: the
+ * value's bytes replaced and every other byte the client's (parsed and written again whole, a
+ * `seed` of 18446744073709551615 reached the node as 18446744073709552000, and 1e999 as null).
+ */
 function rewritten(raw: Uint8Array, options: unknown): { body: Uint8Array; injected: boolean } {
+  const own = options !== null && typeof options === "object" && !Array.isArray(options) ? (options as Record<string, unknown>) : {};
+  const field = topLevelFields(raw, [STREAM_OPTIONS]).get(STREAM_OPTIONS);
+  if (field?.present) {
+    const value = new TextEncoder().encode(JSON.stringify({ ...own, include_usage: true }));
+    const body = new Uint8Array(field.start + value.length + (raw.length - field.end));
+    body.set(raw.subarray(0, field.start), 0);
+    body.set(value, field.start);
+    body.set(raw.subarray(field.end), field.start + value.length);
+    return { body, injected: true };
+  }
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder().decode(raw));
@@ -89,7 +103,6 @@ function rewritten(raw: Uint8Array, options: unknown): { body: Uint8Array; injec
     return { body: raw, injected: false };
   }
   if (!json || typeof json !== "object" || Array.isArray(json)) return { body: raw, injected: false };
-  const own = options !== null && typeof options === "object" && !Array.isArray(options) ? (options as Record<string, unknown>) : {};
   (json as Record<string, unknown>).stream_options = { ...own, include_usage: true };
   return { body: new TextEncoder().encode(JSON.stringify(json)), injected: true };
 }

@@ -15,12 +15,16 @@ export const USAGE_TAIL_CHARS = 8192;
 /**
  * Finds the last `"usage": {...}` object in `tail` (one nested level, for prompt_tokens_details).
  * An Anthropic stream's `message_delta` may carry only `output_tokens` (its prompt's counts came in
- * `message_start`): the completion is then that later count, the prompt the earlier object's.
+ * `message_start`): the completion is then that later count, the prompt the earlier object's, found
+ * in the answer's `head` when the answer is longer than its tail.
  */
-export function parseUsageTail(tail: string): Usage | undefined {
+export function parseUsageTail(tail: string, head = ""): Usage | undefined {
   const whole = lastObject(tail, '"usage"', toUsage);
   const output = lastObject(tail, '"usage"', outputTokensOnly);
-  if (whole && output && output.at > whole.at) return { ...whole.value, completionTokens: output.value };
+  if (output && (!whole || output.at > whole.at)) {
+    const earlier = whole ?? lastObject(head, '"usage"', toUsage);
+    if (earlier) return { ...earlier.value, completionTokens: output.value };
+  }
   return whole?.value;
 }
 
@@ -115,9 +119,9 @@ function parseLlamaTimingsTail(tail: string): Pick<Usage, "promptTokens" | "cach
   })?.value;
 }
 
-/** The answer's usage, with llama.cpp's cache counters filling in what `usage` does not say. */
-export function parseAnswerTail(tail: string): Usage | undefined {
-  const usage = parseUsageTail(tail);
+/** The answer's usage, with llama.cpp's cache counters filling in what `usage` does not say (`head`: the answer's first bytes). */
+export function parseAnswerTail(tail: string, head = ""): Usage | undefined {
+  const usage = parseUsageTail(tail, head);
   const timings = parseLlamaTimingsTail(tail);
   if (!timings) return usage;
   if (!usage) return { promptTokens: timings.promptTokens, cachedTokens: timings.cachedTokens, completionTokens: 0 };

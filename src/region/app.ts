@@ -159,6 +159,7 @@ export function createRegionApp(): Hono<RegionEnv> {
         config,
         region,
         request: meta.data,
+        holdKey: crypto.randomUUID(),
         ...(await nodeBody(region, meta.data, decoded.body)),
         trace,
         clientGone: c.req.raw.signal,

@@ -23,6 +23,11 @@ export interface RegionContext {
   usageInjected: boolean;
   /** The body's completion budget (src/proxy/completion-budget.ts), from the edge's reading of the body or node-body.ts's scan. */
   completionBudget: number | undefined;
+  /**
+   * Unique to this dispatch (drawn when it arrives): what the region object keeps the request's
+   * budget hold under, its retries and continuations included (routing.ts `holdKey`).
+   */
+  holdKey: string;
   /** The request's spans in this worker (trace.ts). */
   trace: RegionTrace;
   /**

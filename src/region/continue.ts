@@ -24,7 +24,7 @@ import type { Segment, StreamEnding } from "../proxy/relay.ts";
 import type { Placed, Upstream } from "./call-node.ts";
 import { deadlineOf, type RegionContext } from "./context.ts";
 import { continuationBody, refusalOf } from "./continuation-body.ts";
-import { accept, logBookkeepingError, tryNodes, type Session } from "./place.ts";
+import { accept, logBookkeepingError, settledIfThrown, tryNodes, type Session } from "./place.ts";
 import type { SeamFilter, SeamKind } from "./seam.ts";
 import { countStateless } from "./stateless.ts";
 
@@ -191,7 +191,13 @@ async function continueOnce(
       const outcome = { status: "stream-error" as const, continuation: failed.continuation };
       cc.rc.ctx.waitUntil(Promise.resolve(failed.session.complete(outcome)).then(ignore, logBookkeepingError));
     } else countStateless(cc.rc.region.config.name, failed.placed.nodeId, -1);
-    accept(cc.rc, tried.placed, tried.session, tried.upstream, cc.shard);
+    await settledIfThrown(
+      cc.rc,
+      tried.placed,
+      tried.session,
+      () => accept(cc.rc, tried.placed, tried.session, tried.upstream, cc.shard),
+      tried.upstream.reader,
+    );
     cc.live = { placed: tried.placed, session: tried.session, upstream: tried.upstream };
     cc.seam.beginSegment();
     console.log(

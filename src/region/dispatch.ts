@@ -14,7 +14,7 @@
 import type { Attempt, RegionRefusal } from "../contracts/region-service.ts";
 import { shardOf } from "../core/shard.ts";
 import type { RegionContext } from "./context.ts";
-import { accept, tryNodes } from "./place.ts";
+import { accept, settledIfThrown, tryNodes } from "./place.ts";
 import { respond } from "./respond.ts";
 
 export { firstByteTimeoutMs } from "./call-node.ts";
@@ -34,20 +34,27 @@ export async function serveInRegion(rc: RegionContext): Promise<RegionOutcome> {
   const tried = await tryNodes(rc, { shard, exclude, body: rc.body, own });
   if (!tried.ok) return { ok: false, refusal: tried.refusal };
   const { placed, session, upstream } = tried;
-  const { sse, foldFirstByte } = accept(rc, placed, session, upstream, shard);
-  return {
-    ok: true,
-    response: respond(rc, {
-      session,
-      shard: shards > 1 ? shard : undefined,
-      placed,
-      upstream,
-      attempts: request.attempts,
-      own,
-      shardIndex: shard,
-      exclude,
-      sse,
-      foldFirstByte,
-    }),
-  };
+  // From here the relay's end settles the placement; an error of this worker's before it does so.
+  const response = await settledIfThrown(
+    rc,
+    placed,
+    session,
+    () => {
+      const { sse, foldFirstByte } = accept(rc, placed, session, upstream, shard);
+      return respond(rc, {
+        session,
+        shard: shards > 1 ? shard : undefined,
+        placed,
+        upstream,
+        attempts: request.attempts,
+        own,
+        shardIndex: shard,
+        exclude,
+        sse,
+        foldFirstByte,
+      });
+    },
+    upstream.reader,
+  );
+  return { ok: true, response };
 }

@@ -9,7 +9,7 @@ import { regionStub } from "../config/load.ts";
 import { budgetOf } from "./bill.ts";
 import { priceOf } from "../core/usage/cost.ts";
 import { DEFAULT_RESERVE_MAX_TOKENS, reservationOf } from "../core/usage/reservations.ts";
-import { isInitNeeded, type InitNeeded, type RouteAnswer } from "../contracts/region-object.ts";
+import { isInitNeeded, type InitNeeded, type RouteAnswer, type RouteSessionApi } from "../contracts/region-object.ts";
 import type { Attempt, RegionRefusal } from "../contracts/region-service.ts";
 import { MAX_OBJECTIVE_MS, type RouteRequest } from "../contracts/routing.ts";
 import { tenantMayUse } from "../core/region/candidates.ts";
@@ -23,6 +23,29 @@ import { chooseStateless, countStateless, rememberNode } from "./stateless.ts";
 const ignore = () => {};
 /** A lost completion only delays the load model's correction (the ticket expires); log it. */
 export const logBookkeepingError = (e: unknown) => console.error(JSON.stringify({ event: "region_bookkeeping_error", message: String(e) }));
+
+/**
+ * `step`'s result; if it throws (an error of this worker's, not the node's), the placement is
+ * settled first: its session completed as a request that ended unanswered (`cancelled`: no node
+ * is blamed, nothing billed, its hold released), or its stateless count taken back, and the
+ * node's body, if one was being read, let go. Then the error goes on (the worker answers 500).
+ */
+export async function settledIfThrown<T>(
+  rc: RegionContext,
+  placed: Placed,
+  session: RouteSessionApi | undefined,
+  step: () => Promise<T> | T,
+  reader?: ReadableStreamDefaultReader<Uint8Array>,
+): Promise<T> {
+  try {
+    return await step();
+  } catch (e) {
+    void reader?.cancel(e).catch(() => {});
+    if (session) rc.ctx.waitUntil(Promise.resolve(session.complete({ status: "cancelled" })).then(ignore, logBookkeepingError));
+    else countStateless(rc.region.config.name, placed.nodeId, -1);
+    throw e;
+  }
+}
 
 /** A streamed request is relayed (and checked for its end) as SSE whatever the node's Content-Type says. */
 export function answersAsSse(stream: boolean, response: Response): boolean {
@@ -95,11 +118,26 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
     }
     const { placed, session } = placement;
     rc.trace.placed(decision, placed, rc.region.init.settings.shards > 1 ? plan.shard : undefined);
+    if (rc.clientGone?.aborted) {
+      // The client went while the request waited in the region's queue: no node is called, and the
+      // placement is settled at once (else the object counted it in flight until its timeout).
+      if (session) rc.ctx.waitUntil(Promise.resolve(session.complete({ status: "cancelled" })).then(ignore, logBookkeepingError));
+      else countStateless(region, placed.nodeId, -1);
+      plan.own.push({ region, node: placed.nodeId, outcome: "client gone" });
+      return {
+        ok: false,
+        refusal: { reason: "failed", message: "the client went before a node was called", retryAfterSeconds: 0, attempts: plan.own },
+      };
+    }
     const call = rc.trace.nodeCall(parent, placed, attempt);
     const calledAt = Date.now();
-    const answered = await callNode(rc, placed, typeof plan.body === "function" ? plan.body(placed) : plan.body, call.headers);
-    if (answered.ok) rc.trace.firstByte(call.span, calledAt, answered.response.status);
-    const upstream = await wholeIfJson(rc, answered);
+    // An error of our own here (a body or header it could not build) settles the placement first:
+    // else the object counts the request in flight until its timeout (600 s by default).
+    const { answered, upstream } = await settledIfThrown(rc, placed, session, async () => {
+      const answered = await callNode(rc, placed, typeof plan.body === "function" ? plan.body(placed) : plan.body, call.headers);
+      if (answered.ok) rc.trace.firstByte(call.span, calledAt, answered.response.status);
+      return { answered, upstream: await wholeIfJson(rc, answered) };
+    });
     if (!upstream.ok) {
       // Before its first byte, or a JSON answer that broke off: this node's call failed.
       if (answered.ok) rc.trace.endLive(upstream.detail, { "warmpath.failure": upstream.reason });
@@ -156,6 +194,7 @@ function routeRequest(rc: RegionContext, { shard, exclude, continuation }: NodeP
   const shards = rc.region.init.settings.shards;
   return {
     requestId: r.requestId,
+    holdKey: rc.holdKey,
     tenant: r.tenant.id,
     tenantWeight: r.tenant.weight,
     // A sharded region's shards each judge their part of the commitment, as of the rate limits.
@@ -178,7 +217,7 @@ function routeRequest(rc: RegionContext, { shard, exclude, continuation }: NodeP
     // The objective counts from the edge's arrival: the long haul and a nearer region's answer are spent already.
     spentMs: Math.min(MAX_OBJECTIVE_MS, Math.max(0, Date.now() - r.startedAt)),
     // A retry or a continuation is the same request: it passed the budget when it was first placed,
-    // and keeps the hold it took then (the object finds it by the request id).
+    // and keeps the hold it took then (the object finds it by the dispatch's hold key).
     ...(exclude.length === 0 && !continuation ? budgetAsk(rc) : {}),
   };
 }

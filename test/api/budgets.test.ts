@@ -110,10 +110,15 @@ describe("a budget held by requests in flight", () => {
   const MAX_TOKENS = 50;
   let n = 0;
   /** `maxTokens` null: the request sets none. */
-  async function askWilly(model: string, maxTokens: number | null = MAX_TOKENS) {
+  async function askWilly(model: string, maxTokens: number | null = MAX_TOKENS, requestId?: string) {
     const res = await call("/v1/chat/completions", {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${WILLY_KEY}`, "x-warmpath-region": "eu" },
+      headers: {
+        "content-type": "application/json",
+        authorization: `Bearer ${WILLY_KEY}`,
+        "x-warmpath-region": "eu",
+        ...(requestId === undefined ? {} : { "x-request-id": requestId }),
+      },
       body: JSON.stringify({
         model,
         messages: [{ role: "user", content: `${n++} ${PROMPT}` }],
@@ -128,6 +133,8 @@ describe("a budget held by requests in flight", () => {
     return { status: 200, tokens: usage.prompt_tokens + usage.completion_tokens, body, retryAfter };
   }
   const code = (body: string) => (JSON.parse(body) as { error: { code: string; message: string } }).error;
+  /** What the tests so far spent (their answered requests). */
+  let spentFirst = 0;
 
   async function willyLedger(): Promise<number> {
     const res = await call("/admin/usage?tenant=willy", { headers: admin });
@@ -135,12 +142,30 @@ describe("a budget held by requests in flight", () => {
     return rows.reduce((s, r) => s + r.prompt_tokens + r.completion_tokens + r.estimated_prompt_tokens + r.estimated_completion_tokens, 0);
   }
 
-  it("a request whose nodes all failed, or that its node refused, does not keep its hold", async () => {
+  it("requests at once with the same x-request-id each take their own hold: only as many as the budget holds are answered", async () => {
     await registerAll([
       { id: "hold-slow", region: "eu", mode: "slowfirst", models: ["m-hold"] },
       { id: "hold-fail", region: "eu", mode: "fail", models: ["m-hold-fail"] },
       { id: "hold-bad", region: "eu", mode: "bad", models: ["m-hold-bad"] },
     ]);
+    // Each holds ~1,200 tokens (its prompt and max_tokens 1,000) of the 3,000: two fit at once.
+    // Sharing the client's id, every request after the first took up the first's hold, so each
+    // saw one hold besides its own and all four were answered.
+    const answers = await Promise.all(Array.from({ length: 4 }, () => askWilly("m-hold", 1_000, "same-id")));
+    const ok = answers.filter((a) => a.status === 200);
+    expect(ok.length).toBeGreaterThanOrEqual(1);
+    expect(ok.length).toBeLessThanOrEqual(2);
+    for (const refused of answers.filter((a) => a.status !== 200)) {
+      expect(refused.status).toBe(429);
+      expect(code(refused.body)).toMatchObject({ code: "insufficient_quota" });
+      expect(code(refused.body).message).toContain("held by its requests in flight");
+    }
+    for (const a of ok) spentFirst += a.tokens;
+    // Its hold settled by its bill: the next test starts with nothing held.
+    await vi.waitFor(async () => expect(await willyLedger()).toBe(spentFirst), { timeout: 10_000, interval: 100 });
+  }, 40_000);
+
+  it("a request whose nodes all failed, or that its node refused, does not keep its hold", async () => {
     // No max_tokens: it holds its prompt plus 4,096 tokens, more than the whole budget, so while
     // it holds, nothing else of willy's is admitted in eu.
     const failed = await askWilly("m-hold-fail", null);
@@ -163,11 +188,8 @@ describe("a budget held by requests in flight", () => {
     expect((await askWilly("m-hold-bad", null)).status).toBe(400);
     const after = await askWilly("m-hold");
     expect(after.status).toBe(200);
-    spentFirst = admitted.tokens + after.tokens;
+    spentFirst += admitted.tokens + after.tokens;
   }, 40_000);
-
-  /** What the test above spent (the two answered requests). */
-  let spentFirst = 0;
 
   it("twenty requests at once are answered only while their holds fit; the spend stays within one request of the budget", async () => {
     await vi.waitFor(async () => expect(await willyLedger()).toBe(spentFirst), { timeout: 10_000, interval: 100 });

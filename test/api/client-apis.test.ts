@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { AdminRegionState as RegionSnapshot } from "../../src/contracts/admin.ts";
-import { ACME_KEY, GLOBEX_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
+import { ACME_KEY, EUONLY_KEY, GLOBEX_KEY, TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
 import { call, CF_VIRGINIA, nodeUrl, readChunks, registerAll } from "../helpers.ts";
 
 const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
@@ -38,6 +38,29 @@ describe("GET /v1/models/{id}", () => {
     // One type wherever the model is unknown (the inference endpoints answer the same).
     expect(await missing.json()).toMatchObject({ error: { code: "model_not_found", type: "invalid_request_error" } });
     expect((await call("/v1/models/org/base-7b")).status).toBe(401);
+  });
+});
+
+describe("GET /v1/models for a tenant restricted to some regions", () => {
+  it("lists and retrieves only the models it may use, with only its regions", async () => {
+    const auth = { headers: { authorization: `Bearer ${EUONLY_KEY}` } };
+    const list = await (await call("/v1/models", auth)).json<{ data: { id: string; regions: string[] }[] }>();
+    const ids = list.data.map((m) => m.id);
+    expect(ids).toContain("m-eu");
+    expect(ids).not.toContain("m-us");
+    expect(ids).not.toContain("m-ap");
+    expect(list.data.every((m) => m.regions.length === 1 && m.regions[0] === "eu")).toBe(true);
+    // Served in eu and us: listed, with eu alone.
+    expect(list.data.find((m) => m.id === "m-shared")!.regions).toEqual(["eu"]);
+    expect(await (await call("/v1/models/m-shared", auth)).json()).toMatchObject({ id: "m-shared", regions: ["eu"] });
+    // Served in us alone: not found for this key, as an unknown model (the inference endpoints answer the same).
+    const closed = await call("/v1/models/m-us", auth);
+    expect(closed.status).toBe(404);
+    const unknown = await call("/v1/models/nope", auth);
+    expect(await closed.json()).toEqual(await unknown.json());
+    // A tenant without a region list still sees both.
+    const all = await call("/v1/models/m-shared", { headers: { authorization: `Bearer ${ACME_KEY}` } });
+    expect(await all.json()).toMatchObject({ regions: ["eu", "us"] });
   });
 });
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { DEV_API_KEY } from "../../src/config/dev-credentials.ts";
 import { MAX_HEADER_BYTES, MAX_HEADER_VALUE_BYTES, MAX_URL_BYTES } from "../../src/edge/middleware/request-bounds.ts";
-import { ACME_KEY, TEST_NODE_TOKEN } from "../fixtures/config.ts";
+import { ACME_KEY, EUONLY_KEY, TEST_ADMIN_TOKEN, TEST_NODE_TOKEN } from "../fixtures/config.ts";
 import { call, chat, registerAll } from "../helpers.ts";
 
 interface ErrorBody {
@@ -35,6 +35,27 @@ describe("client errors", () => {
     });
     const err = await expectError(res, 401, "unsupported_authorization_scheme", "authentication_error");
     expect(err.message).toContain("Bearer");
+  });
+
+  it("401 invalid_api_key, not missing_api_key, for a Bearer header with more than one word, never echoing it", async () => {
+    for (const authorization of [
+      "Bearer a b",
+      `Bearer ${ACME_KEY} sk-SECRET-extra`,
+      "Bearer\tsk-SECRET-one\tsk-SECRET-two",
+      "bearer  x  y ",
+    ]) {
+      const res = await call("/v1/models", { headers: { authorization } });
+      const error = await expectError(res, 401, "invalid_api_key", "authentication_error");
+      expect(error.param).toBeNull();
+      expect(JSON.stringify(error)).not.toContain("SECRET");
+    }
+    // No word after Bearer is still a key missing.
+    await expectError(
+      await call("/v1/models", { headers: { authorization: "Bearer   " } }),
+      401,
+      "missing_api_key",
+      "authentication_error",
+    );
   });
 
   it("405 with Allow for another method on an API route", async () => {
@@ -77,9 +98,16 @@ describe("client errors", () => {
   });
 
   it("401 for an Authorization header the guard cannot read, even where no token is needed", async () => {
-    for (const authorization of ["Bearer", "Bearer a b", "bearer"]) {
+    for (const authorization of ["Bearer", "Bearer ", "bearer"]) {
       await expectError(await call("/admin/state", { headers: { authorization } }), 401, "missing_admin_token", "authentication_error");
     }
+    // Bearer and more than one word: a token was sent, and it is not one.
+    await expectError(
+      await call("/admin/state", { headers: { authorization: "Bearer a b" } }),
+      401,
+      "invalid_admin_token",
+      "authentication_error",
+    );
     // Another scheme is named as such.
     const basic = await call("/admin/state", { headers: { authorization: "Basic YWRtaW46YWRtaW4=" } });
     await expectError(basic, 401, "unsupported_authorization_scheme", "authentication_error");
@@ -193,6 +221,80 @@ describe("client errors", () => {
     });
     const error = await expectError(res, 400, "invalid_request", "invalid_request_error");
     expect(error.param).toBe("prompt");
+  });
+
+  it("no 500 for a Responses input item whose type cannot be turned into text", async () => {
+    await registerAll([{ id: "e1", region: "eu", models: ["m-eu"] }]);
+    const responses = (body: string) =>
+      call("/v1/responses", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${ACME_KEY}` }, body });
+    // `String()` of these throws (`toString` and `valueOf` are not functions): it did, before the model was checked.
+    for (const type of ['{"toString":1}', '[{"toString":1}]', '{"toString":"x","valueOf":[]}', '[[{"toString":[]}]]']) {
+      const unknown = await expectError(
+        await responses(`{"model":"gpt-nope","input":[{"type":${type}}]}`),
+        404,
+        "model_not_found",
+        "invalid_request_error",
+      );
+      expect(unknown.param).toBe("model");
+      const served = await responses(`{"model":"m-eu","input":[{"type":${type}}]}`);
+      expect(served.status, type).toBe(200);
+      await served.arrayBuffer();
+    }
+  });
+
+  it("404 model_not_found, not a 503 to retry, for a model served only in regions the tenant may not use", async () => {
+    // `euonly` may use region eu alone; m-us is served in us alone.
+    const restricted = await chat({ model: "m-us", messages: [{ role: "user", content: "hi" }] }, { key: EUONLY_KEY });
+    expect(restricted.headers.get("retry-after")).toBeNull();
+    const error = await expectError(restricted, 404, "model_not_found", "invalid_request_error");
+    expect(error.param).toBe("model");
+    // The answer to a model no region serves, word for word: it does not say the model exists elsewhere.
+    const unknown = await expectError(
+      await chat({ model: "gpt-nope", messages: [{ role: "user", content: "hi" }] }, { key: EUONLY_KEY }),
+      404,
+      "model_not_found",
+      "invalid_request_error",
+    );
+    expect(error).toEqual(unknown);
+    const messages = await call("/v1/messages", {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": EUONLY_KEY },
+      body: JSON.stringify({ model: "m-us", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }),
+    });
+    await expectError(messages, 404, "model_not_found", "invalid_request_error");
+    // Its models list and retrieve agree: m-us is not there for this key.
+    await expectError(
+      await call("/v1/models/m-us", { headers: { authorization: `Bearer ${EUONLY_KEY}` } }),
+      404,
+      "model_not_found",
+      "invalid_request_error",
+    );
+  });
+
+  it("400 for an unknown /admin/usage parameter, with a fixed message that never repeats the name", async () => {
+    const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+    const key = "SECRET" + "k".repeat(294);
+    const long = await call(`/admin/usage?${key}=1`, { headers: admin });
+    const body = await long.clone().text();
+    const error = await expectError(long, 400, "invalid_usage_query", "invalid_request_error");
+    expect(body).not.toContain("SECRET");
+    expect(error.param).toBeNull();
+    expect(error.message).toBe("Unknown query parameter: use tenant, from, to, format");
+    for (const name of [`<script>SECRET`, "SECRET%0d%0aX: y", "9SECRET", "SECRET" + "x".repeat(30)]) {
+      const res = await call(`/admin/usage?${name}=1`, { headers: admin });
+      const text = await res.clone().text();
+      expect((await expectError(res, 400, "invalid_usage_query", "invalid_request_error")).param, name).toBeNull();
+      expect(text, name).not.toContain("SECRET");
+    }
+    // A short, plain name (a typo) is named in `param`, never in the message.
+    const typo = await expectError(
+      await call("/admin/usage?tenat=x", { headers: admin }),
+      400,
+      "invalid_usage_query",
+      "invalid_request_error",
+    );
+    expect(typo.param).toBe("tenat");
+    expect(typo.message).not.toContain("tenat");
   });
 
   it("404 for an unknown model, naming the field, not repeating its value", async () => {

@@ -568,6 +568,22 @@ describe("admission", () => {
     expect(placed(r.admit(req(1_000), 0))).toMatchObject({ objectiveMs: 0, queuedMs: 0 });
   });
 
+  it("refuses every queued request of a model whose last node left, each once, and leaves the queue empty", () => {
+    const r = new RegionRouter(settings());
+    r.upsertNode(spec("a"), 0);
+    r.upsertNode({ ...spec("b"), models: ["other"] }, 0);
+    placed(r.admit(req(100_000, { objectiveMs: 60_000 }), 0));
+    const ids = [10, 20, 30].map((t) => queued(r.admit(req(1_000, { objectiveMs: 60_000 }), t)));
+    r.removeNode("a");
+    const out = r.drainQueue(50);
+    // Each refused once (taking one out twice took the next of its lane with it, which then waited forever).
+    expect(out.map((o) => o.queueId).sort()).toEqual([...ids].sort());
+    expect(out.every((o) => !o.result.ok && o.result.reason === "no-node")).toBe(true);
+    expect(r.queueDepth()).toEqual([0, 0, 0]);
+    expect(r.snapshot(50).queue).toMatchObject({ blocks: 0 });
+    expect(r.queueWakeAt(70_000)).toBeUndefined();
+  });
+
   it("forgets a cancelled request", () => {
     const r = new RegionRouter(settings());
     r.upsertNode(spec("a"), 0);

@@ -24,6 +24,14 @@ describe("shedRefusal", () => {
     expect(JSON.parse(JSON.stringify(r))).toEqual(r);
   });
 
+  it("says nothing of a prediction that is not a number of ms or never (NaN, -Infinity)", () => {
+    for (const estimatedTtftMs of [Number.NaN, Number.NEGATIVE_INFINITY]) {
+      const r = shedRefusal("us", req, "objective", { ...at, estimatedTtftMs });
+      expect(r.message).toMatch(/even after the queue$/);
+      expect("estimatedTtftMs" in r).toBe(false);
+    }
+  });
+
   it("says nothing of a prediction it was not given", () => {
     const r = shedRefusal("us", req, "objective", at);
     expect(r.message).toMatch(/even after the queue$/);

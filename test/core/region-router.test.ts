@@ -329,6 +329,25 @@ describe("RegionRouter: one shard of a sharded region", () => {
     expect(r.ownLoad(0)).toEqual({ b: { queued: 2_560, recent: 2_560 } });
   });
 
+  it("counts a node named `constructor` as any other: the load shared for it, its history (every object inherits that name)", () => {
+    const r = new RegionRouter(settings({ shards: 2 }));
+    r.upsertNode(spec("constructor"), 0);
+    r.upsertNode(spec("b"), 0);
+    // Nothing shared for it: no load, not the inherited Object function read as one.
+    r.shareForeignLoad({ b: { queued: 600_000, recent: 600_000 } }, 0);
+    const first = r.route(req("p"), 0);
+    if (!first.ok) throw new Error(first.message);
+    expect(first.nodeId).toBe("constructor");
+    expect(Number.isFinite(first.estimatedTtftMs)).toBe(true);
+    // Its own shared load counts: 60 s queued there sends a cold prompt to b.
+    r.shareForeignLoad({ constructor: { queued: 600_000, recent: 600_000 } }, 10);
+    const second = r.route(req("q"), 10);
+    if (!second.ok) throw new Error(second.message);
+    expect(second.nodeId).toBe("b");
+    const nodes = r.historyView(20).buckets.flatMap((b) => Object.entries(b.nodes));
+    expect(nodes.filter(([id]) => id === "constructor").map(([, n]) => n.routed)).toEqual([1]);
+  });
+
   describe("its part of a node's cache", () => {
     const filled = (over: Partial<RegionSettings> = {}) => {
       const r = new RegionRouter(settings({ shards: 2, ...over }));

@@ -160,3 +160,44 @@ describe("a node's places (max_running_requests), kept in the node table", () =>
     expect(await placesOf(fresh, region.init)).toBe(4);
   });
 });
+
+describe("the region object's usage flush", () => {
+  it("writes all of a flush's rows or none: a write that fails part-way keeps them all for the next, counted once", async () => {
+    const stub = env.REGION.getByName("usage-flush-atomic");
+    await runInDurableObject(stub, (instance) => {
+      // Its private parts, as a flush uses them.
+      const o = instance as unknown as {
+        pendingUsage: { add(bill: object, at: number): void };
+        usageStore: { write(rows: unknown[]): void; query(q: object, region: string): Array<{ model: string; prompt_tokens: number }> };
+        flushUsage(now: number): void;
+      };
+      const now = Date.UTC(2026, 11, 7, 12);
+      const bill = (model: string) => ({
+        tenant: "acme",
+        model,
+        estimated: false,
+        promptTokens: 100,
+        cachedTokens: 0,
+        completionTokens: 10,
+        costUsd: 0,
+        budgeted: false,
+      });
+      o.pendingUsage.add(bill("m-1"), now);
+      o.pendingUsage.add(bill("m-2"), now);
+      const write = o.usageStore.write.bind(o.usageStore);
+      // The first flush writes one row, then fails.
+      o.usageStore.write = (rows) => {
+        write(rows.slice(0, 1));
+        throw new Error("disk full");
+      };
+      o.flushUsage(now);
+      o.usageStore.write = write;
+      o.flushUsage(now);
+      const rows = o.usageStore.query({ tenant: "acme", from: "2026-12-07", to: "2026-12-07" }, "x");
+      expect(rows.map((r) => [r.model, r.prompt_tokens]).sort()).toEqual([
+        ["m-1", 100],
+        ["m-2", 100],
+      ]);
+    });
+  });
+});

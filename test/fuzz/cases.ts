@@ -16,6 +16,7 @@ import {
   pathTricks,
   Rng,
   truncations,
+  UNPRINTABLE_JSON,
   withInvalidUtf8,
 } from "./generator.ts";
 
@@ -90,6 +91,8 @@ interface InferenceSpec {
   deepAt: string[];
   /** Field path of a free text where hostile strings (and the canary) are planted in otherwise valid parts. */
   textAt: string;
+  /** Field paths the schema takes any value at and canonicalisation reads: where values JS cannot print are put. */
+  opaqueAt: string[];
   auth: (key: string) => [string, string];
 }
 
@@ -149,6 +152,7 @@ export const INFERENCE: InferenceSpec[] = [
       "messages.0.extra",
     ],
     textAt: "messages.0.content",
+    opaqueAt: ["messages.1.content.0.text", "messages.2.tool_calls.0.id", "tools.0.function.name", "extra"],
     auth: (key) => bearer(key),
   },
   {
@@ -180,6 +184,7 @@ export const INFERENCE: InferenceSpec[] = [
     ],
     deepAt: ["extra", "prompt"],
     textAt: "prompt",
+    opaqueAt: ["extra"],
     auth: (key) => bearer(key),
   },
   {
@@ -204,6 +209,17 @@ export const INFERENCE: InferenceSpec[] = [
     ],
     deepAt: ["tools.0.parameters", "input.1.arguments", "input.0.content.0.extra", "input.2.output", "extra"],
     textAt: "instructions",
+    opaqueAt: [
+      "input.0.type",
+      "input.0.role",
+      "input.1.type",
+      "input.1.call_id",
+      "input.1.name",
+      "input.2.call_id",
+      "input.2.output",
+      "tools.0.type",
+      "tools.0.name",
+    ],
     auth: (key) => bearer(key),
   },
   {
@@ -234,6 +250,13 @@ export const INFERENCE: InferenceSpec[] = [
     ],
     deepAt: ["messages.1.content.0.input", "tools.0.input_schema", "messages.2.content.0.content", "metadata.extra", "extra"],
     textAt: "system",
+    opaqueAt: [
+      "messages.1.content.0.id",
+      "messages.1.content.0.name",
+      "messages.2.content.0.tool_use_id",
+      "messages.2.content.0.content",
+      "tools.0.name",
+    ],
     auth: (key) => ["x-api-key", key],
   },
 ];
@@ -330,6 +353,12 @@ export function inferenceBodyCases(seed: number, maxBodyBytes: number, path: str
         const text = withRaw(setAt(hostile(), at, RAW0), [nestedText(levels, JSON.stringify(CANARY), kind)]);
         add(`${levels} levels at ${at}`, text, text.length > maxBodyBytes ? [413] : [400]);
       }
+    }
+    // Values String() throws on where canonicalisation reads them, with a model no region serves
+    // (the canary): the prompt is canonicalised before the model is checked, so anything but 404 is a bug there.
+    for (const at of spec.opaqueAt) {
+      for (const raw of UNPRINTABLE_JSON)
+        add(`unprintable value at ${at}`, withRaw(setAt(setAt(hostile(), "model", CANARY), at, RAW0), [raw]), [404]);
     }
     // Huge: a long text made invalid elsewhere; a body over the limit.
     add(

@@ -71,6 +71,19 @@ export const HOSTILE_STRINGS: readonly string[] = [
   " ",
 ];
 
+/**
+ * JSON texts of values JS cannot turn into a primitive: `String(v)`, `${v}`, `+v` and `v + ""` each
+ * throw a TypeError, since JSON.parse makes `toString` and `valueOf` own keys, and here neither is a
+ * function. Planted where the router reads a value without checking its type, one must never be a 500.
+ */
+export const UNPRINTABLE_JSON: readonly string[] = [
+  '{"toString":1}',
+  `{"toString":"${CANARY}","valueOf":[]}`,
+  '[{"toString":1}]',
+  `[["${CANARY}",{"valueOf":1,"toString":null}]]`,
+  `{"toString":{},"valueOf":{},"toJSON":"${CANARY}"}`,
+];
+
 /** JSON number texts that are absurd but valid JSON, or not JSON at all (NaN, Infinity, 0x1f, +1, .5, 1.). */
 export const ABSURD_NUMBER_TEXTS: readonly string[] = [
   "1e309",

@@ -19,14 +19,19 @@ describe("topLevelFields", () => {
   });
 
   it("reads values of any kind, with spacing, and the last of a repeated key (as JSON.parse)", () => {
-    const f = read('{ "stream_options" : {"include_usage": false} , "max_tokens" : 5, "max_tokens": 9, "n": null }', [
-      "stream_options",
-      "max_tokens",
-      "n",
-    ]);
-    expect(f.get("stream_options")).toEqual({ present: true, value: { include_usage: false } });
+    const body = '{ "stream_options" : {"include_usage": false} , "max_tokens" : 5, "max_tokens": 9, "n": null }';
+    const f = read(body, ["stream_options", "max_tokens", "n"]);
+    expect(f.get("stream_options")).toMatchObject({ present: true, value: { include_usage: false } });
     expect(fieldValue(f, "max_tokens")).toBe(9);
-    expect(f.get("n")).toEqual({ present: true, value: null });
+    expect(f.get("n")).toMatchObject({ present: true, value: null });
+    // Where each value's bytes are (up to its delimiter): what a rewrite of one field replaces.
+    const span = (key: string) => {
+      const field = f.get(key)!;
+      return field.present ? body.slice(field.start, field.end) : undefined;
+    };
+    expect(span("stream_options")).toBe('{"include_usage": false} ');
+    expect(span("max_tokens")).toBe("9");
+    expect(span("n")).toBe("null ");
   });
 
   it("finds each string's end past escaped quotes and runs of backslashes, as JSON.parse does", () => {
@@ -50,7 +55,7 @@ describe("topLevelFields", () => {
 
   it("says present but does not parse a value past its bound, and reads nothing of a non-object", () => {
     const f = read(`{"stream_options":"${"x".repeat(MAX_FIELD_VALUE_BYTES)}"}`, ["stream_options"]);
-    expect(f.get("stream_options")).toEqual({ present: true, value: undefined });
+    expect(f.get("stream_options")).toMatchObject({ present: true, value: undefined });
     expect(read("[1,2]", ["max_tokens"]).get("max_tokens")).toEqual({ present: false });
     const text = read('{"max_tokens":"5"}', ["max_tokens"]);
     expect(fieldValue(text, "max_tokens")).toBe("5");

@@ -66,4 +66,27 @@ describe("ReadClock", () => {
     expect(cancelled()).toBeUndefined();
     clock.stop();
   });
+
+  it("calls a wait for the client past the request's deadline, and never delays a later read's idle wait", async () => {
+    const clock = new ReadClock(40, Date.now() + 60_000);
+    // A wait for the client first, due at the deadline (a minute away), then taken.
+    let stalled = false;
+    clock.writing(() => (stalled = true));
+    clock.settled();
+    const { reader, cancelled } = silentAfterOne();
+    expect((await clock.read(reader)).done).toBe(false);
+    clock.settled();
+    const started = Date.now();
+    expect((await clock.read(reader)).done).toBe(true);
+    // The idle wait's 40 ms, not the deadline's minute.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(clock.timedOut).toBe("idle");
+    expect(cancelled()).toBeDefined();
+    expect(stalled).toBe(false);
+    clock.stop();
+
+    const short = new ReadClock(undefined, Date.now() + 30);
+    const called = new Promise<boolean>((resolve) => short.writing(() => resolve(true)));
+    expect(await called).toBe(true);
+  });
 });

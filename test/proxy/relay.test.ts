@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { relay, type RelayEnd } from "../../src/proxy/relay.ts";
 import { UsageEventFilter } from "../../src/proxy/stream-usage.ts";
 
@@ -209,6 +209,44 @@ describe("relay with resume", () => {
     await new Promise((r) => setTimeout(r, 10));
     expect(resumes).toBe(0);
     expect(ends).toEqual(["cancelled"]);
+  });
+
+  it("when the client goes while another node is asked to carry on, lets that node's body go and ends once the resume has settled", async () => {
+    let release!: (segment: { first: Uint8Array; reader: ReadableStreamDefaultReader<Uint8Array> }) => void;
+    let cancelledNext: unknown;
+    const next = new ReadableStream<Uint8Array>({
+      pull: () => new Promise<void>(() => {}),
+      cancel: (reason) => void (cancelledNext = reason ?? "cancelled"),
+    }).getReader();
+    const failing = new ReadableStream<Uint8Array>({ pull: (c) => c.error(new Error("reset")) }).getReader();
+    const { stream, ends, clientGone } = relayWithSignal(failing, {
+      resume: () => new Promise((r) => (release = r)),
+    });
+    const client = stream.getReader();
+    await client.read();
+    void client.read().catch(() => {});
+    await vi.waitFor(() => expect(release).toBeDefined());
+    clientGone.abort(new Error("gone"));
+    await new Promise((r) => setTimeout(r, 10));
+    // Not ended while the resume is out: its end would settle the failed node's part, not the new one's.
+    expect(ends).toEqual([]);
+    release({ first: enc.encode(content(1)), reader: next });
+    await vi.waitFor(() => expect(ends).toEqual(["cancelled"]));
+    expect(cancelledNext).toBeDefined();
+  });
+
+  it("ends the answer at the request's deadline when the client stops reading, letting the node's body go", async () => {
+    let cancelled: unknown;
+    // A node with more to say at once: only the client's pace holds the relay.
+    const reader = new ReadableStream<Uint8Array>({
+      pull: (c) => c.enqueue(enc.encode(content(1))),
+      cancel: (reason) => void (cancelled = reason ?? "cancelled"),
+    }).getReader();
+    const { stream, ends } = relayWithSignal(reader, { deadlineAt: Date.now() + 50, idleTimeoutMs: 30_000 });
+    const client = stream.getReader();
+    await client.read(); // the first chunk, then nothing more is read
+    await vi.waitFor(() => expect(ends).toEqual(["cancelled"]), { timeout: 2_000 });
+    expect(cancelled).toBeDefined();
   });
 
   it("lets go of a silent node's body as soon as the client goes, without waiting for its next chunk", async () => {

@@ -45,6 +45,17 @@ describe("requestStreamUsage", () => {
     }
   });
 
+  it("rewrites only stream_options's value: every other byte reaches the node as the client sent it", () => {
+    const raw = `{"model":"m","stream":true,"stream_options": {"include_usage":false} ,"seed":18446744073709551615,"temperature":1e999,"n":1.50}`;
+    for (const out of [requestStreamUsage(enc.encode(raw), JSON.parse(raw)), requestStreamUsage(enc.encode(raw))]) {
+      expect(out.injected).toBe(true);
+      // Parsed and written whole, the seed became 18446744073709552000 and 1e999 null.
+      expect(dec.decode(out.body)).toBe(
+        `{"model":"m","stream":true,"stream_options": {"include_usage":true},"seed":18446744073709551615,"temperature":1e999,"n":1.50}`,
+      );
+    }
+  });
+
   it("in the region worker, injects without re-writing when the body has no stream_options, and leaves one that asked", () => {
     const raw = `{"model":"m", "stream":true}`;
     expect(dec.decode(requestStreamUsage(enc.encode(raw)).body)).toBe(

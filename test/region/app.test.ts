@@ -61,6 +61,8 @@ describe("the region worker", () => {
       new Uint8Array([0xff, 0xff, 0xff, 0xff, 1]), // a meta length past the message
       encodeDispatch({ ...meta, hashes: ["not-16-chars"] }, new Uint8Array()),
       encodeDispatch({ ...meta, tenant: { id: "", weight: 1 } }, new Uint8Array()),
+      // A value no HTTP request carries, which setting it on the node's call would throw on.
+      encodeDispatch({ ...meta, headers: { "user-agent": "a\r\nx-injected: 1" } }, new Uint8Array()),
     ]) {
       const res = await post(bad);
       expect(res.status).toBe(400);

@@ -8,7 +8,13 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { TEST_ADMIN_TOKEN } from "../fixtures/config.ts";
-import { call, chat } from "../helpers.ts";
+import { dispatchMeta } from "../fixtures/dispatch.ts";
+import { call, chat, registerAll } from "../helpers.ts";
+import { loadConfig } from "../../src/config/load.ts";
+import type { AdminRegionState } from "../../src/contracts/admin.ts";
+import type { RegionContext } from "../../src/region/context.ts";
+import { tryNodes } from "../../src/region/place.ts";
+import { RegionTrace } from "../../src/region/trace.ts";
 
 const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
 
@@ -37,5 +43,39 @@ describe("placing through the region's object", () => {
     const after = await askRr("after the restart");
     expect(after.status).toBe(200);
     expect(after.headers.get("x-warmpath-policy")).toBe("round-robin");
+  });
+});
+
+describe("a placement whose client went while it waited", () => {
+  it("calls no node and is settled at once, so the object counts nothing in flight", async () => {
+    await registerAll([{ id: "gone-a", region: "us", models: ["m-gone"] }]);
+    const config = loadConfig(env, { kind: "region", served: undefined });
+    const region = config.regionByName.get("us")!;
+    const request = dispatchMeta({ model: "m-gone" });
+    const waits: Promise<unknown>[] = [];
+    const gone = new AbortController();
+    gone.abort(new Error("the client went"));
+    const body = new TextEncoder().encode(JSON.stringify({ model: "m-gone", messages: [{ role: "user", content: "hi" }] }));
+    const rc: RegionContext = {
+      env,
+      ctx: { waitUntil: (p) => void waits.push(p) },
+      config,
+      region,
+      request,
+      body,
+      usageInjected: false,
+      completionBudget: undefined,
+      holdKey: "gone-1",
+      trace: new RegionTrace(request, "us"),
+      clientGone: gone.signal,
+    };
+    const tried = await tryNodes(rc, { shard: 0, exclude: [], body, own: [] });
+    expect(tried.ok).toBe(false);
+    if (!tried.ok) expect(tried.refusal.attempts).toEqual([{ region: "us", node: "gone-a", outcome: "client gone" }]);
+    await Promise.all(waits);
+    const state = await (await call("/admin/state/us", { headers: admin })).json<AdminRegionState>();
+    const node = state.nodes.find((n) => n.id === "gone-a")!;
+    expect(node.load.inflight).toBe(0);
+    expect(node.metrics.cancelled).toBe(1);
   });
 });

@@ -241,6 +241,8 @@ export class AdmissionQueue {
           this.clock[rank] = Math.max(this.clock[rank]!, next.vt);
           next.vt += e.work / next.weight;
         }
+        // Already taken out by `fn` (remove): the cursor points at the entry after it, which stays.
+        if (this.byId.get(e.id) !== e) continue;
         // Taken out: the cursor now points at the entry after it.
         next.entries.splice(at, 1);
         if (next.entries.length === 0) this.busy[rank]!.delete(next);

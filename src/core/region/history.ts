@@ -123,7 +123,8 @@ function bucketStart(now: number): number {
 }
 
 function node(b: HistoryBucket, nodeId: string): NodeHistory | undefined {
-  let n = b.nodes[nodeId];
+  // Own keys only: a node may be named `constructor`, which every object inherits.
+  let n = Object.hasOwn(b.nodes, nodeId) ? b.nodes[nodeId] : undefined;
   if (n === undefined) {
     if (Object.keys(b.nodes).length >= MAX_HISTORY_NODES) return undefined;
     b.nodes[nodeId] = n = { routed: 0, prefillTokens: 0, cachedTokens: 0, decodeTokens: 0, failed: 0 };

@@ -262,10 +262,8 @@ export class QueuedAdmission {
     const req = e.req;
     const fresh = this.arrival?.id === e.id && this.arrival.placements === this.placement.count ? this.arrival : undefined;
     const found = fresh?.found ?? eligibleNodes(this.nodes, req, now, this.settings.maxInflightPerNode, this.settings.nodeTenants);
-    if (found.servesModel === 0) {
-      this.queue.remove(e);
-      return this.placement.refuseUnservable(req, 0, now);
-    }
+    // Refused: the visit takes it out (taking it out here too took the next entry of its lane with it).
+    if (found.servesModel === 0) return this.placement.refuseUnservable(req, 0, now);
     if (found.nodes.length === 0) return undefined;
     const all: CandidateField = {
       candidates:

@@ -147,14 +147,16 @@ export function shedRefusal(
   },
 ): RouteRefusal {
   // Finite only: a prediction of never (no node could ever start it) would not survive JSON, and
-  // "Infinity ms" explains nothing; the message then says never.
-  const predicted = at.estimatedTtftMs !== undefined && Number.isFinite(at.estimatedTtftMs) ? at.estimatedTtftMs : undefined;
+  // "Infinity ms" explains nothing; the message then says never. Anything else not finite is no
+  // prediction at all, and the message says none.
+  const estimated = at.estimatedTtftMs;
+  const predicted = estimated !== undefined && Number.isFinite(estimated) ? estimated : undefined;
   const prediction =
     predicted !== undefined
       ? ` (its first token predicted in ${Math.round(predicted)} ms)`
-      : at.estimatedTtftMs === undefined
-        ? ""
-        : " (no node is predicted to start it at all)";
+      : estimated === Number.POSITIVE_INFINITY
+        ? " (no node is predicted to start it at all)"
+        : "";
   const what =
     why === "queue-full"
       ? `its queue is full of requests that go first`

@@ -146,7 +146,8 @@ export class RegionRouter {
   shareForeignLoad(foreign: Readonly<Record<string, ShardLoad>>, now: number): void {
     const resized: Array<[string, number]> = [];
     for (const n of this.nodes.values()) {
-      n.load.shareForeign(foreign[n.spec.id] ?? NO_LOAD, now);
+      // Own keys only: a node may be named `constructor`, which every object inherits.
+      n.load.shareForeign(Object.hasOwn(foreign, n.spec.id) ? foreign[n.spec.id]! : NO_LOAD, now);
       // The other shards' prompts fill the same cache: in an LRU cache a stream of insertions
       // holds the share of it that it inserts, so this shard's prompts survive as long as its
       // share of the node's recent prefill would keep them. Believing the whole cache its own

@@ -141,7 +141,7 @@ interface Hold {
   tickets: string[];
 }
 
-/** The holds of one region object, by request id, and their sums by tenant and period. */
+/** The holds of one region object, by hold key (a request's dispatch: routing.ts `holdKey`), and their sums by tenant and period. */
 export class Reservations {
   private readonly holds = new Map<string, Hold>();
   private readonly byTicket = new Map<string, string>();

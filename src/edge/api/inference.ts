@@ -139,14 +139,7 @@ export async function handleInference(rc: RequestContext, endpoint: Endpoint): P
   const parsed = endpoint.parse(json as Record<string, unknown>);
 
   // Messages name the field or header at fault, never its value: an error repeats nothing the client sent.
-  if (!config.models.includes(parsed.model)) {
-    throw ApiError.notFound(
-      "model_not_found",
-      "The model named in `model` does not exist or is not served here (GET /v1/models lists them)",
-      "model",
-      "invalid_request_error",
-    );
-  }
+  if (tenantRegionsServing(config, tenant, parsed.model).length === 0) throw modelNotFound("`model`");
   const namespace = resolveNamespace(request, tenant);
   const admission = admissionAsk(request, tenant);
   const key = prefixKey(parsed.prompt, { model: parsed.model, namespace, cacheSalt: parsed.cacheSalt ?? undefined }, config.prefix);
@@ -249,6 +242,34 @@ function resolveNamespace(request: Request, tenant: TenantConfig): string {
   return `shared:${asked}`;
 }
 
+/** Whether the tenant may send requests to `region` (`tenants[].regions`: every region when it names none). */
+export function tenantMayUse(tenant: TenantConfig, region: LoadedRegion): boolean {
+  return tenant.regions === undefined || tenant.regions.includes(region.config.name);
+}
+
+/**
+ * The regions that serve `model` and that the tenant may use, in configuration order. None: the
+ * model is not found for this tenant, whether no region serves it or only regions it may not use.
+ */
+export function tenantRegionsServing(config: LoadedConfig, tenant: TenantConfig, model: string): LoadedRegion[] {
+  return config.regions.filter((r) => tenantMayUse(tenant, r) && r.config.models.includes(model));
+}
+
+/**
+ * 404 `model_not_found` (param `model`), as OpenAI answers a model that does not exist or that the
+ * key may not use: not retryable, unlike a 503 for want of a region. One message for both, so an
+ * answer does not tell a tenant that a model exists in regions closed to it; it never repeats the
+ * name. `where`: where the request named the model.
+ */
+export function modelNotFound(where: "`model`" | "the path"): ApiError {
+  return ApiError.notFound(
+    "model_not_found",
+    `The model named in ${where} does not exist or is not served here (GET /v1/models lists them)`,
+    "model",
+    "invalid_request_error",
+  );
+}
+
 /**
  * Regions to try: the pinned one (`x-warmpath-region`), or those serving the model, nearest first,
  * with the estimated round trip from the client to each (when its location is known).
@@ -259,14 +280,13 @@ function chooseRegions(
   model: string,
   tenant: TenantConfig,
 ): { regions: LoadedRegion[]; roundTrips: Array<number | undefined> | undefined } {
-  const allowed = (r: LoadedRegion) => tenant.regions === undefined || tenant.regions.includes(r.config.name);
   const pinned = request.headers.get(HINT.region);
   if (pinned !== null) {
     const region = config.regionByName.get(pinned);
     if (!region) {
       throw ApiError.invalidRequest("The region named in x-warmpath-region is not configured", "x-warmpath-region", "unknown_region");
     }
-    if (!allowed(region)) {
+    if (!tenantMayUse(tenant, region)) {
       throw ApiError.permission(
         "region_not_allowed",
         "This API key may not use the region named in x-warmpath-region",
@@ -288,7 +308,7 @@ function chooseRegions(
     lon: cf?.longitude !== undefined ? Number(cf.longitude) : undefined,
     continent: cf?.continent,
   };
-  const places = placesOf(config).filter((p) => allowed(p.region));
+  const places = placesOf(config).filter((p) => tenantMayUse(tenant, p.region));
   const ordered = orderRegions(places, model, client);
   return { regions: ordered.map((p) => p.region), roundTrips: ordered.map((p) => roundTripMs(p, client)) };
 }

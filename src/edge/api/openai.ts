@@ -7,9 +7,9 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types.ts";
 import type { LoadedConfig } from "../../config/load.ts";
-import { ApiError } from "../../http/errors.ts";
+import type { TenantConfig } from "../../config/schema.ts";
 import { tenantAuth } from "../middleware/bearer-guard/guards.ts";
-import { CHAT, COMPLETIONS, MESSAGES, RESPONSES, handleInference } from "./inference.ts";
+import { CHAT, COMPLETIONS, MESSAGES, RESPONSES, handleInference, modelNotFound, tenantRegionsServing } from "./inference.ts";
 import { requestContext } from "./request-context.ts";
 
 export const openaiApi = new Hono<AppEnv>();
@@ -19,36 +19,28 @@ export const CLIENT_PATHS = ["/v1/models", "/v1/models/*", "/v1/chat/completions
 
 for (const path of CLIENT_PATHS) openaiApi.use(path, tenantAuth);
 
-/** A model as OpenAI's API lists it, with the regions serving it. */
-function modelObject(config: LoadedConfig, id: string) {
-  return {
-    id,
-    object: "model",
-    created: 0,
-    owned_by: "warmpath",
-    regions: config.regions.filter((r) => r.config.models.includes(id)).map((r) => r.config.name),
-  };
+/**
+ * A model as OpenAI's API lists it, with the regions serving it that the tenant may use; undefined
+ * when there are none, so a tenant sees (and may retrieve) only the models it may send requests to.
+ */
+function modelObject(config: LoadedConfig, tenant: TenantConfig, id: string) {
+  const regions = tenantRegionsServing(config, tenant, id);
+  if (regions.length === 0) return undefined;
+  return { id, object: "model", created: 0, owned_by: "warmpath", regions: regions.map((r) => r.config.name) };
 }
 
 openaiApi.get("/v1/models", (c) => {
   const config = c.get("config");
-  return c.json({ object: "list", data: config.models.map((id) => modelObject(config, id)) });
+  const data = config.models.map((id) => modelObject(config, c.get("tenant"), id)).filter((m) => m !== undefined);
+  return c.json({ object: "list", data });
 });
 
 // Model ids may contain slashes (`meta-llama/Llama-3.1-8B-Instruct`): the rest of the path is the id.
 openaiApi.get("/v1/models/:id{.+}", (c) => {
-  const config = c.get("config");
-  const id = c.req.param("id");
-  if (!config.models.includes(id)) {
-    // The id is not repeated: errors never echo what the client sent.
-    throw ApiError.notFound(
-      "model_not_found",
-      "The model named in the path does not exist or is not served here (GET /v1/models lists them)",
-      "model",
-      "invalid_request_error",
-    );
-  }
-  return c.json(modelObject(config, id));
+  // The id is not repeated: errors never echo what the client sent.
+  const model = modelObject(c.get("config"), c.get("tenant"), c.req.param("id"));
+  if (!model) throw modelNotFound("the path");
+  return c.json(model);
 });
 
 openaiApi.post("/v1/chat/completions", (c) => handleInference(requestContext(c), CHAT));

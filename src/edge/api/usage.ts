@@ -31,15 +31,27 @@ const querySchema = z.strictObject({
   format: z.enum(["json", "csv"]).optional(),
 });
 
+/** A query parameter name `param` may name: short and plain, so an error holds nothing the client chose beyond it. */
+const PLAIN_PARAMETER = /^[A-Za-z][A-Za-z0-9_-]{0,31}$/;
+
+/**
+ * 400 for a query parameter the export does not take. The message is fixed (it names the
+ * parameters that work, never the one sent: errors do not repeat what the client sent); `param`
+ * names it only when it is a short, plain name (a typo such as `tenat`), else null.
+ */
+function unknownParameter(name: string | undefined): ApiError {
+  const param = name !== undefined && PLAIN_PARAMETER.test(name) ? name : null;
+  return ApiError.invalidRequest("Unknown query parameter: use tenant, from, to, format", param, "invalid_usage_query");
+}
+
 export const usageApi = new Hono<AppEnv>();
 
 usageApi.get("/admin/usage", async (c) => {
   const parsed = querySchema.safeParse(c.req.query());
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    const param = issue.code === "unrecognized_keys" ? issue.keys[0] : String(issue.path[0] ?? "");
-    const message = issue.code === "unrecognized_keys" ? `Unknown query parameter '${param}': use tenant, from, to, format` : issue.message;
-    throw ApiError.invalidRequest(message, param ?? null, "invalid_usage_query");
+    if (issue.code === "unrecognized_keys") throw unknownParameter(issue.keys[0]);
+    throw ApiError.invalidRequest(issue.message, String(issue.path[0] ?? ""), "invalid_usage_query");
   }
   const today = utcDay(Date.now());
   const from = parsed.data.from ?? `${today.slice(0, 7)}-01`;

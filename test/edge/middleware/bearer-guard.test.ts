@@ -47,6 +47,22 @@ describe("bearerGuard", () => {
     expect(await code(await get("api.example.com", "Basic Z29vZA=="))).toBe("unsupported_authorization_scheme");
   });
 
+  it("answers Bearer with more than one word as a wrong token, not a missing one", async () => {
+    for (const tokenless of [false, true]) {
+      const get = guarded("production", tokenless);
+      for (const authorization of ["Bearer a b", "Bearer good extra", "bearer\tgood\tgood", "Bearer  good  x  "]) {
+        const res = await get("api.example.com", authorization);
+        expect(res.status, authorization).toBe(401);
+        expect(await code(res), authorization).toBe("invalid_widget_token");
+      }
+      // Nothing after Bearer: missing, as before.
+      for (const authorization of ["Bearer", "Bearer   "])
+        expect(await code(await get("api.example.com", authorization))).toBe("missing_widget_token");
+    }
+    const res = await guarded("production")("api.example.com", "Bearer sk-secret-one sk-secret-two");
+    expect(await res.text()).not.toContain("sk-secret");
+  });
+
   it("never echoes the token it refused", async () => {
     const res = await guarded("production")("api.example.com", "Bearer sk-secret-value-123");
     expect(await res.text()).not.toContain("sk-secret-value-123");

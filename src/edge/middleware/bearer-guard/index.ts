@@ -3,7 +3,8 @@
  * option), from which the tenant, node and admin guards are made (guards.ts).
  *
  * Every guard answers the same way: no token is 401 `missing_<what>` (`unsupported_authorization_scheme`
- * when the Authorization header uses another scheme, e.g. Basic); a development credential
+ * when the Authorization header uses another scheme, e.g. Basic; `invalid_<what>` when it is Bearer
+ * with more than one word after it, which is a credential sent, not one missing); a development credential
  * outside a local development server is 401 `development_credential_refused` (checked before any
  * comparison, so a public credential never unlocks a deployed router); a token `verifyToken`
  * rejects is 401 `invalid_<what>`. Tokens are never echoed.
@@ -42,17 +43,22 @@ export function bearerGuard(options: BearerGuardOptions): MiddlewareHandler<AppE
       // admin API of a local server does not admit `Authorization: Basic ...` as if none were sent.
       const authorization = c.req.header("authorization");
       if (tokenless?.(c) && authorization === undefined) return next();
+      const what = credential === "api_key" ? "key" : "token";
       // A credential in another scheme (Basic, Digest) was sent, not missing: say which scheme works.
       if (authorization !== undefined && authorization.trim() !== "" && !/^Bearer(\s|$)/i.test(authorization.trim())) {
         throw ApiError.authentication(
           "unsupported_authorization_scheme",
-          `The Authorization header must use the Bearer scheme: Authorization: Bearer <${credential === "api_key" ? "key" : "token"}>`,
+          `The Authorization header must use the Bearer scheme: Authorization: Bearer <${what}>`,
         );
       }
-      throw ApiError.authentication(
-        `missing_${credential}`,
-        `Missing ${label}: send it as Authorization: Bearer <${credential === "api_key" ? "key" : "token"}>`,
-      );
+      // Bearer and more than one word (`Bearer a b`): a credential was sent, and it is not one; not missing.
+      if (authorization !== undefined && /^Bearer\s+\S/i.test(authorization.trim())) {
+        throw ApiError.authentication(
+          `invalid_${credential}`,
+          `Invalid ${label}: the Authorization header must be Bearer and one ${what}, without spaces in it`,
+        );
+      }
+      throw ApiError.authentication(`missing_${credential}`, `Missing ${label}: send it as Authorization: Bearer <${what}>`);
     }
     if (refusesDevCredential(token, c.req.raw, c.get("config"))) {
       throw ApiError.authentication(
