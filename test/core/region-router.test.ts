@@ -195,10 +195,17 @@ describe("RegionRouter: learning from what the nodes report", () => {
     // Same prefix again: predicted 20 blocks, then refused.
     const refused = routeOk(r, "p", 20);
     expect(refused.matchBlocks).toBe(20);
-    const predictedBefore = metrics(r).predictedCachedTokens;
+    const before = { prompt: metrics(r).promptTokens, predicted: metrics(r).predictedCachedTokens };
     r.complete(refused.ticket, { status: "refused" }, 30);
     expect(metrics(r).refused).toBe(1);
-    expect(metrics(r).predictedCachedTokens).toBe(predictedBefore - refused.predictedCachedTokens);
+    // Its prediction was never used, so it never counts; and the counters never go down (Prometheus
+    // reads a counter that does as a reset).
+    expect(metrics(r).predictedCachedTokens).toBe(before.predicted);
+    expect(metrics(r).promptTokens).toBe(before.prompt);
+    const computed = routeOk(r, "p", 35);
+    r.complete(computed.ticket, { status: "ok", usage: usage(0) }, 36);
+    expect(metrics(r).predictedCachedTokens).toBe(before.predicted + computed.predictedCachedTokens);
+    expect(metrics(r).promptTokens).toBeGreaterThan(before.prompt);
     // The prefix held before the refused request is still believed; a new one is not recorded.
     const other = routeOk(r, "new", 40);
     r.complete(other.ticket, { status: "refused" }, 50);

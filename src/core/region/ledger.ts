@@ -109,8 +109,6 @@ export class RegionLedger {
     const t = this.tenantCounters(tenant);
     if (t) {
       t.requests++;
-      t.promptTokens += req.promptTokens;
-      t.predictedCachedTokens += p.predictedCachedTokens;
     }
     this.history.routed(p.nodeId, now);
     const record = this.recent.add({
@@ -194,9 +192,10 @@ export class RegionLedger {
     const measured = usage?.cachedTokens !== undefined ? { promptTokens: usage.promptTokens, cachedTokens: usage.cachedTokens } : undefined;
     const t = this.tenants.get(e.tenant);
     if (t) {
-      if (!computed) {
-        t.promptTokens -= e.promptTokens;
-        t.predictedCachedTokens -= e.predictedCachedTokens;
+      // Counted once the node computed it (metrics.ts countComputed: counters never go down).
+      if (computed) {
+        t.promptTokens += e.promptTokens;
+        t.predictedCachedTokens += e.predictedCachedTokens;
       }
       t.completionTokens += usage?.completionTokens ?? 0;
       if (measured) {

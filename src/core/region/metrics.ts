@@ -91,19 +91,11 @@ export function emptyMetrics(): NodeMetrics {
   };
 }
 
-export function countRouted(
-  m: NodeMetrics,
-  decision: Decision,
-  promptTokens: number,
-  predictedCachedTokens: number,
-  matchBlocks: number,
-): void {
+export function countRouted(m: NodeMetrics, decision: Decision, matchBlocks: number): void {
   observe(m.matchedBlocksHistogram, MATCHED_BLOCKS_BUCKETS, matchBlocks);
   m.matchedBlocksSum += matchBlocks;
   m.routed++;
   m.decisions[decision]++;
-  m.promptTokens += promptTokens;
-  m.predictedCachedTokens += predictedCachedTokens;
 }
 
 export function countFirstByte(m: NodeMetrics, waitMs: number): void {
@@ -131,12 +123,14 @@ export function countOutcome(m: NodeMetrics, outcome: CompletionOutcome): void {
 }
 
 /**
- * A request the node refused or failed before computing: it is taken back out of the predicted
- * figures (the prefix it was predicted to reuse was never used), though it stays counted as routed.
+ * A request the node computed (its completion says so): its prompt and the part of it predicted
+ * cached are counted now, not when it was routed. A request the node refused or failed before
+ * computing never used its prediction; counted at routing, it had to be taken back out, and the
+ * exported counters (`warmpath_prompt_tokens_total`) went down, which Prometheus reads as a reset.
  */
-export function uncountPrediction(m: NodeMetrics, promptTokens: number, predictedCachedTokens: number): void {
-  m.promptTokens -= promptTokens;
-  m.predictedCachedTokens -= predictedCachedTokens;
+export function countComputed(m: NodeMetrics, promptTokens: number, predictedCachedTokens: number): void {
+  m.promptTokens += promptTokens;
+  m.predictedCachedTokens += predictedCachedTokens;
 }
 
 /** One comparison of the router's predicted cached share of a prompt with the node's measured one. */

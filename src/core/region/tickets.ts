@@ -16,7 +16,7 @@ import { considered } from "./considered.ts";
 import type { FairShare } from "./fair-share.ts";
 import type { CandidateField } from "./hold-for-others.ts";
 import type { RegionLedger, LedgerEntry } from "./ledger.ts";
-import { countDuration, countFirstByte, countOutcome, countRouted, uncountPrediction } from "./metrics.ts";
+import { countComputed, countDuration, countFirstByte, countOutcome, countRouted } from "./metrics.ts";
 import type { NodeTable } from "./node-table.ts";
 import type { RegionParts } from "./parts.ts";
 import type { RegionSettings } from "./settings.ts";
@@ -182,7 +182,7 @@ export class Tickets {
       rank: d.admitted.rank,
       generation: entry.load.generation,
     });
-    countRouted(entry.metrics, d.decision, req.promptTokens, chosen.matchTokens, chosen.matchBlocks);
+    countRouted(entry.metrics, d.decision, chosen.matchBlocks);
     this.reserve.placed(chosen.id, d.admitted.rank);
     return { ticket, shown };
   }
@@ -224,9 +224,9 @@ export class Tickets {
         // The node computed nothing: it does not hold the prompt, nor did it evict anything for
         // it, and the prediction was never used.
         this.rollBackClaims(t);
-        uncountPrediction(n.metrics, t.promptTokens, t.predictedCachedTokens);
       } else {
         this.confirmClaims(t);
+        countComputed(n.metrics, t.promptTokens, t.predictedCachedTokens);
         if (outcome.usage?.cachedTokens !== undefined)
           learnFromUsage(this.evidence, n, t, outcome.usage.promptTokens, outcome.usage.cachedTokens);
       }
