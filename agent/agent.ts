@@ -29,8 +29,8 @@
  *    later report and the deregistration carry instead. A 403 `node_identity_mismatch` means the
  *    id is held by another credential, usually this agent's previous run whose secret was lost on
  *    restart (use --state-file to keep it): logged once ("identity refused"), and registration is
- *    tried again when the router says the holder's entry expires (its Retry-After), else with
- *    backoff. A secret the router no longer knows (the node expired while the agent was cut off)
+ *    tried again when the router says the holder's entry expires (its Retry-After, waited at most
+ *    --max-backoff-ms), else with backoff. A secret the router no longer knows (the node expired while the agent was cut off)
  *    is dropped and the node registered again at once.
  *
  * Nothing is thrown out of the loop but one fatal error: no KV capacity, from the engine or the
@@ -39,10 +39,12 @@
 import { backoffDelay } from "./backoff.ts";
 import { bootMarkers, newBootId, restartReason, type BootMarkers } from "./boot.ts";
 import { ENGINES, detectEngine } from "./engines/detect.ts";
-import type { Capacity, Engine, EngineLoad, EngineName } from "./engines/types.ts";
+import { safePositive, type Capacity, type Engine, type EngineLoad, type EngineName } from "./engines/types.ts";
+import { redactUrl } from "./http.ts";
+import { MAX_TIMER_MS } from "./limits.ts";
 import { parsePrometheus } from "./prometheus.ts";
 import { NodeCredentials } from "./credentials.ts";
-import { NodeIdentityError, deregisterNode, postReport } from "./report-loop.ts";
+import { DEREGISTER_TIMEOUT_MS, NodeIdentityError, deregisterNode, postReport } from "./report-loop.ts";
 import { EngineError, engineGet, engineGetJson, fetchModels } from "./scrape.ts";
 import type { NodeReport } from "../src/contracts/node.ts";
 import { MAX_RUNNING_REPORTED, type AgentConfig } from "./args.ts";
@@ -97,7 +99,11 @@ export function startAgent(o: AgentOptions): Agent {
   const log = o.log ?? (() => {});
   const random = o.random ?? Math.random;
   const node = { region: o.region, node_id: o.nodeId };
+  /** Aborted by stop(): the engine requests at once; the reports at once, or after a grace (see stop()). */
   const abort = new AbortController();
+  const reportAbort = new AbortController();
+  /** The metrics URL as logged: without the user and password it may carry. */
+  const metricsShown = redactUrl(o.metricsUrl);
   const engineRequest = { timeoutMs: o.engineTimeoutMs, apiKey: o.engineApiKey, signal: abort.signal };
   const credentials = new NodeCredentials(o.token, {
     stateFile: o.stateFile,
@@ -156,14 +162,14 @@ export function startAgent(o: AgentOptions): Agent {
     try {
       engine = o.engine === "auto" ? detectEngine(samples) : ENGINES[o.engine];
     } catch (err) {
-      throw new EngineError(`${o.metricsUrl}: ${message(err)}`);
+      throw new EngineError(`${metricsShown}: ${message(err)}`);
     }
     const page = { samples, headers: metrics.headers };
     let load: EngineLoad;
     try {
       load = engine.readLoad(page);
     } catch (err) {
-      throw new EngineError(`${o.metricsUrl}: ${message(err)}`);
+      throw new EngineError(`${metricsShown}: ${message(err)}`);
     }
     const models = o.models ?? (await fetchModels(o.engineUrl, engineRequest));
     const next = bootMarkers(engine, page);
@@ -176,6 +182,8 @@ export function startAgent(o: AgentOptions): Agent {
       if (engine.capacityEndpoint && p === undefined) p = await engineGetJson(o.engineUrl + engine.capacityEndpoint, engineRequest);
       props = p;
       capacity = engine.readCapacity({ ...page, props: p });
+      // Not a positive safe integer (the contract refuses it): unreadable, as if absent.
+      if (capacity && safePositive(capacity.tokens) === undefined) capacity = undefined;
       if (!capacity) {
         throw new FatalAgentError(
           `cannot read the KV cache capacity from ${engine.name} (${CAPACITY_SOURCES[engine.name]}); pass --kv-capacity-tokens`,
@@ -212,7 +220,7 @@ export function startAgent(o: AgentOptions): Agent {
       await engineFailed(err);
       return o.intervalMs;
     }
-    if (!engineSeen || engineFailing) log({ event: "engine_ok", engine: s.engine.name, url: o.metricsUrl });
+    if (!engineSeen || engineFailing) log({ event: "engine_ok", engine: s.engine.name, url: metricsShown });
     engineSeen = true;
     engineFailing = false;
     engineFailures = 0;
@@ -245,16 +253,19 @@ export function startAgent(o: AgentOptions): Agent {
     };
     mayBeRegistered = true; // even a report that timed out may have reached the router
     try {
-      const { registered } = await postReport(o.routerUrl, credentials, report, o.routerTimeoutMs);
+      // stop() aborts it: a shutdown does not wait --router-timeout-ms for a silent router.
+      const { registered } = await postReport(o.routerUrl, credentials, report, o.routerTimeoutMs, reportAbort.signal);
       if (registered) log({ event: "registered", kept_in: o.stateFile ? "state file" : "memory" });
     } catch (err) {
       if (stopped) throw err;
       if (err instanceof NodeIdentityError) {
         // The node is not (or no longer) ours to report: try registering again when the holder's
-        // entry expires, as the router says, plus jitter; else with backoff.
+        // entry expires, as the router says, plus jitter, but no later than --max-backoff-ms (a
+        // router's Retry-After may be anything); else with backoff.
         routerAttempts++;
         const backoff = backoffDelay(routerAttempts, o.intervalMs, o.maxBackoffMs, random);
-        const delay = err.retryAfterMs !== undefined ? err.retryAfterMs + Math.round(random() * o.intervalMs) : backoff;
+        const delay =
+          err.retryAfterMs !== undefined ? Math.min(o.maxBackoffMs, err.retryAfterMs + Math.round(random() * o.intervalMs)) : backoff;
         if (!identityRefused) log({ event: "identity_refused", error: err.message, retry_in_ms: delay });
         identityRefused = true;
         mayBeRegistered = false; // whoever holds the id, it is not this agent: nothing to deregister
@@ -274,7 +285,8 @@ export function startAgent(o: AgentOptions): Agent {
         wake = undefined;
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      // Past 2^31-1 ms a Node timer fires after 1 ms: never ask it for more (the flags are bounded too).
+      const timer = setTimeout(done, Math.min(MAX_TIMER_MS, Math.max(0, ms)));
       wake = done;
     });
 
@@ -309,9 +321,17 @@ export function startAgent(o: AgentOptions): Agent {
     stop() {
       stopping ??= (async () => {
         stopped = true;
-        abort.abort(); // a scrape or report in flight ends now, not at its timeout
+        // A scrape, or a report carrying the node secret, in flight ends now, not at its timeout.
+        // A registration in flight (no secret yet) gets up to the deregistration's own timeout:
+        // its answer carries the secret the DELETE needs (without it the node stays registered
+        // until it expires by silence). Either way a router that never answers holds the
+        // shutdown about DEREGISTER_TIMEOUT_MS, not --router-timeout-ms.
+        abort.abort();
+        const grace = credentials.secret === undefined ? setTimeout(() => reportAbort.abort(), DEREGISTER_TIMEOUT_MS) : undefined;
+        if (!grace) reportAbort.abort();
         wake?.();
         await loop;
+        clearTimeout(grace);
         if (!fatal) await deregister("shutdown");
       })();
       return stopping;

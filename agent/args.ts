@@ -5,6 +5,8 @@
 import { parseArgs } from "node:util";
 import { ENGINE_NAMES, isEngineName } from "./engines/detect.ts";
 import type { EngineName } from "./engines/types.ts";
+import { redactUrl } from "./http.ts";
+import { MAX_MODEL_NAME, MAX_MODELS, MAX_NODE_URL, MAX_REGION, MAX_RUNNING_REPORTED, MAX_TIMER_MS, NODE_ID } from "./limits.ts";
 
 export interface AgentConfig {
   /** Router base URL; reports go to `{routerUrl}/v1/nodes/report`. */
@@ -43,11 +45,10 @@ export class UsageError extends Error {}
 
 export const TOKEN_ENV = "WARMPATH_NODE_TOKEN";
 /**
- * The largest `max_running_requests` a report may carry: src/contracts/node.ts nodeMaxRunningSchema's
- * bound, repeated here because the agent imports only types from the router (it ships alone to
- * GPU hosts); agent/test/agent-report-engine.test.ts checks the two agree.
+ * The largest `max_running_requests` a report may carry (nodeMaxRunningSchema's bound; agent/limits.ts
+ * holds the contract's bounds the agent repeats).
  */
-export const MAX_RUNNING_REPORTED = 65_536;
+export { MAX_RUNNING_REPORTED };
 
 export const ENGINE_KEY_ENV = "WARMPATH_ENGINE_API_KEY";
 
@@ -81,9 +82,6 @@ export const AGENT_OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
-/** Node ids the router accepts (src/contracts/node.ts; copied, the agent does not import the router). */
-const NODE_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
-
 export const HELP = `warmpath-agent: reports an inference server's load to a warmpath router.
 
 Runs beside a vLLM, SGLang or llama.cpp server: every interval it reads the server's Prometheus
@@ -105,10 +103,11 @@ Usage:
 
 Required:
   --router URL              router base URL, e.g. https://warmpath.example.com
-  --region NAME             the node's region (the token must be that region's node token)
+  --region NAME             the node's region (the token must be that region's node token; max 64
+                            characters)
   --node-id ID              unique in the region: lowercase letters, digits, dashes (max 63)
   --url URL                 the inference server as the router reaches it, e.g. http://10.0.0.5:8000
-                            (inside the region's allowed_origins)
+                            (inside the region's allowed_origins; max 2048 characters)
 
 Options:
   --engine-url URL          the server as this agent reaches it (default: --url)
@@ -116,7 +115,8 @@ Options:
   --engine NAME             vllm, sglang or llamacpp (default: auto, from the metric names); each
                             report names it (engine: vllm, sglang or llama.cpp), which tells the
                             router whether a broken stream can be continued on this node
-  --models A,B              models to report (default: the server's GET /v1/models, every tick)
+  --models A,B              models to report, at most 64 names of at most 256 characters (default:
+                            the server's GET /v1/models, every tick)
   --kv-capacity-tokens N    KV cache size in tokens (default: read from the server: vLLM
                             vllm:cache_config_info, SGLang sglang:max_total_num_tokens,
                             llama.cpp /props n_ctx of one slot; the agent exits with an error if
@@ -134,6 +134,9 @@ Options:
                             its node's identity (default: memory only)
   -h, --help                this text
 
+Durations are in ms, at most 2147483647 (Node's longest timer). A router's Retry-After is waited
+at most --max-backoff-ms.
+
 Environment:
   WARMPATH_NODE_TOKEN       the region's node token (required; never passed on the command line)
   WARMPATH_ENGINE_API_KEY   the server's API key, if it has one (vLLM or llama-server --api-key),
@@ -145,17 +148,18 @@ Server flags: SGLang needs --enable-metrics; llama-server needs --metrics. With 
 Logs: one line on stderr per change of state (engine failing / ok, router failing / ok, new boot
 id, deregistered), never one per attempt.`;
 
-function positive(flag: string, raw: string | undefined, fallback: number): number {
+/** A positive integer flag, at most `max` (a safe integer: `1e17` would not survive JSON exactly). */
+function positive(flag: string, raw: string | undefined, fallback: number, max: number = Number.MAX_SAFE_INTEGER): number {
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new UsageError(`--${flag} must be a positive integer, not '${raw}'`);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new UsageError(`--${flag} must be a positive integer, not '${raw}'`);
+  if (n > max) throw new UsageError(`--${flag} must be at most ${max}, not '${raw}'`);
   return n;
 }
 
-function maxRunning(raw: string): number {
-  const n = positive("max-running", raw, 0);
-  if (n > MAX_RUNNING_REPORTED) throw new UsageError(`--max-running must be at most ${MAX_RUNNING_REPORTED}, not '${raw}'`);
-  return n;
+/** A duration in ms: a Node timer takes at most 2^31-1 (past it, it fires after 1 ms). */
+function duration(flag: keyof typeof AGENT_DEFAULTS, raw: string | undefined): number {
+  return positive(flag, raw, AGENT_DEFAULTS[flag], MAX_TIMER_MS);
 }
 
 function httpUrl(flag: string, raw: string): string {
@@ -163,10 +167,27 @@ function httpUrl(flag: string, raw: string): string {
   try {
     u = new URL(raw);
   } catch {
-    throw new UsageError(`--${flag} must be an http(s) URL, not '${raw}'`);
+    throw new UsageError(`--${flag} must be an http(s) URL, not '${redactUrl(raw)}'`);
   }
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw new UsageError(`--${flag} must be an http(s) URL, not '${raw}'`);
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw new UsageError(`--${flag} must be an http(s) URL, not '${redactUrl(raw)}'`);
   return raw.replace(/\/+$/, "");
+}
+
+/** The models the report will carry: the contract's bounds (nodeModelsSchema), checked once here. */
+function modelList(raw: string): string[] {
+  const models = raw
+    .split(",")
+    .map((m) => m.trim())
+    .filter(Boolean);
+  if (!models.length) throw new UsageError("--models needs at least one model name");
+  if (models.length > MAX_MODELS) throw new UsageError(`--models lists ${models.length} models; a report carries at most ${MAX_MODELS}`);
+  const long = models.find((m) => m.length > MAX_MODEL_NAME);
+  if (long !== undefined) {
+    throw new UsageError(
+      `--models: each name must be at most ${MAX_MODEL_NAME} characters, not ${long.length} ('${long.slice(0, 40)}...')`,
+    );
+  }
+  return models;
 }
 
 /** Parses argv (without node and the script); `undefined` means: print the help and exit 0. */
@@ -192,16 +213,15 @@ export function parseAgentArgs(argv: readonly string[]): AgentConfig | undefined
   if (!NODE_ID.test(nodeId)) throw new UsageError(`--node-id must be lowercase letters, digits and dashes (max 63), not '${nodeId}'`);
   const engine = values.engine ?? "auto";
   if (engine !== "auto" && !isEngineName(engine)) throw new UsageError(`--engine must be one of ${ENGINE_NAMES.join(", ")} (or auto)`);
+  const region = values.region!;
+  if (region.length > MAX_REGION) throw new UsageError(`--region must be at most ${MAX_REGION} characters, not ${region.length}`);
   const nodeUrl = httpUrl("url", values.url!);
+  if (nodeUrl.length > MAX_NODE_URL) throw new UsageError(`--url must be at most ${MAX_NODE_URL} characters, not ${nodeUrl.length}`);
   const engineUrl = values["engine-url"] ? httpUrl("engine-url", values["engine-url"]) : nodeUrl;
-  const models = values.models
-    ?.split(",")
-    .map((m) => m.trim())
-    .filter(Boolean);
-  if (values.models !== undefined && !models?.length) throw new UsageError("--models needs at least one model name");
+  const models = values.models === undefined ? undefined : modelList(values.models);
   return {
     routerUrl: httpUrl("router", values.router!),
-    region: values.region!,
+    region,
     nodeId,
     nodeUrl,
     engineUrl,
@@ -210,11 +230,11 @@ export function parseAgentArgs(argv: readonly string[]): AgentConfig | undefined
     models,
     kvCapacityTokens:
       values["kv-capacity-tokens"] === undefined ? undefined : positive("kv-capacity-tokens", values["kv-capacity-tokens"], 0),
-    maxRunning: values["max-running"] === undefined ? undefined : maxRunning(values["max-running"]),
-    intervalMs: positive("interval-ms", values["interval-ms"], AGENT_DEFAULTS["interval-ms"]),
-    engineTimeoutMs: positive("engine-timeout-ms", values["engine-timeout-ms"], AGENT_DEFAULTS["engine-timeout-ms"]),
-    routerTimeoutMs: positive("router-timeout-ms", values["router-timeout-ms"], AGENT_DEFAULTS["router-timeout-ms"]),
-    maxBackoffMs: positive("max-backoff-ms", values["max-backoff-ms"], AGENT_DEFAULTS["max-backoff-ms"]),
+    maxRunning: values["max-running"] === undefined ? undefined : positive("max-running", values["max-running"], 0, MAX_RUNNING_REPORTED),
+    intervalMs: duration("interval-ms", values["interval-ms"]),
+    engineTimeoutMs: duration("engine-timeout-ms", values["engine-timeout-ms"]),
+    routerTimeoutMs: duration("router-timeout-ms", values["router-timeout-ms"]),
+    maxBackoffMs: duration("max-backoff-ms", values["max-backoff-ms"]),
     downAfter: positive("down-after", values["down-after"], AGENT_DEFAULTS["down-after"]),
     stateFile: values["state-file"] || undefined,
   };

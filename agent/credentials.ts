@@ -12,9 +12,9 @@
  * once that entry expires (the region's `node_silence_ms`, 15 s by default).
  *
  * The secret is never logged and never passed on a command line; the state file is written with
- * mode 0600, atomically (a temporary file renamed over it).
+ * mode 0600, atomically (a temporary file, created exclusively, renamed over it).
  */
-import { chmodSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, fchmodSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 
 /** What a node secret looks like (32 random bytes, base64url): anything else in an answer is ignored. */
 export const NODE_SECRET_PATTERN = /^[A-Za-z0-9_-]{43}$/;
@@ -112,8 +112,22 @@ export class NodeCredentials {
       node_secret: this.secretValue,
     };
     const tmp = `${this.stateFile}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify(state) + "\n", { mode: 0o600 });
-    chmodSync(tmp, 0o600); // whatever the umask made of it
+    // The name is predictable: whatever is there (a leftover, or a symlink planted to make the
+    // secret land elsewhere) is removed, and the file is created anew, exclusively ("wx": O_EXCL
+    // never follows a symlink). Should something appear in between, the write fails rather than
+    // follow it.
+    try {
+      unlinkSync(tmp);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    }
+    const fd = openSync(tmp, "wx", 0o600);
+    try {
+      fchmodSync(fd, 0o600); // whatever the umask made of it
+      writeFileSync(fd, JSON.stringify(state) + "\n");
+    } finally {
+      closeSync(fd);
+    }
     renameSync(tmp, this.stateFile);
   }
 }

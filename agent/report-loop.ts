@@ -17,6 +17,7 @@
  */
 import { NODE_SECRET_PATTERN, NodeCredentials } from "./credentials.ts";
 import { briefBody, httpRequestText, type HttpResponse } from "./http.ts";
+import { MAX_TIMER_MS } from "./limits.ts";
 
 export { NodeCredentials } from "./credentials.ts";
 
@@ -87,10 +88,11 @@ function errorCode(text: string): string | undefined {
   }
 }
 
+/** The router's `Retry-After` (seconds) in ms, at most {@link MAX_TIMER_MS}: a caller's timer takes no more. */
 function retryAfterMs(res: HttpResponse): number | undefined {
   const raw = res.headers["retry-after"];
   const seconds = Number(Array.isArray(raw) ? raw[0] : raw);
-  return raw !== undefined && Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
+  return raw !== undefined && Number.isFinite(seconds) && seconds >= 0 ? Math.min(MAX_TIMER_MS, Math.round(seconds * 1000)) : undefined;
 }
 
 /** Whether the answer registered the node (it then carries the node's secret, kept in `credentials`). */
@@ -105,9 +107,15 @@ export interface ReportResult {
  * the report sent again at once with the region token, registering the node again. A 403 about the
  * node's identity rejects with a {@link NodeIdentityError}; anything else rejects with the router's
  * own error message when it sent one (`HTTP 401: Invalid node token`), so a misconfiguration reads
- * in the log.
+ * in the log. `signal` aborts it (a shutdown does not wait for a report to a silent router).
  */
-export async function postReport(routerUrl: string, credentials: NodeCredentials, body: unknown, timeoutMs: number): Promise<ReportResult> {
+export async function postReport(
+  routerUrl: string,
+  credentials: NodeCredentials,
+  body: unknown,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<ReportResult> {
   for (;;) {
     const usedSecret = credentials.secret !== undefined;
     const res = await httpRequestText(`${routerUrl.replace(/\/+$/, "")}/v1/nodes/report`, {
@@ -116,6 +124,7 @@ export async function postReport(routerUrl: string, credentials: NodeCredentials
       body: JSON.stringify(body),
       timeoutMs,
       maxBytes: 64 * 1024,
+      signal,
     });
     if (res.status >= 200 && res.status <= 299) {
       let secret: unknown;

@@ -4,7 +4,8 @@
  * `EngineError`; `refused` marks a refused connection, which means nothing listens: the server
  * process is gone (or not up yet), not merely slow.
  */
-import { ConnectionError, briefBody, httpRequestText, type HttpResponse } from "./http.ts";
+import { ConnectionError, briefBody, httpRequestText, redactUrl, type HttpResponse } from "./http.ts";
+import { MAX_MODEL_NAME, MAX_MODELS } from "./limits.ts";
 
 export class EngineError extends Error {
   readonly refused: boolean;
@@ -21,12 +22,12 @@ export interface EngineRequest {
   signal?: AbortSignal | undefined;
 }
 
-/** At most this many models are reported (the contract's bound), each at most 256 characters. */
-const MAX_MODELS = 64;
-const MAX_MODEL_NAME = 256;
-
-/** GET `url`; resolves on 2xx, else throws an EngineError naming the URL and what went wrong. */
+/**
+ * GET `url`; resolves on 2xx, else throws an EngineError naming the URL (without the user and
+ * password it may carry: the message is logged) and what went wrong.
+ */
 export async function engineGet(url: string, o: EngineRequest): Promise<HttpResponse> {
+  const shown = redactUrl(url);
   let res: HttpResponse;
   try {
     res = await httpRequestText(url, {
@@ -36,11 +37,11 @@ export async function engineGet(url: string, o: EngineRequest): Promise<HttpResp
     });
   } catch (err) {
     const refused = err instanceof ConnectionError && err.code === "ECONNREFUSED";
-    throw new EngineError(`GET ${url}: ${refused ? "connection refused" : (err as Error).message}`, refused);
+    throw new EngineError(`GET ${shown}: ${refused ? "connection refused" : (err as Error).message}`, refused);
   }
   if (res.status < 200 || res.status > 299) {
     const body = briefBody(res.text);
-    throw new EngineError(`GET ${url}: HTTP ${res.status}${body ? `: ${body}` : ""}`);
+    throw new EngineError(`GET ${shown}: HTTP ${res.status}${body ? `: ${body}` : ""}`);
   }
   return res;
 }
@@ -50,16 +51,17 @@ export async function engineGetJson(url: string, o: EngineRequest): Promise<unkn
   try {
     return JSON.parse(res.text) as unknown;
   } catch {
-    throw new EngineError(`GET ${url}: not JSON`);
+    throw new EngineError(`GET ${redactUrl(url)}: not JSON`);
   }
 }
 
 /** The ids of `GET {engineUrl}/v1/models` (`{"data":[{"id":...}]}`), deduplicated, in order. */
 export async function fetchModels(engineUrl: string, o: EngineRequest): Promise<string[]> {
   const url = `${engineUrl}/v1/models`;
-  return modelIds(await engineGetJson(url, o), url);
+  return modelIds(await engineGetJson(url, o), redactUrl(url));
 }
 
+/** At most MAX_MODELS ids (the contract's bound), each at most MAX_MODEL_NAME characters. */
 export function modelIds(body: unknown, url = "/v1/models"): string[] {
   const data = (body as { data?: unknown } | null)?.data;
   const ids = Array.isArray(data) ? data.map((m) => (m as { id?: unknown } | null)?.id) : [];

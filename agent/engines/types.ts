@@ -3,6 +3,7 @@
  * counters that reveal a restart from one `/metrics` page (plus, for llama.cpp, `/props`).
  * Engine modules are pure functions of what was scraped; the I/O lives in agent/scrape.ts.
  */
+import { MAX_REPORTED_REQUESTS } from "../limits.ts";
 import type { Sample } from "../prometheus.ts";
 
 export type EngineName = "vllm" | "sglang" | "llamacpp";
@@ -62,9 +63,12 @@ export interface Engine {
   startHeader?: string;
 }
 
-/** Clamps a count to a non-negative integer (the contract's `running` and `waiting`). */
+/**
+ * Clamps a count to an integer in 0..MAX_REPORTED_REQUESTS (the contract's `running` and `waiting`:
+ * one figure past it would get the whole report refused). Unknown (absent, NaN, infinite) is 0.
+ */
 export function count(v: number | undefined): number {
-  return v === undefined || !Number.isFinite(v) ? 0 : Math.max(0, Math.round(v));
+  return v === undefined || !Number.isFinite(v) ? 0 : Math.min(MAX_REPORTED_REQUESTS, Math.max(0, Math.round(v)));
 }
 
 /** Clamps a ratio to 0..1 (the contract's `kv_usage`); unknown is 0. */
@@ -72,8 +76,16 @@ export function ratio(v: number | undefined): number {
   return v === undefined || !Number.isFinite(v) ? 0 : Math.min(1, Math.max(0, v));
 }
 
-/** A label value or gauge as a positive integer, or undefined (`"None"`, `"0"`, `"abc"`). */
+/**
+ * A label value or gauge as a positive safe integer, or undefined (`"None"`, `"0"`, `"abc"`, and
+ * `"1e17"`: past 2^53-1 a count is no longer exact, and the contract refuses it).
+ */
 export function positiveInt(v: string | number | undefined): number | undefined {
   const n = typeof v === "number" ? v : v === undefined || v.trim() === "" ? NaN : Number(v);
-  return Number.isFinite(n) && n >= 1 ? Math.floor(n) : undefined;
+  return safePositive(Number.isFinite(n) ? Math.floor(n) : NaN);
+}
+
+/** `n` if it is a positive safe integer (e.g. a capacity computed from several figures), else undefined. */
+export function safePositive(n: number): number | undefined {
+  return Number.isSafeInteger(n) && n >= 1 ? n : undefined;
 }

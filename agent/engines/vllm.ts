@@ -20,10 +20,11 @@
  *   num_gpu_blocks * block_size can be wrong for hybrid models".
  *
  * Capacity: `kv_cache_size_tokens` when the label is there, else `block_size x num_gpu_blocks`
- * (exact for the uniform KV cache every older vLLM has), summed over data-parallel engines.
+ * (exact for the uniform KV cache every older vLLM has), summed over data-parallel engines. A
+ * figure that is not a positive safe integer (`"None"`, or past 2^53-1) is not there.
  */
 import { firstSeries, meanValue, series, sumOverReplicas } from "../prometheus.ts";
-import { count, positiveInt, ratio, type Capacity, type Engine, type EngineScrape } from "./types.ts";
+import { count, positiveInt, ratio, safePositive, type Capacity, type Engine, type EngineScrape } from "./types.ts";
 
 export const VLLM_METRICS = {
   running: "vllm:num_requests_running",
@@ -56,18 +57,21 @@ export const vllm: Engine = {
       const sized = positiveInt(s.labels.kv_cache_size_tokens);
       const blockSize = positiveInt(s.labels.block_size);
       const blocks = positiveInt(s.labels.num_gpu_blocks);
+      const product = blockSize !== undefined && blocks !== undefined ? safePositive(blockSize * blocks) : undefined;
       const found =
         sized !== undefined
           ? { tokens: sized, source: "kv_cache_size_tokens" }
-          : blockSize !== undefined && blocks !== undefined
-            ? { tokens: blockSize * blocks, source: "block_size x num_gpu_blocks" }
+          : product !== undefined
+            ? { tokens: product, source: "block_size x num_gpu_blocks" }
             : undefined;
       if (found && found.tokens > (perEngine.get(group)?.tokens ?? 0)) perEngine.set(group, found);
     }
     if (perEngine.size === 0) return undefined;
     const all = [...perEngine.values()];
     const engines = perEngine.size > 1 ? `, ${perEngine.size} engines` : "";
-    return { tokens: all.reduce((a, e) => a + e.tokens, 0), source: `${VLLM_METRICS.cacheConfig} (${all[0]!.source}${engines})` };
+    // Past 2^53-1 (absurd labels) the sum is not exact and the contract refuses it: unreadable.
+    const tokens = safePositive(all.reduce((a, e) => a + e.tokens, 0));
+    return tokens === undefined ? undefined : { tokens, source: `${VLLM_METRICS.cacheConfig} (${all[0]!.source}${engines})` };
   },
   restartCounters: VLLM_METRICS.restartCounters,
 };

@@ -7,11 +7,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { lstatSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nodeReportSchema } from "../../src/contracts/node.ts";
 import { startAgent, type Agent, type AgentEvent, type AgentOptions } from "../agent.ts";
+import { NodeCredentials } from "../credentials.ts";
+import { formatEvent } from "../log.ts";
 import { FakeEngine, FakeRouter, waitFor } from "./fixtures/fakes.ts";
 
 interface Harness {
@@ -336,7 +338,7 @@ test("identity: a secret the router no longer knows (the node expired): register
 });
 
 test("identity refused (403 node_identity_mismatch): one log line, registration tried again after the router's Retry-After", async () => {
-  const h = await harness({ random: () => 0 });
+  const h = await harness({ random: () => 0, maxBackoffMs: 30_000 });
   try {
     h.router.refuseRegistrations = { retryAfterSeconds: 1 };
     const refused = () => h.router.requests.filter((r) => r.status === 403);
@@ -356,6 +358,112 @@ test("identity refused (403 node_identity_mismatch): one log line, registration 
     await h.agent.stop();
     assert.equal(h.router.deletes().length, 1);
   } finally {
+    await h.close();
+  }
+});
+
+test("identity refused with Retry-After: 3000000 (past Node's longest timer): waited --max-backoff-ms, not 1 ms", async () => {
+  // 3e9 ms given to setTimeout would fire after 1 ms (TimeoutOverflowWarning): a retry every millisecond.
+  const h = await harness({ random: () => 0, maxBackoffMs: 1500 });
+  try {
+    h.router.refuseRegistrations = { retryAfterSeconds: 3_000_000 };
+    const refused = () => h.router.requests.filter((r) => r.status === 403);
+    await waitFor(h.bus, "event", () => (refused().length >= 1 ? true : undefined), "a refused registration");
+    const at = performance.now();
+    await waitFor(h.bus, "event", () => (refused().length >= 2 ? true : undefined), "a second attempt");
+    const gap = performance.now() - at;
+    assert.ok(gap >= 1000, `the next attempt came after ${Math.round(gap)} ms`);
+    const e = h.events.find((x) => x.event === "identity_refused") as { retry_in_ms: number };
+    assert.equal(e.retry_in_ms, 1500, "the router's Retry-After, capped at --max-backoff-ms");
+  } finally {
+    await h.close();
+  }
+});
+
+test("stop() aborts a report in flight: with a router that never answers, it ends after the 2 s deregistration, not --router-timeout-ms", async () => {
+  const h = await harness({ routerTimeoutMs: 60_000 });
+  try {
+    await waitFor(h.bus, "event", () => (h.count("registered") === 1 ? true : undefined), "the registration");
+    h.router.hang = true;
+    const n = h.router.requests.length;
+    await waitFor(
+      h.bus,
+      "event",
+      () => (h.router.requests.slice(n).some((r) => r.method === "POST") ? true : undefined),
+      "a report in flight",
+    );
+    const start = performance.now();
+    await h.agent.stop();
+    const took = performance.now() - start;
+    // The report ends at once; the DELETE (also unanswered) has DEREGISTER_TIMEOUT_MS = 2000.
+    assert.ok(took >= 1900 && took < 6000, `stop() took ${Math.round(took)} ms`);
+    assert.equal(h.router.requests.slice(n).filter((r) => r.method === "DELETE").length, 1, "the deregistration was tried");
+    assert.equal(h.count("router_failing"), 1, "the unanswered DELETE");
+  } finally {
+    await h.close();
+  }
+});
+
+test("stop() during a registration to a router that never answers: the registration has the 2 s grace, then stop() ends", async () => {
+  const h = await harness({ routerTimeoutMs: 60_000 });
+  try {
+    h.router.hang = true; // before the first report: it is a registration (no secret yet)
+    await waitFor(
+      h.bus,
+      "event",
+      () => (h.router.requests.some((r) => r.method === "POST") ? true : undefined),
+      "a registration in flight",
+    );
+    const start = performance.now();
+    await h.agent.stop();
+    const took = performance.now() - start;
+    assert.ok(took >= 1900 && took < 6000, `stop() took ${Math.round(took)} ms`);
+    assert.equal(h.router.deletes().length, 0, "no secret: nothing to deregister with");
+    assert.equal(h.count("not_deregistered"), 1);
+  } finally {
+    await h.close();
+  }
+});
+
+test("an engine URL with a password: the password is in no log line", async () => {
+  const h = await harness();
+  const events: AgentEvent[] = [];
+  let agent: Agent | undefined;
+  try {
+    await h.agent.stop();
+    const withPassword = h.engine.url.replace("http://", "http://scraper:s3cret-pw@");
+    agent = startAgent({
+      routerUrl: h.router.url,
+      region: "us-east",
+      nodeId: "gpu-2",
+      nodeUrl: "http://10.0.0.5:8000",
+      engineUrl: withPassword,
+      metricsUrl: `${withPassword}/metrics`,
+      engine: "auto",
+      models: undefined,
+      kvCapacityTokens: undefined,
+      intervalMs: 25,
+      engineTimeoutMs: 5000,
+      routerTimeoutMs: 5000,
+      maxBackoffMs: 400,
+      downAfter: 100,
+      token: "node-token",
+      log: (e) => {
+        events.push(e);
+        h.bus.emit("event");
+      },
+    });
+    const count = (kind: AgentEvent["event"]) => events.filter((e) => e.event === kind).length;
+    await waitFor(h.bus, "event", () => (count("engine_ok") === 1 ? true : undefined), "engine ok");
+    h.engine.state.failWith = 503;
+    await waitFor(h.bus, "event", () => (count("engine_failing") === 1 ? true : undefined), "engine failing");
+    const ok = events.find((e) => e.event === "engine_ok") as { url: string };
+    assert.equal(ok.url, `${h.engine.url}/metrics`, "the URL without its user and password");
+    const failing = events.find((e) => e.event === "engine_failing") as { error: string };
+    assert.ok(failing.error.startsWith(`GET ${h.engine.url}/metrics: HTTP 503`), failing.error);
+    for (const e of events) assert.ok(!/s3cret-pw|scraper/.test(formatEvent(e)), formatEvent(e));
+  } finally {
+    await agent?.stop();
     await h.close();
   }
 });
@@ -415,6 +523,33 @@ test("--state-file: the node secret survives a restart of the agent (file mode 0
     assert.throws(() => statSync(stateFile), /ENOENT/, "deregistered: the secret is gone with the node");
   } finally {
     await h.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("--state-file: the temporary file's predictable name cannot redirect the secret (a planted symlink or file is replaced)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "warmpath-agent-"));
+  const stateFile = join(dir, "state.json");
+  const tmp = `${stateFile}.${process.pid}.tmp`;
+  const victim = join(dir, "victim");
+  const secret = "A".repeat(43);
+  try {
+    writeFileSync(victim, "untouched\n", { mode: 0o644 });
+    symlinkSync(victim, tmp);
+    const identity = { routerUrl: "http://r.example", region: "us-east", nodeId: "gpu-1" };
+    const credentials = new NodeCredentials("node-token", { stateFile, identity });
+    credentials.remember(secret);
+    assert.equal(readFileSync(victim, "utf8"), "untouched\n", "the symlink's target was not written");
+    assert.equal(JSON.parse(readFileSync(stateFile, "utf8")).node_secret, secret);
+    assert.equal(lstatSync(stateFile).isFile(), true, "the state file is a file of its own, not the symlink");
+    assert.equal(statSync(stateFile).mode & 0o777, 0o600);
+    assert.throws(() => lstatSync(tmp), /ENOENT/);
+    // A leftover regular file (world-readable) at the temporary name: replaced, mode 0600.
+    writeFileSync(tmp, "old\n", { mode: 0o644 });
+    credentials.remember("B".repeat(43));
+    assert.equal(JSON.parse(readFileSync(stateFile, "utf8")).node_secret, "B".repeat(43));
+    assert.equal(statSync(stateFile).mode & 0o777, 0o600);
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -124,7 +124,8 @@ function totals(state) {
       t.mPrompt += m.measuredPromptTokens;
       t.mCached += m.measuredCachedTokens;
       t.measured += m.measuredRequests;
-      t.failed += m.failed + m.streamErrors;
+      // Before the first byte only: a stream that broke after it is not counted here.
+      t.failed += m.failed;
       t.nodes++;
       if (n.available) t.up++;
     }
@@ -207,9 +208,11 @@ function throughput(h) {
   if (!h) return out;
   const since = h.at - THROUGHPUT_WINDOW_MS;
   for (const r of h.regions) {
-    const span = Math.max(1, Math.min(THROUGHPUT_WINDOW_MS, h.at - (r.buckets[0]?.start ?? h.at)) / 1000);
-    for (const b of r.buckets) {
-      if (b.start + r.bucketMs <= since) continue;
+    const kept = r.buckets.filter((b) => b.start + r.bucketMs > since);
+    // Over the time the buckets counted cover: the first one kept may start before the window (a
+    // whole 10 s bucket of a 60 s window: up to 1/6 too high when divided by the window alone).
+    const span = Math.max(1, (h.at - Math.min(h.at, ...kept.map((b) => b.start))) / 1000);
+    for (const b of kept) {
       for (const [id, n] of Object.entries(b.nodes)) {
         const key = r.region + "/" + id;
         const t = out.get(key) ?? { prefill: 0, decode: 0 };

@@ -46,7 +46,12 @@ export function scaleTimesToFactor(config: Record<string, unknown>, timeFactor: 
   });
   out.limits = {
     ...out.limits,
-    first_byte_timeout_floor_ms: Math.max(1, Math.round(effective.limits.first_byte_timeout_floor_ms * scale)),
+    // Never past the timeout it is the floor of (the configuration refuses that): a demo run slower
+    // than real time waits at most the whole first-byte timeout.
+    first_byte_timeout_floor_ms: Math.min(
+      effective.limits.first_byte_timeout_ms,
+      Math.max(1, Math.round(effective.limits.first_byte_timeout_floor_ms * scale)),
+    ),
   };
   return out;
 }

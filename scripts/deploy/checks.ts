@@ -1,14 +1,16 @@
 /**
  * What the deploy generator (./generate.ts) checks of an environment beyond the worker's own
  * schema: that the configuration fits the platform, that each region's worker and object are
- * placed in the same area, that the budget ledger's home is named, and that no placeholder key is
- * deployed to production. Each returns problems (refused) and warnings (printed); none writes.
+ * placed in the same area, that the budget ledger's home is named, that it is not in development
+ * mode, that no secret is a plain var, and that no placeholder key is deployed to production. Each
+ * returns problems (refused) and warnings (printed); none writes.
  */
 import { createHash } from "node:crypto";
 import { DEV_API_KEY, DEV_API_KEY_2, DEV_API_KEY_3 } from "../../src/config/dev-credentials.ts";
 import { hasBudgets } from "../../src/config/ledger-home.ts";
 import { locationHintFor } from "../../src/config/location-hint.ts";
 import type { RegionConfig, WarmpathConfig } from "../../src/config/schema.ts";
+import { INTERNAL_SECRET_PREVIOUS_VAR, INTERNAL_SECRET_VAR } from "../../src/core/internal-auth.ts";
 import { CLOUD_REGION_COORDINATES } from "./cloud-regions.ts";
 
 export interface Findings {
@@ -129,4 +131,54 @@ export function checkPlaceholderKeys(config: WarmpathConfig, refuse: boolean): F
     }),
   );
   return refuse ? { problems: found, warnings: [] } : { problems: [], warnings: found };
+}
+
+/**
+ * A deployed environment is never in development mode: it accepts the public development
+ * credentials (on a loopback host only) and allows loopback as a node origin (src/core/origins.ts),
+ * neither of which a deployment has any use for. Refused by a dry run too: unlike a placeholder key
+ * (which the example environments carry, so `npm test`'s dry runs warn), nothing deployable has it.
+ */
+export function checkDevelopmentMode(config: WarmpathConfig): Findings {
+  return {
+    problems:
+      config.mode === "development"
+        ? [
+            `mode: "development" cannot be deployed (it accepts the public development credentials and allows loopback node origins): remove it, or set mode = "production"`,
+          ]
+        : [],
+    warnings: [],
+  };
+}
+
+/** Every secret name the configuration uses, with the field naming it, and the internal boundary's two. */
+export function secretNames(config: WarmpathConfig): Map<string, string> {
+  const names = new Map<string, string>([
+    [config.admin_token_secret, "admin_token_secret"],
+    [INTERNAL_SECRET_VAR, "the internal secret"],
+    [INTERNAL_SECRET_PREVIOUS_VAR, "the previous internal secret"],
+  ]);
+  config.regions.forEach((r, i) => {
+    const tokens = typeof r.node_token_secret === "string" ? [r.node_token_secret] : r.node_token_secret;
+    for (const name of tokens) if (!names.has(name)) names.set(name, `regions.${i}.node_token_secret`);
+    if (r.origin_token_secret && !names.has(r.origin_token_secret)) names.set(r.origin_token_secret, `regions.${i}.origin_token_secret`);
+  });
+  return names;
+}
+
+/**
+ * A deployed environment's var named as one of its secrets: refused (by a dry run too). Its value
+ * would be written in plaintext to the generated configurations (and printed by wrangler), go to
+ * workers that must not hold it (an origin token to the edge), and stand in for the secret, which
+ * then is not declared where it belongs. Only the name is said, never the value.
+ */
+export function checkSecretVars(vars: Record<string, unknown> | undefined, config: WarmpathConfig): Findings {
+  const names = secretNames(config);
+  const problems = Object.keys(vars ?? {})
+    .filter((k) => names.has(k))
+    .map(
+      (k) =>
+        `vars.${k}: named as a secret (${names.get(k)}), so it must not be a var (its value would be written in plaintext to the generated configurations): remove it, and give its value in --secrets-file (docs/DEPLOY.md, "Secrets, per worker")`,
+    );
+  return { problems, warnings: [] };
 }

@@ -16,8 +16,10 @@
  * `observability` to every worker (each is a Worker of its own, billed and logged as one).
  * Checked before anything is written (./checks.ts): WARMPATH_CONFIG within Cloudflare's 5 KB per
  * variable, each region's placement in its Durable Object's location hint area, the budget
- * ledger's home named when budgets span several regions, and no placeholder key (refused for a
- * real deploy, a warning for a dry run).
+ * ledger's home named when budgets span several regions, no `mode = "development"`, no var named
+ * as one of the configuration's secrets (its value would be written here in plaintext, and go to
+ * workers that must not hold it), and no placeholder key (refused for a real deploy, a warning for
+ * a dry run).
  *
  * Every worker needs the secret INTERNAL_SECRET (the same value on all of them: the edge signs
  * what it sends a region worker with it, a region object its spend batches; docs/DEPLOY.md).
@@ -41,7 +43,16 @@ import {
   regionWorkerName,
 } from "../../src/contracts/topology.ts";
 import { INTERNAL_SECRET_VAR } from "../../src/core/internal-auth.ts";
-import { checkConfigSize, checkLedgerHome, checkPlaceholderKeys, checkPlacementHints, type Findings } from "./checks.ts";
+import {
+  checkConfigSize,
+  checkDevelopmentMode,
+  checkLedgerHome,
+  checkPlaceholderKeys,
+  checkPlacementHints,
+  checkSecretVars,
+  type Findings,
+} from "./checks.ts";
+import { atJsonError } from "./json-position.ts";
 import { checkLimits, checkRoutes, type Route } from "./routes.ts";
 
 export class DeployConfigError extends Error {}
@@ -117,10 +128,31 @@ function section(root: string, environment: string | undefined): { top: TomlEnvi
   return { top, env };
 }
 
-/** Validates the warmpath configuration with the worker's own schema, naming every bad field. */
+/**
+ * The environment's WARMPATH_CONFIG as the worker reads it (src/config/load.ts): a table, or a JSON
+ * string (parsed here). A parse error says where only: the string may hold anything.
+ */
+function warmpathConfigDocument(raw: unknown, where: string): unknown {
+  // The generator reads wrangler.toml only: a configuration kept as a secret (docs/CONFIGURATION.md)
+  // cannot be read, and every worker's bindings, placement and secrets are derived from it.
+  if (raw === undefined)
+    throw new DeployConfigError(
+      `${where}: vars.WARMPATH_CONFIG is missing: a deploy needs the configuration in the environment's vars (a table, or a JSON string); one kept as a secret cannot be read, and every worker is generated from it (docs/DEPLOY.md)`,
+    );
+  if (typeof raw !== "string") return raw;
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    throw new DeployConfigError(
+      `${where}: vars.WARMPATH_CONFIG is a string but not valid JSON${atJsonError(raw)} (its content is not shown)`,
+    );
+  }
+}
+
+/** Validates the warmpath configuration (a table or a JSON string) with the worker's own schema, naming every bad field. */
 export function validateWarmpathConfig(raw: unknown, where: string): WarmpathConfig {
-  if (raw === undefined) throw new DeployConfigError(`${where}: vars.WARMPATH_CONFIG is missing`);
-  const parsed = configSchema.safeParse(raw);
+  const doc = warmpathConfigDocument(raw, where);
+  const parsed = configSchema.safeParse(doc);
   if (!parsed.success) throw new DeployConfigError(`${where}: WARMPATH_CONFIG is invalid: ${describeIssues(parsed.error)}`);
   const cfg = parsed.data;
   const problems: string[] = [];
@@ -168,7 +200,9 @@ export function generateDeployment(options: GenerateOptions): Deployment {
   const { root, environment } = options;
   const label = environment === undefined ? "wrangler.toml (top level)" : `wrangler.toml [env.${environment}]`;
   const { top, env } = section(root, environment);
-  const config = validateWarmpathConfig(options.warmpathConfig ?? env.vars?.WARMPATH_CONFIG, label);
+  // As written (a table or a JSON string): what is uploaded, and measured against the 5 KB limit.
+  const warmpathConfigRaw = options.warmpathConfig ?? env.vars?.WARMPATH_CONFIG;
+  const config = validateWarmpathConfig(warmpathConfigRaw, label);
   const requirePlacement = options.requirePlacement ?? environment !== undefined;
   const edgeName = env.name ?? top.name;
   if (!edgeName) throw new DeployConfigError(`${label}: name is missing`);
@@ -183,11 +217,12 @@ export function generateDeployment(options: GenerateOptions): Deployment {
     if (name.length > MAX_WORKER_NAME_LENGTH)
       problems.push(`regions.${i}.name: worker name '${name}' is over ${MAX_WORKER_NAME_LENGTH} characters`);
   });
-  const warmpathConfigRaw = options.warmpathConfig ?? env.vars?.WARMPATH_CONFIG;
   const routes = env.routes;
   const limits = env.limits ?? top.limits;
   // Local runs (`npm start`, benches with fleets of their own) are not on Cloudflare: no 5 KB limit
-  // there, and their regions are not placed.
+  // there, and their regions are not placed. Nor are development mode and secrets as plain vars
+  // refused: `npm start` runs the top level's, in development mode with the development credentials
+  // as vars (ADMIN_TOKEN, NODE_TOKEN_DEV).
   const findings: Findings[] = [
     checkRoutes(routes),
     checkLimits(limits),
@@ -195,6 +230,8 @@ export function generateDeployment(options: GenerateOptions): Deployment {
       ? []
       : [
           checkConfigSize(warmpathConfigRaw, label),
+          checkDevelopmentMode(config),
+          checkSecretVars(env.vars, config),
           checkPlacementHints(config),
           checkLedgerHome(config),
           checkPlaceholderKeys(config, options.placeholderKeys === "refuse"),
@@ -214,7 +251,9 @@ export function generateDeployment(options: GenerateOptions): Deployment {
     ...((env.observability ?? top.observability) ? { observability: env.observability ?? top.observability } : {}),
     ...(limits ? { limits } : {}),
   };
-  // Every other var (development credentials locally) goes to the edge; the warmpath configuration to both.
+  // Every other var goes to the edge; the warmpath configuration to both. A var named as a secret
+  // is a development credential of the top level (a deployed environment's is refused above):
+  // there it stands in for the secret.
   const otherVars = Object.fromEntries(Object.entries(env.vars ?? {}).filter(([k]) => k !== "WARMPATH_CONFIG"));
   const warmpathConfig = warmpathConfigRaw;
 
@@ -244,7 +283,7 @@ export function generateDeployment(options: GenerateOptions): Deployment {
         ...(name === ledgerHome ? {} : { services: [{ binding: BUDGET_LEDGER_BINDING, service: ledgerHome }] }),
         migrations: env.migrations ?? top.migrations ?? [{ tag: "v1", new_sqlite_classes: ["RegionDurableObject"] }],
         ...(env.analytics_engine_datasets ? { analytics_engine_datasets: env.analytics_engine_datasets } : {}),
-        // Of the other vars, only its own origin token (a local development value) if it is one.
+        // Of the other vars, only its own origin token (locally: a development value) if it is one.
         vars: {
           ...Object.fromEntries(Object.entries(otherVars).filter(([k]) => k === r.origin_token_secret)),
           WARMPATH_CONFIG: warmpathConfig,

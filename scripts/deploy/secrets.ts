@@ -18,25 +18,58 @@ import { join } from "node:path";
 import { parseEnv } from "node:util";
 import { INTERNAL_SECRET_VAR, MIN_SECRET_LENGTH } from "../../src/core/internal-auth.ts";
 import type { GeneratedWorker } from "./generate.ts";
+import { atJsonError, positionAt } from "./json-position.ts";
 
 export class SecretsFileError extends Error {}
 
-/** Reads a secrets file: JSON of strings, else dotenv. Never echoes a value. */
+/**
+ * A secret's name, as the configuration's schema takes it (SECRET_NAME, src/config/schema-names.ts).
+ * A name that is not one is never printed: it is usually a line read the wrong way (a JSON line read
+ * as dotenv makes `"INTERNAL_SECRET": "k2J9...` a name), and so holds a value.
+ */
+const SECRET_NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
+
+/** The 1-based line where `name` is given: a JSON key, or a dotenv line's name (undefined if not found as written). */
+function lineOf(text: string, name: string, json: boolean): number | undefined {
+  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const at = json ? text.indexOf(JSON.stringify(name)) : text.search(new RegExp(`^[ \\t]*(?:export[ \\t]+)?${escaped}[ \\t]*=`, "m"));
+  return at < 0 ? undefined : positionAt(text, at).line;
+}
+
+/**
+ * Reads a secrets file: JSON of strings if it starts with `{`, else dotenv. Never echoes a value, nor
+ * any part of the file that may hold one: a JSON error says where (line and column), an entry whose
+ * name is not a secret's name is counted by line, not shown.
+ */
 export function readSecretsFile(path: string): Record<string, string> {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readFileSync(path, "utf8").replace(/^\uFEFF/, "");
   } catch (e) {
     throw new SecretsFileError(`--secrets-file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
   let values: Record<string, unknown>;
-  try {
-    values = JSON.parse(text) as Record<string, unknown>;
+  const json = text.trimStart().startsWith("{");
+  // A file that starts with `{` is JSON, and a JSON error is the file's error: read as dotenv
+  // instead (as it was), a pretty-printed line `"NAME": "value=",` is a "name" holding the value.
+  if (json) {
+    try {
+      values = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      // JSON.parse's message quotes the text around an unexpected token: only the position is said.
+      throw new SecretsFileError(
+        `--secrets-file ${path}: not valid JSON${atJsonError(text)} (a trailing comma, or a missing comma or quote, is the usual cause; the content is not shown)`,
+      );
+    }
     if (values === null || typeof values !== "object" || Array.isArray(values))
       throw new SecretsFileError(`--secrets-file ${path}: a JSON object of strings`);
-  } catch (e) {
-    if (e instanceof SecretsFileError) throw e;
-    values = parseEnv(text);
+  } else values = parseEnv(text);
+  const malformed = Object.keys(values).filter((k) => !SECRET_NAME.test(k));
+  if (malformed.length) {
+    const lines = [...new Set(malformed.map((k) => lineOf(text, k, json)).filter((l) => l !== undefined))].sort((a, b) => a - b);
+    throw new SecretsFileError(
+      `--secrets-file ${path}: ${malformed.length} ${malformed.length === 1 ? "entry's name is" : "entries' names are"} not a secret's name (UPPER_SNAKE_CASE: A-Z, 0-9, _)${lines.length ? ` at ${lines.length === 1 ? "line" : "lines"} ${lines.join(", ")}` : ""}; not shown, as a malformed line may hold a value (JSON {"NAME":"value"} or NAME=value lines)`,
+    );
   }
   const bad = Object.entries(values).filter(([, v]) => typeof v !== "string" || v === "");
   if (bad.length)
@@ -46,7 +79,10 @@ export function readSecretsFile(path: string): Record<string, string> {
   return values as Record<string, string>;
 }
 
-/** Refuses names no worker needs, and an internal secret too short to sign with (src/core/internal-auth.ts). */
+/**
+ * Refuses names no worker needs, and an internal secret too short to sign with (src/core/internal-auth.ts).
+ * The names it prints are secret names (readSecretsFile refused any other), never values.
+ */
 export function checkSecrets(values: Record<string, string>, workers: GeneratedWorker[]): void {
   const needed = new Set(workers.flatMap((w) => w.secrets));
   const unknown = Object.keys(values).filter((k) => !needed.has(k));

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parse, stringify } from "smol-toml";
-import { generateDeployment } from "../deploy/generate.ts";
+import { DeployConfigError, generateDeployment } from "../deploy/generate.ts";
 import { rootWith } from "./deploy-root.ts";
 import {
   deploy,
@@ -375,6 +375,11 @@ for (const [what, edit, field, editToml] of [
     (t: Json) => (t.env.production.routes = [{ pattern: "api.example.com/v1", custom_domain: true }]),
   ],
   [
+    "development mode in a deployed environment",
+    (c: Json) => (c.mode = "development"),
+    /wrangler\.toml \[env\.production\]: mode: "development" cannot be deployed \(it accepts the public development credentials and allows loopback node origins\)/,
+  ],
+  [
     "a CPU limit over 5 minutes",
     () => {},
     /limits\.cpu_ms: an integer from 1 to 300000/,
@@ -458,5 +463,115 @@ test("--secrets-file: each worker gets only its own secrets; a name no worker ne
   } finally {
     rmSync(files, { recursive: true, force: true });
     rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("a deployed environment's var named as a secret is refused by a deploy and a dry run, naming the var, never its value", async () => {
+  const origin = "origin-9f3c1a7be2d84c6f0a5e";
+  const admin = "admin-Zm9vYmFyYmF6cXV4UXdl";
+  const root = rootWith(() => {}, {
+    editToml: (t) => Object.assign(t.env.production.vars, { ORIGIN_TOKEN: origin, ADMIN_TOKEN: admin, LOG_FORMAT: "json" }),
+  });
+  try {
+    for (const dryRun of [false, true]) {
+      const { run, ran } = recorder();
+      const errors: string[] = [];
+      assert.equal(await deploy({ environment: "production", dryRun }, { root, run, log: () => {}, error: (l) => errors.push(l) }), 1);
+      const message = errors.join("\n");
+      assert.match(message, /vars\.ORIGIN_TOKEN: named as a secret \(regions\.0\.origin_token_secret\), so it must not be a var/);
+      assert.match(message, /vars\.ADMIN_TOKEN: named as a secret \(admin_token_secret\)/);
+      assert.doesNotMatch(message, /LOG_FORMAT/, "a var that is no secret's name is carried");
+      assert.ok(!message.includes(origin) && !message.includes(admin), `no value: ${message}`);
+      for (const part of [origin.slice(-8), admin.slice(-8)]) assert.ok(!message.includes(part), "no part of a value");
+      assert.deepEqual(ran, []);
+      assert.equal(existsSync(join(root, "dist")), false, "nothing written: the values are in no generated file");
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+  // The top level (`npm start`) keeps its development credentials as vars, standing in for the secrets.
+  const dir = tmp("local");
+  try {
+    const local = generateDeployment({ root: ROOT, environment: undefined, outDir: dir });
+    const edge = local.workers.find((w) => w.kind === "edge")!;
+    assert.equal((edge.config.vars as Json).ADMIN_TOKEN, "wp-dev-admin-token-local-only");
+    assert.ok(!edge.secrets.includes("ADMIN_TOKEN"));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("WARMPATH_CONFIG as a JSON string is generated as a table is; a string that is not JSON is refused by its position", () => {
+  const asString = (t: Json) => (t.env.production.vars.WARMPATH_CONFIG = JSON.stringify(t.env.production.vars.WARMPATH_CONFIG, null, 2));
+  const root = rootWith(() => {}, { editToml: asString });
+  const table = rootWith(() => {});
+  const dir = tmp("string-config");
+  const tableDir = tmp("table-config");
+  try {
+    const deployment = generateDeployment({ root, environment: "production", outDir: dir, placeholderKeys: "refuse" });
+    const expected = generateDeployment({ root: table, environment: "production", outDir: tableDir, placeholderKeys: "refuse" });
+    assert.deepEqual(deployment.config, expected.config);
+    assert.deepEqual(
+      deployment.workers.map((w) => [w.name, w.secrets]),
+      expected.workers.map((w) => [w.name, w.secrets]),
+    );
+    // Uploaded as written (a plain-text var; the worker parses it: src/config/load.ts).
+    const edge = readJson(join(dir, "edge.json"));
+    assert.equal(typeof edge.vars.WARMPATH_CONFIG, "string");
+    assert.deepEqual(JSON.parse(edge.vars.WARMPATH_CONFIG), readJson(join(tableDir, "edge.json")).vars.WARMPATH_CONFIG);
+    assert.equal(readJson(join(dir, "region-us-east.json")).vars.WARMPATH_CONFIG, edge.vars.WARMPATH_CONFIG);
+  } finally {
+    for (const d of [dir, tableDir, root, table]) rmSync(d, { recursive: true, force: true });
+  }
+
+  const secret = "tok-7Hq2Lm9Xv4";
+  const broken = rootWith(() => {}, {
+    editToml: (t) => (t.env.production.vars.WARMPATH_CONFIG = `{\n  "mode": "production",\n  "admin_token_secret": ${secret}\n}`),
+  });
+  try {
+    assert.throws(
+      () => generateDeployment({ root: broken, environment: "production", outDir: join(broken, "out") }),
+      (e: Error) =>
+        e instanceof DeployConfigError &&
+        /^wrangler\.toml \[env\.production\]: vars\.WARMPATH_CONFIG is a string but not valid JSON at line 3, column 25 /.test(e.message) &&
+        !e.message.includes(secret.slice(0, 6)),
+    );
+  } finally {
+    rmSync(broken, { recursive: true, force: true });
+  }
+});
+
+test("an environment without vars.WARMPATH_CONFIG is refused, saying a deploy needs it in vars (not a secret)", () => {
+  const root = rootWith(() => {}, { editToml: (t) => delete t.env.production.vars.WARMPATH_CONFIG });
+  try {
+    assert.throws(
+      () => generateDeployment({ root, environment: "production", outDir: join(root, "out") }),
+      (e: Error) =>
+        e instanceof DeployConfigError &&
+        /vars\.WARMPATH_CONFIG is missing: a deploy needs the configuration in the environment's vars \(a table, or a JSON string\); one kept as a secret cannot be read/.test(
+          e.message,
+        ),
+    );
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("development mode is refused by a real deploy too, and stays the top level's for `npm start`", async () => {
+  const root = rootWith((c) => (c.mode = "development"));
+  try {
+    const { run, ran } = recorder();
+    const errors: string[] = [];
+    assert.equal(await deploy({ environment: "production", dryRun: false }, { root, run, log: () => {}, error: (l) => errors.push(l) }), 1);
+    assert.match(errors.join("\n"), /mode: "development" cannot be deployed/);
+    assert.deepEqual(ran, []);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+  const dir = tmp("local-mode");
+  try {
+    assert.equal(generateDeployment({ root: ROOT, environment: undefined, outDir: dir }).config.mode, "development");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });

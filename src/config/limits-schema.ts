@@ -3,52 +3,70 @@
  */
 import { z } from "zod";
 import { DEFAULT_PREFIX_SETTINGS } from "../core/prefix.ts";
+import { MAX_DURATION_MS } from "./schema-names.ts";
 
-export const limitsSchema = z.strictObject({
-  max_body_bytes: z
-    .number()
-    .int()
-    .positive()
-    .default(4 * 1024 * 1024)
-    .describe("Largest request body."),
-  max_retries: z.number().int().min(0).max(5).default(2).describe("Extra nodes tried per region before the first byte."),
-  max_region_attempts: z.number().int().min(1).max(10).default(3).describe("Regions tried, nearest first."),
-  first_byte_timeout_ms: z
-    .number()
-    .int()
-    .positive()
-    .default(120_000)
-    .describe(
-      "Longest wait for a node's first body byte. The wait actually allowed adapts to the request: 4x the load model's estimated time to first token on that node, at least `first_byte_timeout_floor_ms`, at most this.",
-    ),
-  first_byte_timeout_floor_ms: z
-    .number()
-    .int()
-    .positive()
-    .default(10_000)
-    .describe("Shortest first-byte wait, however small the estimate (a cached prompt on an idle node)."),
-  stream_idle_timeout_ms: z
-    .number()
-    .int()
-    .positive()
-    .default(60_000)
-    .describe("Longest silence from a node between two chunks of its answer: past it the stream ends with an error event."),
-  continuations: z
-    .number()
-    .int()
-    .min(0)
-    .max(5)
-    .default(2)
-    .describe(
-      "Times a streamed chat completion or completion whose node failed after its first byte is continued on another node, within the request's deadline (docs/CONTINUATION.md); 0: such a stream ends with an error event.",
-    ),
-  request_deadline_ms: z
-    .number()
-    .int()
-    .positive()
-    .default(900_000)
-    .describe("Longest a request may take from arrival to its last byte: past it the answer ends with an error event."),
-});
+export const limitsSchema = z
+  .strictObject({
+    max_body_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(4 * 1024 * 1024)
+      .describe("Largest request body."),
+    max_retries: z.number().int().min(0).max(5).default(2).describe("Extra nodes tried per region before the first byte."),
+    max_region_attempts: z.number().int().min(1).max(10).default(3).describe("Regions tried, nearest first."),
+    first_byte_timeout_ms: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_DURATION_MS)
+      .default(120_000)
+      .describe(
+        "Longest wait for a node's first body byte. The wait actually allowed adapts to the request: 4x the load model's estimated time to first token on that node, at least `first_byte_timeout_floor_ms`, at most this.",
+      ),
+    first_byte_timeout_floor_ms: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_DURATION_MS)
+      .default(10_000)
+      .describe("Shortest first-byte wait, however small the estimate (a cached prompt on an idle node); at most `first_byte_timeout_ms`."),
+    stream_idle_timeout_ms: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_DURATION_MS)
+      .default(60_000)
+      .describe("Longest silence from a node between two chunks of its answer: past it the stream ends with an error event."),
+    continuations: z
+      .number()
+      .int()
+      .min(0)
+      .max(5)
+      .default(2)
+      .describe(
+        "Times a streamed chat completion or completion whose node failed after its first byte is continued on another node, within the request's deadline (docs/CONTINUATION.md); 0: such a stream ends with an error event.",
+      ),
+    request_deadline_ms: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_DURATION_MS)
+      .default(900_000)
+      .describe(
+        "Longest a request may take from arrival to its last byte: past it the answer ends with an error event. Each region's `request_timeout_ms` is at least this plus 60 s.",
+      ),
+  })
+  .superRefine((limits, ctx) => {
+    // The wait allowed is min(timeout, max(floor, estimate)) (src/region/call-node.ts): a floor
+    // above the timeout would be silently ignored, every wait cut to the timeout.
+    if (limits.first_byte_timeout_floor_ms > limits.first_byte_timeout_ms)
+      ctx.addIssue({
+        code: "custom",
+        path: ["first_byte_timeout_floor_ms"],
+        message: `must be at most first_byte_timeout_ms (${limits.first_byte_timeout_ms})`,
+      });
+  });
 
 export const prefixSchema = z.strictObject({
   block_chars: z

@@ -7,7 +7,14 @@
  * configuration. The parsed result is cached per isolate, keyed by the raw value, so a new
  * deployment's configuration is picked up and an unchanged one costs nothing per request.
  */
-import { configSchema, describeIssues, type RegionConfig, type TenantConfig, type WarmpathConfig } from "./schema.ts";
+import {
+  configSchema,
+  defaultRequestTimeoutMs,
+  describeIssues,
+  type RegionConfig,
+  type TenantConfig,
+  type WarmpathConfig,
+} from "./schema.ts";
 import { regionInitFingerprint, type RegionInit, type RegionInitRef } from "../contracts/region-init.ts";
 import { loadExchangeName, shardObjectName } from "../core/shard.ts";
 import { DEFAULT_REGION_SETTINGS, type RegionSettings } from "../core/region/index.ts";
@@ -129,7 +136,9 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
       maxQueueSeconds: r.max_queue_seconds,
       fairShareWaitSeconds: r.fair_share_wait_seconds,
       failureCooldownMs: r.failure_cooldown_ms,
-      requestTimeoutMs: r.request_timeout_ms,
+      // Unset, it follows the request deadline (region-schema.ts): core's own default (600 s) is
+      // shorter than the default deadline (900 s).
+      requestTimeoutMs: r.request_timeout_ms ?? defaultRequestTimeoutMs(cfg.limits.request_deadline_ms),
       maxIndexEntries: r.max_index_entries,
       maxSessions: r.max_sessions,
       nodeTenants: r.node_tenants,

@@ -10,7 +10,7 @@ import { DEFAULT_REGION_SETTINGS } from "../core/region/index.ts";
 import { MAX_ORIGIN_PATTERN_LENGTH, parseOriginPattern } from "../core/origins.ts";
 import { MAX_SHARDS } from "../core/shard.ts";
 import { LOCATION_HINTS } from "./location-hint.ts";
-import { name, secretName } from "./schema-names.ts";
+import { MAX_DURATION_MS, name, secretName } from "./schema-names.ts";
 
 /** A policy table without `name` is warmpath's (`policy = { tie_tolerance_seconds = 0.1 }`). */
 const regionPolicySchema = z.preprocess(
@@ -61,6 +61,35 @@ export const placementSchema = z.union([
 ]);
 
 const A = DEFAULT_REGION_SETTINGS.admission;
+
+/**
+ * How much longer than the request deadline (`limits.request_deadline_ms`) a region keeps a
+ * request's ticket and budget hold before releasing it as abandoned. A ticket's clock starts at
+ * dispatch, after the edge's arrival, so it already ends after the deadline; the margin covers what
+ * happens past it: the relay ending the stream, the completion and bill reaching the region object
+ * (a retried call, an object restarting), and the clocks of the edge's and the object's machines
+ * differing. Those take seconds; a minute is far past them, and small beside the 15-minute default
+ * deadline, so a lost request's hold outlives any live request by at most about a minute.
+ */
+export const REQUEST_TIMEOUT_MARGIN_MS = 60_000;
+
+/** A region's `request_timeout_ms` when it sets none: the deadline plus {@link REQUEST_TIMEOUT_MARGIN_MS}. */
+export function defaultRequestTimeoutMs(requestDeadlineMs: number): number {
+  return requestDeadlineMs + REQUEST_TIMEOUT_MARGIN_MS;
+}
+
+/**
+ * The most models a region's catalogue may list. A node reports at most 64 (nodeModelsSchema,
+ * src/contracts/node.ts), but a region's catalogue is the union of its nodes' lists; 1,024, as
+ * `prices` allows, is many nodes' worth of distinct models.
+ */
+export const MAX_REGION_MODELS = 1_024;
+
+/** The longest model name: as a node's report and a request may name one (src/contracts/node.ts, src/edge/api/schemas.ts). */
+const MAX_MODEL_NAME_LENGTH = 256;
+
+/** A node's breaker never stays open longer than this, however long the configured first cool-down (src/core/region/node-table.ts). */
+const MAX_FAILURE_COOLDOWN_MS = 60_000;
 
 /** `[regions.admission]`: admission by objective and the region's queue (src/core/region/admission-settings.ts). */
 export const admissionConfigSchema = z.strictObject({
@@ -127,7 +156,13 @@ export const regionSchema = z.strictObject({
     .describe(
       'Where Cloudflare runs the region\'s worker, by its GPUs: `{ region = "aws:us-east-1" }` (a cloud region), `{ hostname = "ingress.us-east.gpus.example.com" }` or `{ host = "10.10.0.1:8000" }` (probed for the lowest latency). Required by `npm run deploy`: without it the region\'s worker runs at the client\'s edge and every request crosses the long haul twice (docs/SCALING.md).',
     ),
-  models: z.array(z.string().min(1)).min(1).describe("Model catalogue of the region (others get 404)."),
+  models: z
+    .array(z.string().min(1).max(MAX_MODEL_NAME_LENGTH))
+    .min(1)
+    .max(MAX_REGION_MODELS)
+    .describe(
+      `Model catalogue of the region (others get 404): at most ${MAX_REGION_MODELS.toLocaleString("en-US")} names of at most ${MAX_MODEL_NAME_LENGTH} characters.`,
+    ),
   node_token_secret: z
     .union([secretName(), z.array(secretName()).min(1).max(4)])
     .describe(
@@ -159,6 +194,7 @@ export const regionSchema = z.strictObject({
     .number()
     .int()
     .min(100)
+    .max(MAX_DURATION_MS)
     .default(DEFAULT_REGION_SETTINGS.nodeSilenceMs)
     .describe("A reporting node silent this long leaves."),
   prefill_tokens_per_second: z
@@ -175,11 +211,13 @@ export const regionSchema = z.strictObject({
   max_queue_seconds: z
     .number()
     .positive()
+    .max(MAX_DURATION_MS / 1000)
     .default(DEFAULT_REGION_SETTINGS.maxQueueSeconds)
     .describe("Past this modelled wait on every node, the region is saturated (failover/503)."),
   fair_share_wait_seconds: z
     .number()
     .positive()
+    .max(MAX_DURATION_MS / 1000)
     .default(DEFAULT_REGION_SETTINGS.fairShareWaitSeconds)
     .describe(
       "The short queue a tenant may build: past its weighted share of it, a tenant keeps off the nodes held for the others, and past this wait on its own nodes, one over 1.5x its share of the recent prefill is refused here (another region, else 429).",
@@ -188,14 +226,21 @@ export const regionSchema = z.strictObject({
     .number()
     .int()
     .min(0)
+    .max(MAX_FAILURE_COOLDOWN_MS)
     .default(DEFAULT_REGION_SETTINGS.failureCooldownMs)
     .describe("First cool-down after a node fails; doubles per failure, at most 60 s."),
+  // No default here: it follows `limits.request_deadline_ms` (load.ts), and a value below the
+  // deadline plus the margin is refused (schema.ts), so a request the deadline still allows keeps
+  // its ticket and budget hold.
   request_timeout_ms: z
     .number()
     .int()
     .min(1000)
-    .default(DEFAULT_REGION_SETTINGS.requestTimeoutMs)
-    .describe("An in-flight request never completed is released after this."),
+    .max(MAX_DURATION_MS + REQUEST_TIMEOUT_MARGIN_MS)
+    .optional()
+    .describe(
+      "An in-flight request never completed (its worker was lost) is released after this, its ticket and budget hold with it. At least `limits.request_deadline_ms` + 60 s. Default: `limits.request_deadline_ms` + 60 s (960000 with the default deadline).",
+    ),
   max_index_entries: z
     .number()
     .int()

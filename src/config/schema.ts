@@ -11,15 +11,18 @@
  */
 import { z } from "zod";
 import { limitsSchema, prefixSchema } from "./limits-schema.ts";
-import { regionSchema } from "./region-schema.ts";
+import { defaultRequestTimeoutMs, REQUEST_TIMEOUT_MARGIN_MS, regionSchema } from "./region-schema.ts";
 import { name, secretName } from "./schema-names.ts";
 import { tenantSchema } from "./tenant-schema.ts";
 import { pricesSchema, usageSchema } from "./usage-schema.ts";
 
 export {
   admissionConfigSchema,
+  defaultRequestTimeoutMs,
   locationSchema,
   MAX_INDEX_ENTRIES_LIMIT,
+  MAX_REGION_MODELS,
+  REQUEST_TIMEOUT_MARGIN_MS,
   placementSchema,
   regionSchema,
   staticNodeSchema,
@@ -58,7 +61,11 @@ export const configSchema = z
         "The region whose worker holds the budget ledger (docs/USAGE.md), one of `regions`. Default: the first region; `npm run deploy` requires it when a tenant has a budget and there are several regions, since reordering the regions would otherwise move the ledger to a new, empty home.",
       ),
     prefix: prefixSchema.prefault({}),
-    admin_token_secret: secretName().default("ADMIN_TOKEN").describe("Secret holding the admin token (state API and dashboard)."),
+    admin_token_secret: secretName()
+      .default("ADMIN_TOKEN")
+      .describe(
+        "Secret holding the admin token (state API and dashboard). A secret serves one role: never also a node token or an origin token; nor may any secret name a binding the workers use themselves (`INTERNAL_SECRET`, `WARMPATH_CONFIG`, `REGION_WORKER_*`, ...).",
+      ),
     cors_allowed_origins: z
       .array(z.union([z.literal("*"), z.string().regex(/^https?:\/\/[^/\s]+$/, "must be an origin such as https://app.example.com, or *")]))
       .max(64)
@@ -94,6 +101,29 @@ export const configSchema = z
         ids.add(n.id);
       });
     });
+    secretRoles(cfg, ctx);
+    cfg.regions.forEach((r, i) => {
+      // The region object releases a request after request_timeout_ms: below the deadline (plus the
+      // margin) a stream the deadline allows would lose its ticket and budget hold mid-answer.
+      const least = defaultRequestTimeoutMs(cfg.limits.request_deadline_ms);
+      if (r.request_timeout_ms !== undefined && r.request_timeout_ms < least)
+        ctx.addIssue({
+          code: "custom",
+          path: ["regions", i, "request_timeout_ms"],
+          message: `must be at least limits.request_deadline_ms + ${REQUEST_TIMEOUT_MARGIN_MS} (${least}): a request the deadline allows would be released while its node still answers`,
+        });
+      // A node dedicated to a tenant barred from the region would serve no one, silently.
+      for (const [node, ids] of Object.entries(r.node_tenants))
+        for (const id of ids) {
+          const allowed = cfg.tenants.find((t) => t.id === id)?.regions;
+          if (allowed !== undefined && !allowed.includes(r.name))
+            ctx.addIssue({
+              code: "custom",
+              path: ["regions", i, "node_tenants", node],
+              message: `tenant '${id}' may not use region '${r.name}' (its regions: ${allowed.join(", ")})`,
+            });
+        }
+    });
     if (cfg.budget_ledger_region !== undefined && !cfg.regions.some((r) => r.name === cfg.budget_ledger_region))
       ctx.addIssue({
         code: "custom",
@@ -111,6 +141,32 @@ export const configSchema = z
       });
     });
   });
+
+/**
+ * A secret serves one role: the admin token opens /admin/*, a node token registers nodes, an origin
+ * token is sent as Bearer to a region's nodes. One secret in two roles hands one holder the other's
+ * power (a node given the origin token could register nodes with it; a node token would open the
+ * admin API). Within a role a secret may be shared: wrangler.toml's development regions share one
+ * node token, its deployed regions one origin token. The error names both fields, never the name.
+ */
+function secretRoles(
+  cfg: { admin_token_secret: string; regions: Array<{ node_token_secret: string | string[]; origin_token_secret?: string | undefined }> },
+  ctx: z.RefinementCtx,
+): void {
+  const first = new Map<string, { role: string; path: Array<string | number> }>();
+  const claim = (secret: string, role: string, path: Array<string | number>) => {
+    const held = first.get(secret);
+    if (held === undefined) first.set(secret, { role, path });
+    else if (held.role !== role)
+      ctx.addIssue({ code: "custom", path, message: `names the same secret as ${held.path.join(".")}: a secret serves one role` });
+  };
+  claim(cfg.admin_token_secret, "admin", ["admin_token_secret"]);
+  cfg.regions.forEach((r, i) => {
+    if (typeof r.node_token_secret === "string") claim(r.node_token_secret, "node", ["regions", i, "node_token_secret"]);
+    else r.node_token_secret.forEach((s, j) => claim(s, "node", ["regions", i, "node_token_secret", j]));
+    if (r.origin_token_secret !== undefined) claim(r.origin_token_secret, "origin", ["regions", i, "origin_token_secret"]);
+  });
+}
 
 export type WarmpathConfig = z.output<typeof configSchema>;
 export type RegionConfig = z.output<typeof regionSchema>;

@@ -86,12 +86,18 @@ const REFUSED_RANGES: Array<{ range: ReturnType<typeof cidr>; reason: string; lo
   ["169.254.169.254/32", "a cloud metadata address"],
   ["169.254.0.0/16", "a link-local address"],
   ["100.100.100.200/32", "a cloud metadata address"],
+  // Azure's WireServer and Oracle Cloud's metadata service.
+  ["168.63.129.16/32", "a cloud metadata address"],
+  ["192.0.0.192/32", "a cloud metadata address"],
   ["224.0.0.0/4", "a multicast address"],
   ["240.0.0.0/4", "a reserved or broadcast address"],
   ["::/128", "an unspecified address"],
   ["::1/128", "a loopback address", true],
   ["fd00:ec2::254/128", "a cloud metadata address"],
   ["fe80::/10", "a link-local address"],
+  // Local-use NAT64 (RFC 8215): its prefix length, and so where an IPv4 address sits in it, is the
+  // network's choice, so it cannot be read out as the well-known prefix's can.
+  ["64:ff9b:1::/48", "a local-use NAT64 address"],
   ["ff00::/8", "a multicast address"],
 ].map(([range, reason, loopback]) => ({
   range: cidr(range as string),
@@ -99,14 +105,19 @@ const REFUSED_RANGES: Array<{ range: ReturnType<typeof cidr>; reason: string; lo
   ...(loopback ? { loopback: true as const } : {}),
 }));
 
-/** IPv4 addresses carried inside an IPv6 address: mapped, compatible, NAT64 (64:ff9b::/96) and 6to4 (2002::/16). */
+/**
+ * IPv4 addresses carried inside an IPv6 address: mapped (::ffff:0:0/96), translated (SIIT,
+ * ::ffff:0:0:0/96), compatible, NAT64 (64:ff9b::/96), 6to4 (2002::/16) and Teredo (2001::/32,
+ * whose client address is stored inverted).
+ */
 function embeddedIpv4(ip: Ip): bigint | undefined {
   if (ip.family !== 6) return undefined;
   const low = ip.value & 0xffffffffn;
   const top96 = ip.value >> 32n;
-  if (top96 === 0xffffn || top96 === 0x64ff9b0000000000000000n) return low;
+  if (top96 === 0xffffn || top96 === 0xffff0000n || top96 === 0x64ff9b0000000000000000n) return low;
   if (top96 === 0n && low > 1n) return low; // ::a.b.c.d (deprecated); not :: or ::1
   if (ip.value >> 112n === 0x2002n) return (ip.value >> 80n) & 0xffffffffn;
+  if (ip.value >> 96n === 0x20010000n) return low ^ 0xffffffffn;
   return undefined;
 }
 

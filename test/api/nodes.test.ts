@@ -75,6 +75,13 @@ describe("node reports", () => {
     expect(error.message).toContain(field);
   });
 
+  it("takes the largest report the contract allows: 64 model names of 256 characters", async () => {
+    const models = Array.from({ length: 64 }, (_, i) => `m-${String(i).padStart(2, "0")}-${"é".repeat(251)}`);
+    expect(models.every((m) => m.length === 256)).toBe(true);
+    const res = await report({ id: "many-models", region: "eu", models });
+    expect(res.status).toBe(200);
+  });
+
   it("400 for an unknown region", async () => {
     const res = await post({ ...validReport, region: "mars" });
     expect(res.status).toBe(400);

@@ -2,7 +2,8 @@
 import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/edge/app.ts";
 import { ConfigError, loadConfig } from "../../src/config/load.ts";
-import { MAX_INDEX_ENTRIES_LIMIT } from "../../src/config/schema.ts";
+import { MAX_INDEX_ENTRIES_LIMIT, MAX_REGION_MODELS, REQUEST_TIMEOUT_MARGIN_MS } from "../../src/config/schema.ts";
+import { MAX_DURATION_MS, RESERVED_BINDING_NAMES } from "../../src/config/schema-names.ts";
 import { indexMemoryBound } from "../../src/core/prefix-index.ts";
 import { MAX_SHARDS } from "../../src/core/shard.ts";
 import { ACME_KEY, ACME_KEY_2, TEST_CONFIG } from "../fixtures/config.ts";
@@ -189,5 +190,175 @@ describe("bounds a configuration cannot exceed", () => {
     const over = clone();
     (over.regions[0] as Record<string, unknown>).shards = MAX_SHARDS + 1;
     expect(() => loadConfig(envWith(over))).toThrow(/regions\.0\.shards/);
+  });
+});
+
+describe("secrets: each names a secret of its own, for one role", () => {
+  type Doc = { admin_token_secret: string; regions: Array<Record<string, unknown>> };
+  const doc = () => clone() as unknown as Doc;
+
+  it("refuses a secret field naming a binding or secret the workers use themselves, naming the field", () => {
+    for (const reserved of [...RESERVED_BINDING_NAMES, "REGION_WORKER_EU"]) {
+      const admin = doc();
+      admin.admin_token_secret = reserved;
+      expect(configError(envWith(JSON.stringify(admin)))).toMatch(
+        /^WARMPATH_CONFIG is invalid: admin_token_secret: must not name a binding/,
+      );
+    }
+    // The reviewer's case: the internal signing secret sent as Bearer to every node of a region.
+    const origin = doc();
+    origin.regions[3]!.origin_token_secret = "INTERNAL_SECRET";
+    expect(configError(envWith(origin))).toMatch(/regions\.3\.origin_token_secret: must not name a binding/);
+    const node = doc();
+    node.regions[0]!.node_token_secret = ["NODE_TOKEN_TEST", "INTERNAL_SECRET_PREVIOUS"];
+    expect(configError(envWith(node))).toMatch(/regions\.0\.node_token_secret\.1: must not name a binding/);
+    const config = doc();
+    config.regions[1]!.node_token_secret = "WARMPATH_CONFIG";
+    expect(configError(envWith(config))).toMatch(/regions\.1\.node_token_secret: must not name a binding/);
+  });
+
+  it("refuses one secret in two roles, naming both fields and never the secret, and lets regions share one within a role", () => {
+    // A node's token would open /admin/*.
+    const admin = doc();
+    admin.admin_token_secret = "NODE_TOKEN_TEST";
+    const adminError = configError(envWith(admin));
+    expect(adminError).toContain("regions.0.node_token_secret: names the same secret as admin_token_secret: a secret serves one role");
+    expect(adminError).not.toContain("NODE_TOKEN_TEST");
+    // A node handed the origin token as Bearer could register nodes with it.
+    const origin = doc();
+    origin.regions[3]!.origin_token_secret = "NODE_TOKEN_TEST";
+    const originError = configError(envWith(origin));
+    expect(originError).toContain("regions.3.origin_token_secret: names the same secret as regions.0.node_token_secret");
+    expect(originError).not.toContain("NODE_TOKEN_TEST");
+    // In a rotation list too, and in another region than the first use.
+    const rotation = doc();
+    rotation.regions[2]!.node_token_secret = ["NODE_TOKEN_TEST", "ORIGIN_TOKEN_TEST"];
+    expect(configError(envWith(rotation))).toContain(
+      "regions.3.origin_token_secret: names the same secret as regions.2.node_token_secret.1",
+    );
+    const adminOrigin = doc();
+    adminOrigin.regions[3]!.origin_token_secret = "ADMIN_TOKEN_TEST";
+    expect(configError(envWith(adminOrigin))).toContain("regions.3.origin_token_secret: names the same secret as admin_token_secret");
+    // Within a role a secret may be shared: the fixture's regions share a node token; two regions one origin token.
+    const shared = doc();
+    shared.regions[0]!.origin_token_secret = "ORIGIN_TOKEN_TEST";
+    const loaded = loadConfig(envWith(shared));
+    expect([loaded.regions[0]!.originToken, loaded.regions[3]!.originToken]).toEqual(["o", "o"]);
+    expect(new Set(loaded.regions.map((r) => r.nodeToken))).toEqual(new Set(["t"]));
+  });
+});
+
+describe("a region's request timeout follows the request deadline", () => {
+  type Doc = { limits: Record<string, unknown>; regions: Array<Record<string, unknown>> };
+  const doc = () => clone() as unknown as Doc;
+
+  it("defaults to the deadline plus the margin, so a stream the deadline allows keeps its ticket and budget hold", () => {
+    expect(REQUEST_TIMEOUT_MARGIN_MS).toBe(60_000);
+    const loaded = loadConfig(envWith(clone()));
+    expect(loaded.raw.limits.request_deadline_ms).toBe(900_000);
+    for (const r of loaded.regions) expect(r.init.settings.requestTimeoutMs).toBe(960_000);
+    const long = doc();
+    long.limits.request_deadline_ms = 1_800_000;
+    expect(loadConfig(envWith(long)).regions.map((r) => r.init.settings.requestTimeoutMs)).toEqual(
+      loadConfig(envWith(long)).regions.map(() => 1_860_000),
+    );
+    // One set explicitly, at or past the deadline plus the margin, is kept.
+    const set = doc();
+    set.regions[0]!.request_timeout_ms = 960_000;
+    set.regions[1]!.request_timeout_ms = 3_600_000;
+    const kept = loadConfig(envWith(set));
+    expect(kept.regions.slice(0, 3).map((r) => r.init.settings.requestTimeoutMs)).toEqual([960_000, 3_600_000, 960_000]);
+  });
+
+  it("refuses a request_timeout_ms below the deadline plus the margin, naming the field", () => {
+    const old = doc();
+    old.regions[1]!.request_timeout_ms = 600_000; // the former default
+    expect(configError(envWith(old))).toContain(
+      "regions.1.request_timeout_ms: must be at least limits.request_deadline_ms + 60000 (960000)",
+    );
+    const tight = doc();
+    tight.limits.request_deadline_ms = 60_000;
+    tight.regions[0]!.request_timeout_ms = 119_999;
+    expect(configError(envWith(tight))).toContain("regions.0.request_timeout_ms: must be at least");
+    tight.regions[0]!.request_timeout_ms = 120_000;
+    expect(loadConfig(envWith(JSON.stringify(tight))).regions[0]!.init.settings.requestTimeoutMs).toBe(120_000);
+  });
+});
+
+describe("dedicated nodes", () => {
+  it("refuses a node dedicated to a tenant barred from the region, naming the field (the node would serve no one)", () => {
+    const barred = clone() as unknown as { regions: Array<Record<string, unknown>> };
+    // Region 1 is `us`; tenant euonly may use `eu` only.
+    barred.regions[1]!.node_tenants = { "ded-eu": ["acme", "euonly"] };
+    expect(configError(envWith(barred))).toContain(
+      "regions.1.node_tenants.ded-eu: tenant 'euonly' may not use region 'us' (its regions: eu)",
+    );
+    // A tenant whose regions include this one, or that names none (every region), is accepted.
+    barred.regions[1]!.node_tenants = { "ded-us": ["hooli", "acme"] };
+    expect(loadConfig(envWith(JSON.stringify(barred))).regions[1]!.init.settings.nodeTenants).toEqual({ "ded-us": ["hooli", "acme"] });
+  });
+});
+
+describe("limits that contradict each other or exceed a timer", () => {
+  type Doc = { limits: Record<string, unknown>; regions: Array<Record<string, unknown>> };
+  const doc = () => clone() as unknown as Doc;
+
+  it("refuses a first-byte floor above the first-byte timeout (the floor would be silently ignored)", () => {
+    const bad = doc();
+    bad.limits.first_byte_timeout_floor_ms = 500_000;
+    bad.limits.first_byte_timeout_ms = 1_000;
+    expect(configError(envWith(bad))).toContain("limits.first_byte_timeout_floor_ms: must be at most first_byte_timeout_ms (1000)");
+    bad.limits.first_byte_timeout_floor_ms = 1_000;
+    expect(loadConfig(envWith(JSON.stringify(bad))).raw.limits.first_byte_timeout_floor_ms).toBe(1_000);
+  });
+
+  it("bounds every duration at a day (a timer fires at once past 2^31-1 ms), naming the field", () => {
+    expect(MAX_DURATION_MS).toBe(86_400_000);
+    // The longest a field may configure, the request timeout past the longest deadline, is a timer's.
+    expect(MAX_DURATION_MS + REQUEST_TIMEOUT_MARGIN_MS).toBeLessThan(2 ** 31 - 1);
+    const limits = ["first_byte_timeout_ms", "stream_idle_timeout_ms", "request_deadline_ms"];
+    for (const field of limits) {
+      const over = doc();
+      over.limits[field] = 2 ** 31;
+      expect(configError(envWith(over))).toContain(`limits.${field}:`);
+      over.limits[field] = MAX_DURATION_MS + 1;
+      expect(configError(envWith(JSON.stringify(over)))).toContain(`limits.${field}:`);
+    }
+    const floor = doc();
+    floor.limits.first_byte_timeout_floor_ms = MAX_DURATION_MS + 1;
+    floor.limits.first_byte_timeout_ms = MAX_DURATION_MS;
+    expect(configError(envWith(floor))).toContain("limits.first_byte_timeout_floor_ms: Too big");
+    const regionOver: Array<[string, number]> = [
+      ["node_silence_ms", MAX_DURATION_MS + 1],
+      ["max_queue_seconds", MAX_DURATION_MS / 1000 + 1],
+      ["fair_share_wait_seconds", MAX_DURATION_MS / 1000 + 1],
+      // Its documented bound: the breaker's cool-down never exceeds 60 s.
+      ["failure_cooldown_ms", 60_001],
+      ["request_timeout_ms", MAX_DURATION_MS + REQUEST_TIMEOUT_MARGIN_MS + 1],
+    ];
+    for (const [field, value] of regionOver) {
+      const over = doc();
+      over.regions[2]![field] = value;
+      expect(configError(envWith(over))).toContain(`regions.2.${field}:`);
+    }
+    // At the bounds: a day's deadline, its region timeout following it.
+    const longest = doc();
+    longest.limits = { ...longest.limits, request_deadline_ms: MAX_DURATION_MS, stream_idle_timeout_ms: MAX_DURATION_MS };
+    longest.regions[2]!.node_silence_ms = MAX_DURATION_MS;
+    const loaded = loadConfig(envWith(longest));
+    expect(loaded.regions[2]!.init.settings.requestTimeoutMs).toBe(MAX_DURATION_MS + REQUEST_TIMEOUT_MARGIN_MS);
+  });
+
+  it("bounds a region's model names as nodes and requests do, and its catalogue", () => {
+    const long = doc();
+    long.regions[0]!.models = ["m-eu", "x".repeat(257)];
+    expect(configError(envWith(long))).toContain("regions.0.models.1:");
+    long.regions[0]!.models = ["m-eu", "x".repeat(256)];
+    expect(loadConfig(envWith(JSON.stringify(long))).models).toContain("x".repeat(256));
+    const many = doc();
+    many.regions[0]!.models = Array.from({ length: MAX_REGION_MODELS + 1 }, (_, i) => `m-${i}`);
+    expect(configError(envWith(many))).toContain("regions.0.models:");
+    many.regions[0]!.models = Array.from({ length: MAX_REGION_MODELS }, (_, i) => `m-${i}`);
+    expect(loadConfig(envWith(JSON.stringify(many))).regions[0]!.config.models).toHaveLength(MAX_REGION_MODELS);
   });
 });

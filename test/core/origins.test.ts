@@ -105,6 +105,12 @@ describe("addresses refused even when a CIDR in allowed_origins covers them", ()
     ["http://[::169.254.169.254]/", "a cloud metadata address (embedded in IPv6)"],
     ["http://[64:ff9b::a9fe:a9fe]/", "a cloud metadata address (embedded in IPv6)"],
     ["http://[2002:a9fe:a9fe::1]/", "a cloud metadata address (embedded in IPv6)"],
+    ["http://[::ffff:0:127.0.0.1]/", "a loopback address (embedded in IPv6)"],
+    // Teredo: the client's address is stored inverted (127.0.0.1 as 80ff:fffe).
+    ["http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", "a loopback address (embedded in IPv6)"],
+    ["http://[64:ff9b:1::7f00:1]/", "a local-use NAT64 address"],
+    ["http://168.63.129.16/", "a cloud metadata address"],
+    ["http://192.0.0.192/", "a cloud metadata address"],
   ])("%s: %s", (raw, reason) => {
     const r = refusal(raw, policy(["0.0.0.0/0", "::/0", "*.google.internal", "metadata", "localhost", "gpu.localhost"]));
     expect(r).toMatchObject({ status: 403, code: "origin_not_allowed" });

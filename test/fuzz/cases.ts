@@ -635,7 +635,8 @@ export function nodeCases(seed: number): FuzzCase[] {
       [400],
     );
   }
-  report("over 16 KiB", JSON.stringify({ ...validReport, boot_id: "b", extra: CANARY.repeat(2_000) }), [413]);
+  // Past the report's bound (128 KiB, src/edge/api/nodes.ts: the largest report the contract allows).
+  report("over 128 KiB", JSON.stringify({ ...validReport, boot_id: "b", extra: "x".repeat(129 * 1024) + CANARY }), [413]);
   for (const type of ["text/plain", "application/jsonx", "text/plain; application/json", `application/json; charset=${CANARY}`]) {
     add(`report content-type ${type}`, {
       method: "POST",
