@@ -215,7 +215,7 @@ export async function deploy(args: DeployArgs, options: DeployOptions): Promise<
     error("Nothing was generated or uploaded: fix wrangler.toml and run it again.");
     return 1;
   }
-  for (const w of deployment.warnings) error(`deploy: warning: ${w}${args.dryRun ? " (a real deploy refuses a placeholder key)" : ""}`);
+  for (const w of deployment.warnings) error(`deploy: warning: ${w}`);
   let secrets: Record<string, string> = {};
   try {
     if (args.secretsFile) checkSecrets((secrets = readSecretsFile(resolve(args.secretsFile))), deployment.workers);

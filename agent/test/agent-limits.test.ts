@@ -17,7 +17,7 @@ import { count, positiveInt, type EngineScrape } from "../engines/types.ts";
 import { vllm } from "../engines/vllm.ts";
 import { MAX_MODEL_NAME, MAX_MODELS, MAX_NODE_URL, MAX_REGION, MAX_REPORTED_REQUESTS, MAX_TIMER_MS, NODE_ID } from "../limits.ts";
 import { parsePrometheus } from "../prometheus.ts";
-import { FakeRouter, FixtureEngine, WAIT_MS, waitFor } from "./fixtures/fakes.ts";
+import { FakeRouter, FixtureEngine, WAIT_MS, testAgentOptions, waitFor } from "./fixtures/fakes.ts";
 
 const fixture = (name: string) => readFileSync(join(import.meta.dirname, "fixtures", name), "utf8");
 const page = (text: string): EngineScrape => ({ samples: parsePrometheus(text), headers: {} });
@@ -90,27 +90,14 @@ test("a vLLM page with 2e6 waiting and kv_cache_size_tokens 1e17: reports the co
   const bus = new EventEmitter();
   const events: AgentEvent[] = [];
   router.on("request", () => bus.emit("event"));
-  const agent = startAgent({
-    routerUrl: router.url,
-    region: "us-east",
-    nodeId: "gpu-1",
-    nodeUrl: "http://10.0.0.5:8000",
-    engineUrl: engine.url,
-    metricsUrl: `${engine.url}/metrics`,
-    engine: "auto",
-    models: undefined,
-    kvCapacityTokens: undefined,
-    intervalMs: 25,
-    engineTimeoutMs: 5000,
-    routerTimeoutMs: 5000,
-    maxBackoffMs: 400,
-    downAfter: 3,
-    token: "node-token",
-    log: (e) => {
-      events.push(e);
-      bus.emit("event");
-    },
-  });
+  const agent = startAgent(
+    testAgentOptions(engine.url, router.url, {
+      log: (e) => {
+        events.push(e);
+        bus.emit("event");
+      },
+    }),
+  );
   try {
     const reports = await waitFor(bus, "event", () => (router.reports().length >= 2 ? router.reports() : undefined), "two reports");
     for (const r of reports) {

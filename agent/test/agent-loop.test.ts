@@ -14,7 +14,7 @@ import { nodeReportSchema } from "../../src/contracts/node.ts";
 import { startAgent, type Agent, type AgentEvent, type AgentOptions } from "../agent.ts";
 import { NodeCredentials } from "../credentials.ts";
 import { formatEvent } from "../log.ts";
-import { FakeEngine, FakeRouter, waitFor } from "./fixtures/fakes.ts";
+import { FakeEngine, FakeRouter, testAgentOptions, waitFor } from "./fixtures/fakes.ts";
 
 interface Harness {
   engine: FakeEngine;
@@ -33,28 +33,15 @@ async function harness(options: Partial<AgentOptions> = {}): Promise<Harness> {
   await router.start();
   const events: AgentEvent[] = [];
   const bus = new EventEmitter();
-  const agent = startAgent({
-    routerUrl: router.url,
-    region: "us-east",
-    nodeId: "gpu-1",
-    nodeUrl: "http://10.0.0.5:8000",
-    engineUrl: engine.url,
-    metricsUrl: `${engine.url}/metrics`,
-    engine: "auto",
-    models: undefined,
-    kvCapacityTokens: undefined,
-    intervalMs: 25,
-    engineTimeoutMs: 5000,
-    routerTimeoutMs: 5000,
-    maxBackoffMs: 400,
-    downAfter: 3,
-    token: "node-token",
-    log: (e) => {
-      events.push(e);
-      bus.emit("event");
-    },
-    ...options,
-  });
+  const agent = startAgent(
+    testAgentOptions(engine.url, router.url, {
+      log: (e) => {
+        events.push(e);
+        bus.emit("event");
+      },
+      ...options,
+    }),
+  );
   // A report or an event may settle a wait.
   router.on("request", () => bus.emit("event"));
   engine.on("request", () => bus.emit("event"));
@@ -247,45 +234,29 @@ test("no KV capacity from the engine and none given: a fatal error naming the fl
     await h.agent.stop();
     h.engine.state.cacheConfig = false;
     const events: AgentEvent[] = [];
-    const bare = startAgent({
-      routerUrl: h.router.url,
-      region: "us-east",
-      nodeId: "gpu-2",
-      nodeUrl: h.engine.url,
-      engineUrl: h.engine.url,
-      metricsUrl: `${h.engine.url}/metrics`,
-      engine: "vllm",
-      models: ["m"],
-      kvCapacityTokens: undefined,
-      intervalMs: 25,
-      engineTimeoutMs: 5000,
-      routerTimeoutMs: 5000,
-      maxBackoffMs: 400,
-      downAfter: 3,
-      token: "t",
-      log: (e) => events.push(e),
-    });
+    const bare = startAgent(
+      testAgentOptions(h.engine.url, h.router.url, {
+        nodeId: "gpu-2",
+        nodeUrl: h.engine.url,
+        engine: "vllm",
+        models: ["m"],
+        token: "t",
+        log: (e) => events.push(e),
+      }),
+    );
     await assert.rejects(bare.done, /cannot read the KV cache capacity from vllm .*pass --kv-capacity-tokens/);
     assert.equal(events.filter((e) => e.event === "fatal").length, 1);
     assert.ok(!h.router.reports().some((r) => r.node_id === "gpu-2"), "nothing reported without a capacity");
 
-    const given = startAgent({
-      routerUrl: h.router.url,
-      region: "us-east",
-      nodeId: "gpu-3",
-      nodeUrl: h.engine.url,
-      engineUrl: h.engine.url,
-      metricsUrl: `${h.engine.url}/metrics`,
-      engine: "auto",
-      models: ["m"],
-      kvCapacityTokens: 70000,
-      intervalMs: 25,
-      engineTimeoutMs: 5000,
-      routerTimeoutMs: 5000,
-      maxBackoffMs: 400,
-      downAfter: 3,
-      token: "t",
-    });
+    const given = startAgent(
+      testAgentOptions(h.engine.url, h.router.url, {
+        nodeId: "gpu-3",
+        nodeUrl: h.engine.url,
+        models: ["m"],
+        kvCapacityTokens: 70000,
+        token: "t",
+      }),
+    );
     const r = await waitFor(h.bus, "event", () => h.router.reports().find((x) => x.node_id === "gpu-3"), "gpu-3's report");
     assert.equal(r.kv_capacity_tokens, 70000);
     assert.deepEqual(r.models, ["m"]);
@@ -432,27 +403,16 @@ test("an engine URL with a password: the password is in no log line", async () =
   try {
     await h.agent.stop();
     const withPassword = h.engine.url.replace("http://", "http://scraper:s3cret-pw@");
-    agent = startAgent({
-      routerUrl: h.router.url,
-      region: "us-east",
-      nodeId: "gpu-2",
-      nodeUrl: "http://10.0.0.5:8000",
-      engineUrl: withPassword,
-      metricsUrl: `${withPassword}/metrics`,
-      engine: "auto",
-      models: undefined,
-      kvCapacityTokens: undefined,
-      intervalMs: 25,
-      engineTimeoutMs: 5000,
-      routerTimeoutMs: 5000,
-      maxBackoffMs: 400,
-      downAfter: 100,
-      token: "node-token",
-      log: (e) => {
-        events.push(e);
-        h.bus.emit("event");
-      },
-    });
+    agent = startAgent(
+      testAgentOptions(withPassword, h.router.url, {
+        nodeId: "gpu-2",
+        downAfter: 100,
+        log: (e) => {
+          events.push(e);
+          h.bus.emit("event");
+        },
+      }),
+    );
     const count = (kind: AgentEvent["event"]) => events.filter((e) => e.event === kind).length;
     await waitFor(h.bus, "event", () => (count("engine_ok") === 1 ? true : undefined), "engine ok");
     h.engine.state.failWith = 503;
@@ -492,25 +452,7 @@ test("--state-file: the node secret survives a restart of the agent (file mode 0
     // A crash (no deregistration): a new agent process with the same state file.
     const events: AgentEvent[] = [];
     const n = h.router.requests.length;
-    const second = startAgent({
-      routerUrl: h.router.url,
-      region: "us-east",
-      nodeId: "gpu-1",
-      nodeUrl: "http://10.0.0.5:8000",
-      engineUrl: h.engine.url,
-      metricsUrl: `${h.engine.url}/metrics`,
-      engine: "auto",
-      models: undefined,
-      kvCapacityTokens: undefined,
-      intervalMs: 25,
-      engineTimeoutMs: 5000,
-      routerTimeoutMs: 5000,
-      maxBackoffMs: 400,
-      downAfter: 3,
-      token: "node-token",
-      stateFile,
-      log: (e) => events.push(e),
-    });
+    const second = startAgent(testAgentOptions(h.engine.url, h.router.url, { stateFile, log: (e) => events.push(e) }));
     await waitFor(
       h.bus,
       "event",

@@ -14,7 +14,7 @@ import { nodeMaxRunningSchema, nodeReportSchema } from "../../src/contracts/node
 import { startAgent, type AgentEvent, type AgentOptions } from "../agent.ts";
 import { MAX_RUNNING_REPORTED } from "../args.ts";
 import type { EngineName } from "../engines/types.ts";
-import { FixtureEngine, FakeRouter, WAIT_MS, waitFor, type FixturePages } from "./fixtures/fakes.ts";
+import { FixtureEngine, FakeRouter, WAIT_MS, testAgentOptions, waitFor, type FixturePages } from "./fixtures/fakes.ts";
 
 const fixture = (name: string) => readFileSync(join(import.meta.dirname, "fixtures", name), "utf8");
 
@@ -40,28 +40,16 @@ async function withAgent<T>(
   const events: AgentEvent[] = [];
   router.on("request", () => bus.emit("event"));
   fake.on("request", () => bus.emit("event"));
-  const agent = startAgent({
-    routerUrl: router.url,
-    region: "us-east",
-    nodeId: "gpu-1",
-    nodeUrl: "http://10.0.0.5:8000",
-    engineUrl: fake.url,
-    metricsUrl: `${fake.url}/metrics`,
-    engine,
-    models: undefined,
-    kvCapacityTokens: undefined,
-    intervalMs: 25,
-    engineTimeoutMs: 5000,
-    routerTimeoutMs: 5000,
-    maxBackoffMs: 400,
-    downAfter: 3,
-    token: "node-token",
-    log: (e) => {
-      events.push(e);
-      bus.emit("event");
-    },
-    ...extra,
-  });
+  const agent = startAgent(
+    testAgentOptions(fake.url, router.url, {
+      engine,
+      log: (e) => {
+        events.push(e);
+        bus.emit("event");
+      },
+      ...extra,
+    }),
+  );
   try {
     const value = await waitFor(bus, "event", () => until(router, events), what);
     return { value, router, events };

@@ -130,7 +130,10 @@ export function checkPlaceholderKeys(config: WarmpathConfig, refuse: boolean): F
         );
     }),
   );
-  return refuse ? { problems: found, warnings: [] } : { problems: [], warnings: found };
+  // Warned only: the warning says what a real deploy would do (said here, not of every warning).
+  return refuse
+    ? { problems: found, warnings: [] }
+    : { problems: [], warnings: found.map((w) => `${w} (a real deploy refuses a placeholder key)`) };
 }
 
 /**

@@ -19,15 +19,12 @@ import { parseEnv } from "node:util";
 import { INTERNAL_SECRET_VAR, MIN_SECRET_LENGTH } from "../../src/core/internal-auth.ts";
 import type { GeneratedWorker } from "./generate.ts";
 import { atJsonError, positionAt } from "./json-position.ts";
+// A secret's name, as the configuration's schema takes it. A name that is not one is never printed:
+// it is usually a line read the wrong way (a JSON line read as dotenv makes `"INTERNAL_SECRET":
+// "k2J9...` a name), and so holds a value.
+import { SECRET_NAME } from "../../src/config/schema-names.ts";
 
 export class SecretsFileError extends Error {}
-
-/**
- * A secret's name, as the configuration's schema takes it (SECRET_NAME, src/config/schema-names.ts).
- * A name that is not one is never printed: it is usually a line read the wrong way (a JSON line read
- * as dotenv makes `"INTERNAL_SECRET": "k2J9...` a name), and so holds a value.
- */
-const SECRET_NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
 
 /** The 1-based line where `name` is given: a JSON key, or a dotenv line's name (undefined if not found as written). */
 function lineOf(text: string, name: string, json: boolean): number | undefined {

@@ -7,7 +7,7 @@ import { ALL_REGIONS_BINDING, BUDGET_LEDGER_BINDING, LOCAL_ASSETS_BINDING, REGIO
 import { INTERNAL_SECRET_PREVIOUS_VAR, INTERNAL_SECRET_VAR } from "../core/internal-auth.ts";
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
-const SECRET_NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
+export const SECRET_NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
 export const SHA256_HEX = /^[0-9a-f]{64}$/;
 /** A region, tenant or namespace name: lowercase letters, digits and dashes, at most 63 characters. */
 export const name = () => z.string().regex(NAME, "must be lowercase letters, digits and dashes");

@@ -306,17 +306,13 @@ export class NodeLoad {
    * Mooncake trace it put the modelled work ahead off by ~11k tokens, ~1 s of prefill, per
    * decision, and doubled heavy-load mean TTFT). Only when the node
    * reports more waiting requests than this router has before their first byte (another router's,
-   * or sent before a restart) does the floor apply: then the report is the better evidence. The
-   * latest report is the evidence: one that shows no such queue ends the floor an earlier one set
-   * (kept at the highest ever seen, one report of a long queue held the node busy until it had
-   * drained at the modelled rate, whatever the reports after it said).
+   * or sent before a restart) does the floor apply: then the report is the better evidence.
    */
   report(report: LoadReport): void {
     this.lastReport = report;
-    this.floorEnd =
-      report.waiting > this.prefilling
-        ? report.at + (report.waiting * this.meanUncached * 1000) / this.prefillRate
-        : Math.min(this.floorEnd, report.at);
+    if (report.waiting > this.prefilling) {
+      this.floorEnd = Math.max(this.floorEnd, report.at + (report.waiting * this.meanUncached * 1000) / this.prefillRate);
+    }
   }
 
   /** Forgets queued work (node restarted or was removed). */
