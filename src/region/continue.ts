@@ -24,9 +24,9 @@ import type { Segment, StreamEnding } from "../proxy/relay.ts";
 import type { Placed, Upstream } from "./call-node.ts";
 import { deadlineOf, type RegionContext } from "./context.ts";
 import { continuationBody, refusalOf } from "./continuation-body.ts";
-import { accept, logBookkeepingError, settledIfThrown, tryNodes, type Session } from "./place.ts";
+import { accept, tryNodes, type Session } from "./place.ts";
+import { settledIfThrown, settlePlacement } from "./settle.ts";
 import type { SeamFilter, SeamKind } from "./seam.ts";
-import { countStateless } from "./stateless.ts";
 
 /** The node answering now, and what its completion will say of a failure it ended in. */
 export interface Live {
@@ -53,7 +53,6 @@ export interface ContinuationContext {
   records: ContinuationRecord[];
 }
 
-const ignore = () => {};
 const encoder = new TextEncoder();
 const DONE = encoder.encode("data: [DONE]\n\n");
 
@@ -178,19 +177,14 @@ async function continueOnce(
       // it can join the client's stream.
       void tried.upstream.reader?.cancel().catch(() => {});
       cc.rc.trace.endLive(`HTTP ${tried.upstream.response.status}`);
-      if (tried.session)
-        cc.rc.ctx.waitUntil(Promise.resolve(tried.session.complete({ status: "refused" })).then(ignore, logBookkeepingError));
-      else countStateless(cc.rc.region.config.name, tried.placed.nodeId, -1);
+      void settlePlacement(cc.rc, tried.placed, tried.session, { status: "refused" });
       return settle("failed", `${tried.placed.nodeId} answered HTTP ${tried.upstream.response.status}`);
     }
     settle("continued");
     record.to_node = tried.placed.nodeId;
     record.first_byte_ms = Date.now() - failedAt;
     // The failed node's part is over: its completion says so (a stateless one is only uncounted).
-    if (failed.session) {
-      const outcome = { status: "stream-error" as const, continuation: failed.continuation };
-      cc.rc.ctx.waitUntil(Promise.resolve(failed.session.complete(outcome)).then(ignore, logBookkeepingError));
-    } else countStateless(cc.rc.region.config.name, failed.placed.nodeId, -1);
+    void settlePlacement(cc.rc, failed.placed, failed.session, { status: "stream-error", continuation: failed.continuation });
     await settledIfThrown(
       cc.rc,
       tried.placed,

@@ -14,7 +14,8 @@
 import type { Attempt, RegionRefusal } from "../contracts/region-service.ts";
 import { shardOf } from "../core/shard.ts";
 import type { RegionContext } from "./context.ts";
-import { accept, settledIfThrown, tryNodes } from "./place.ts";
+import { accept, tryNodes } from "./place.ts";
+import { settledIfThrown } from "./settle.ts";
 import { respond } from "./respond.ts";
 
 export { firstByteTimeoutMs } from "./call-node.ts";

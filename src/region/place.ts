@@ -19,33 +19,9 @@ import { deadlineOf, type RegionContext } from "./context.ts";
 import { concatBytes } from "../http/body.ts";
 import type { NodeEngine } from "../contracts/node.ts";
 import { chooseStateless, countStateless, rememberNode } from "./stateless.ts";
+import { logBookkeepingError, settledIfThrown, settlePlacement } from "./settle.ts";
 
 const ignore = () => {};
-/** A lost completion only delays the load model's correction (the ticket expires); log it. */
-export const logBookkeepingError = (e: unknown) => console.error(JSON.stringify({ event: "region_bookkeeping_error", message: String(e) }));
-
-/**
- * `step`'s result; if it throws (an error of this worker's, not the node's), the placement is
- * settled first: its session completed as a request that ended unanswered (`cancelled`: no node
- * is blamed, nothing billed, its hold released), or its stateless count taken back, and the
- * node's body, if one was being read, let go. Then the error goes on (the worker answers 500).
- */
-export async function settledIfThrown<T>(
-  rc: RegionContext,
-  placed: Placed,
-  session: RouteSessionApi | undefined,
-  step: () => Promise<T> | T,
-  reader?: ReadableStreamDefaultReader<Uint8Array>,
-): Promise<T> {
-  try {
-    return await step();
-  } catch (e) {
-    void reader?.cancel(e).catch(() => {});
-    if (session) rc.ctx.waitUntil(Promise.resolve(session.complete({ status: "cancelled" })).then(ignore, logBookkeepingError));
-    else countStateless(rc.region.config.name, placed.nodeId, -1);
-    throw e;
-  }
-}
 
 /** A streamed request is relayed (and checked for its end) as SSE whatever the node's Content-Type says. */
 export function answersAsSse(stream: boolean, response: Response): boolean {
@@ -121,8 +97,7 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
     if (rc.clientGone?.aborted) {
       // The client went while the request waited in the region's queue: no node is called, and the
       // placement is settled at once (else the object counted it in flight until its timeout).
-      if (session) rc.ctx.waitUntil(Promise.resolve(session.complete({ status: "cancelled" })).then(ignore, logBookkeepingError));
-      else countStateless(region, placed.nodeId, -1);
+      void settlePlacement(rc, placed, session, { status: "cancelled" });
       plan.own.push({ region, node: placed.nodeId, outcome: "client gone" });
       return {
         ok: false,
@@ -144,11 +119,7 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
       else call.span.end({ "warmpath.failure": upstream.reason }, upstream.detail);
       plan.own.push({ region, node: placed.nodeId, outcome: upstream.detail });
       lastMessage = `node ${placed.nodeId} in ${region} failed: ${upstream.detail}`;
-      if (session)
-        rc.ctx.waitUntil(
-          Promise.resolve(session.complete({ status: "failed", reason: upstream.reason })).then(ignore, logBookkeepingError),
-        );
-      else countStateless(region, placed.nodeId, -1);
+      void settlePlacement(rc, placed, session, { status: "failed", reason: upstream.reason });
       plan.exclude.push(placed.nodeId);
       continue;
     }
