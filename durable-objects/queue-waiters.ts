@@ -10,8 +10,16 @@
 import type { RouteResult } from "../src/contracts/routing.ts";
 import type { RegionRouter } from "../src/core/region/index.ts";
 
+/** A queued request's `route` call, waiting: its answer's resolver, and the dispatch's hold key it can be left by. */
+interface Waiter {
+  resolve: (result: RouteResult) => void;
+  holdKey: string | undefined;
+}
+
 export class QueueWaiters {
-  private readonly waiting = new Map<string, (result: RouteResult) => void>();
+  private readonly waiting = new Map<string, Waiter>();
+  /** Waiting requests' queue ids by their dispatch's hold key (routing.ts `holdKey`, unique to a dispatch). */
+  private readonly byHoldKey = new Map<string, string>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Infinity;
 
@@ -20,9 +28,33 @@ export class QueueWaiters {
     return this.waiting.size;
   }
 
-  /** The answer of a queued request, once the router decides it. */
-  wait(queueId: string): Promise<RouteResult> {
-    return new Promise((resolve) => this.waiting.set(queueId, resolve));
+  /** The answer of a queued request, once the router decides it (or its caller leaves: {@link leave}). */
+  wait(queueId: string, holdKey?: string): Promise<RouteResult> {
+    if (holdKey !== undefined) this.byHoldKey.set(holdKey, queueId);
+    return new Promise((resolve) => this.waiting.set(queueId, { resolve, holdKey }));
+  }
+
+  /**
+   * The caller of the request waiting under `holdKey` went (its client left, src/region/place.ts):
+   * the request leaves the router's queue, counted nowhere, and its call is answered `refusal`.
+   * Returns whether it was waiting (false: it was placed or refused meanwhile, or never queued).
+   */
+  leave(router: RegionRouter, holdKey: string, refusal: Extract<RouteResult, { ok: false }>): boolean {
+    const queueId = this.byHoldKey.get(holdKey);
+    if (queueId === undefined) return false;
+    const waiter = this.take(queueId);
+    router.cancelQueued(queueId);
+    waiter?.resolve(refusal);
+    return waiter !== undefined;
+  }
+
+  /** The waiter of `queueId`, out of both maps. */
+  private take(queueId: string): Waiter | undefined {
+    const waiter = this.waiting.get(queueId);
+    if (!waiter) return undefined;
+    this.waiting.delete(queueId);
+    if (waiter.holdKey !== undefined && this.byHoldKey.get(waiter.holdKey) === queueId) this.byHoldKey.delete(waiter.holdKey);
+    return waiter;
   }
 
   /**
@@ -31,10 +63,7 @@ export class QueueWaiters {
    */
   serve(router: RegionRouter, now: number): number | undefined {
     for (const { queueId, result } of router.drainQueue(now)) {
-      const resolve = this.waiting.get(queueId);
-      if (!resolve) continue;
-      this.waiting.delete(queueId);
-      resolve(result);
+      this.take(queueId)?.resolve(result);
     }
     const at = router.queueWakeAt(now);
     if (at === undefined) {
@@ -59,8 +88,9 @@ export class QueueWaiters {
   /** The router is gone (a new configuration): every waiting request is answered `refusal`, and the timer stops. */
   abandon(refusal: Extract<RouteResult, { ok: false }>): void {
     this.clearTimer();
-    for (const resolve of this.waiting.values()) resolve(refusal);
+    for (const { resolve } of this.waiting.values()) resolve(refusal);
     this.waiting.clear();
+    this.byHoldKey.clear();
   }
 
   private clearTimer(): void {

@@ -84,6 +84,9 @@ const LAST_SEEN_WRITE_FRACTION = 1 / 3;
  */
 const QUEUE_ALARM_BACKSTOP_MS = 1_000;
 
+/** A dispatch's hold key as `route` takes it (routing.ts), for {@link RegionDurableObject.leaveQueue}. */
+const holdKeySchema = routeRequestSchema.shape.holdKey.unwrap();
+
 export class RegionDurableObject extends DurableObject<Env> {
   private router: RegionRouter | undefined;
   private fingerprint: string | undefined;
@@ -232,13 +235,34 @@ export class RegionDurableObject extends DurableObject<Env> {
     // waits here for its answer (still one billed request: this call).
     const step = router.admit(req, now);
     if (req.shard !== undefined) this.shard.routed(router, req.shard, now);
-    const answer = step.ok === "queued" ? this.waiters.wait(step.queueId) : undefined;
+    const answer = step.ok === "queued" ? this.waiters.wait(step.queueId, req.holdKey) : undefined;
     this.serveQueue(router, now);
     const result = answer ? await answer : (step as RouteResult);
     this.budgets.placed(req, result, Date.now());
     if (!result.ok) return result;
     await this.scheduleAlarm(Date.now() + router.settings.requestTimeoutMs);
     return { ...result, session: new RouteSession(this.tickets, result.ticket) };
+  }
+
+  /**
+   * The client of the request queued under `holdKey` (its dispatch's, routing.ts) went while it
+   * waited: it leaves the queue now, rather than when it is placed (a node then called for
+   * nobody) or its wait runs out, holding its place and its budget's hold until then. Its `route`
+   * call is answered with a refusal, which releases the hold. Returns whether it was waiting.
+   */
+  leaveQueue(holdKey: unknown): boolean {
+    const key = holdKeySchema.parse(holdKey);
+    const router = this.router;
+    if (!router) return false;
+    const left = this.waiters.leave(router, key, {
+      ok: false,
+      reason: "saturated",
+      message: "the client went while the request was queued",
+      retryAfterSeconds: 0,
+    });
+    // What it held back (its work ahead of others) no longer does.
+    if (left) this.serveQueue(router, Date.now());
+    return left;
   }
 
   /**

@@ -41,8 +41,7 @@ export type Stage = (typeof STAGES)[number];
 export function moduleStage(module: string): Stage | undefined {
   if (module.startsWith("durable-objects/") || module.startsWith("src/core/region/") || module.startsWith("src/core/policies/"))
     return "object call: route session (route, firstByte, complete)";
-  if (module === "src/region/place.ts" || module === "src/region/settle.ts" || module === "src/region/bill.ts")
-    return "object call: route session (route, firstByte, complete)";
+  if (/^src\/region\/(place|ask|settle|bill)\.ts$/.test(module)) return "object call: route session (route, firstByte, complete)";
   if (/^src\/core\/(canonical|canonical-apis|prefix|hash|block-layout)\.ts$/.test(module)) return "edge: canonicalise + hash the prompt";
   if (module === "src/core/internal-auth.ts" || module === "src/http/internal-auth.ts" || module === "src/region/authenticate.ts")
     return "internal boundary: HMAC sign + verify";

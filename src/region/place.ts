@@ -1,25 +1,23 @@
 /**
  * Placing a request in its region (the region worker): ask the region's Durable Object (the
- * prompt's shard) for a node, or place it statelessly without the object ({@link placeStateless}),
+ * prompt's shard) for a node (ask.ts), or place it statelessly without the object ({@link placeStateless}),
  * and call nodes until one produces its first byte ({@link tryNodes}); then tell the object of that
  * first byte ({@link accept}). A request's first placement (dispatch.ts) and a stream's
  * continuation on another node (continue.ts) are both placed here.
  */
 import { regionStub } from "../config/load.ts";
-import { budgetOf } from "./bill.ts";
-import { priceOf } from "../core/usage/cost.ts";
-import { DEFAULT_RESERVE_MAX_TOKENS, reservationOf } from "../core/usage/reservations.ts";
-import { isInitNeeded, type InitNeeded, type RouteAnswer, type RouteSessionApi } from "../contracts/region-object.ts";
 import type { Attempt, RegionRefusal } from "../contracts/region-service.ts";
-import { MAX_OBJECTIVE_MS, type RouteRequest } from "../contracts/routing.ts";
 import { tenantMayUse } from "../core/region/candidates.ts";
 import { shardOf } from "../core/shard.ts";
+import { ask, type AskPlan, type Placement, type Session } from "./ask.ts";
 import { callNode, type Placed, type Upstream } from "./call-node.ts";
 import { deadlineOf, type RegionContext } from "./context.ts";
 import { concatBytes } from "../http/body.ts";
 import type { NodeEngine } from "../contracts/node.ts";
-import { chooseStateless, countStateless, rememberNode } from "./stateless.ts";
+import { chooseStateless, countStateless } from "./stateless.ts";
 import { logBookkeepingError, settledIfThrown, settlePlacement } from "./settle.ts";
+
+export type { Session };
 
 const ignore = () => {};
 
@@ -29,20 +27,11 @@ export function answersAsSse(stream: boolean, response: Response): boolean {
   return contentType.includes("text/event-stream") || (stream && response.ok);
 }
 
-/** A request placed on a node: by the object (with its session), or statelessly (without). */
-export type Session = Extract<RouteAnswer, { ok: true }>["session"];
-type Placement = { ok: true; placed: Placed; session: Session | undefined } | Extract<RouteAnswer, { ok: false }>;
-
 /** Where {@link tryNodes} places a request, with what body, and where it notes its attempts. */
-interface NodePlan {
-  shard: number;
-  /** Nodes not to try (grows with each failure). */
-  exclude: string[];
+interface NodePlan extends AskPlan {
   /** The node's body, or how to build it for the placed node (a continuation's depends on its engine). */
   body: Uint8Array | ((placed: Placed) => Uint8Array);
   own: Attempt[];
-  /** A continuation (continue.ts): only these engines, and the prompt grown by the text carried over. */
-  continuation?: { engines: RouteRequest["engines"]; promptTokens: number } | undefined;
   /** The span the placements' spans hang from (a continuation's); default the region's span. */
   traceParent?: string | undefined;
 }
@@ -61,6 +50,8 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
   let stateless = false;
   const parent = plan.traceParent ?? rc.trace.root.id;
   for (let attempt = 0; attempt <= rc.config.raw.limits.max_retries; attempt++) {
+    // The client went before this attempt (a retry after a failed node): nothing is placed.
+    if (rc.clientGone?.aborted) return clientGone(plan, region);
     let placement: Placement | undefined;
     const decision = rc.trace.route(parent, attempt, stateless);
     if (!stateless) {
@@ -72,6 +63,11 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
     }
     if (!placement) decision.set({ "warmpath.stateless": true });
     placement ??= placeStateless(rc, plan);
+    if (!placement.ok && rc.clientGone?.aborted) {
+      // Taken out of the region's queue because the client went (leaveQueueWhenGone): not a refusal of the region's.
+      decision.end({ "warmpath.refusal": "client-gone" }, "the client went while the request was queued");
+      return clientGone(plan, region);
+    }
     if (!placement.ok) {
       decision.end({ "warmpath.refusal": placement.reason }, placement.message);
       plan.own.push({ region, outcome: placement.shed ? `shed: ${placement.shed}` : placement.reason });
@@ -98,11 +94,7 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
       // The client went while the request waited in the region's queue: no node is called, and the
       // placement is settled at once (else the object counted it in flight until its timeout).
       void settlePlacement(rc, placed, session, { status: "cancelled" });
-      plan.own.push({ region, node: placed.nodeId, outcome: "client gone" });
-      return {
-        ok: false,
-        refusal: { reason: "failed", message: "the client went before a node was called", retryAfterSeconds: 0, attempts: plan.own },
-      };
+      return clientGone(plan, region, placed.nodeId);
     }
     const call = rc.trace.nodeCall(parent, placed, attempt);
     const calledAt = Date.now();
@@ -129,97 +121,13 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
   return { ok: false, refusal: { reason: "failed", message: lastMessage, retryAfterSeconds: 1, attempts: plan.own } };
 }
 
-/**
- * Asks the region's object (its shard) for a node. The call carries the init's fingerprint only;
- * an object that does not hold that init (its first call, a new configuration) asks for it, and is
- * called once more with it (src/contracts/region-init.ts). A `retryable` error (a broken connection
- * to the object) is tried once more; an `overloaded` one is not: asking again only adds to the
- * overload.
- */
-async function ask(rc: RegionContext, plan: NodePlan): Promise<Placement> {
-  const stub = regionStub(rc.env, rc.region, plan.shard);
-  const call = (init: typeof rc.region.init | typeof rc.region.initRef) =>
-    stub.route(init, routeRequest(rc, plan)) as Promise<RouteAnswer | InitNeeded>;
-  const route = async (): Promise<RouteAnswer> => {
-    const answer = await call(rc.region.initRef);
-    if (!isInitNeeded(answer)) return answer;
-    const again = await call(rc.region.init);
-    // The object just built its router from this init: a second ask is a broken object, not a race.
-    if (isInitNeeded(again)) throw new Error(`region object ${rc.region.config.name} refused its init`);
-    return again;
-  };
-  const answer = await route().catch((e: unknown) => {
-    const err = e as { retryable?: boolean; overloaded?: boolean };
-    if (err.retryable === true && err.overloaded !== true) return route();
-    throw e;
-  });
-  if (!answer.ok) return answer;
-  const { session, ...placed } = answer;
-  rememberNode(rc.region.config.name, placed.nodeId, placed.url, rc.request.model, Date.now(), placed.engine);
-  return { ok: true, placed, session };
-}
-
-/** What the region's object is asked. */
-function routeRequest(rc: RegionContext, { shard, exclude, continuation }: NodePlan): RouteRequest {
-  const r = rc.request;
-  const shards = rc.region.init.settings.shards;
+/** The request's end when its client went before a node was called: noted among its attempts, no node blamed. */
+function clientGone(plan: NodePlan, region: string, node?: string): { ok: false; refusal: RegionRefusal } {
+  plan.own.push(node === undefined ? { region, outcome: "client gone" } : { region, node, outcome: "client gone" });
   return {
-    requestId: r.requestId,
-    holdKey: rc.holdKey,
-    tenant: r.tenant.id,
-    tenantWeight: r.tenant.weight,
-    // A sharded region's shards each judge their part of the commitment, as of the rate limits.
-    committedTokensPerMinute: perShard(r.tenant.committedTokensPerMinute, shards),
-    model: r.model,
-    hashes: r.hashes,
-    promptTokens: continuation?.promptTokens ?? r.promptTokens,
-    sessionKey: r.sessionKey,
-    exclude: exclude.length ? [...exclude] : undefined,
-    continuation: continuation ? true : undefined,
-    engines: continuation?.engines,
-    failoverFrom: r.failoverFrom,
-    previousResponseId: r.previousResponseId,
-    waitToBeatSeconds: r.waitToBeatSeconds,
-    shard: shards > 1 ? shard : undefined,
-    tenantLimits: limitsOf(r.tenant, shards),
-    priority: r.priority,
-    objectiveMs: r.tenant.objectiveMs,
-    requestObjectiveMs: r.requestObjectiveMs,
-    // The objective counts from the edge's arrival: the long haul and a nearer region's answer are spent already.
-    spentMs: Math.min(MAX_OBJECTIVE_MS, Math.max(0, Date.now() - r.startedAt)),
-    // A retry or a continuation is the same request: it passed the budget when it was first placed,
-    // and keeps the hold it took then (the object finds it by the dispatch's hold key).
-    ...(exclude.length === 0 && !continuation ? budgetAsk(rc) : {}),
+    ok: false,
+    refusal: { reason: "failed", message: "the client went before a node was called", retryAfterSeconds: 0, attempts: plan.own },
   };
-}
-
-/** A budgeted request's budget, and what it holds against it until its bill settles it (docs/USAGE.md). */
-function budgetAsk(rc: RegionContext): Pick<RouteRequest, "budget" | "reservation"> {
-  const { request, config } = rc;
-  const tenant = config.tenantById.get(request.tenant.id);
-  const budget = budgetOf(tenant);
-  if (!budget) return {};
-  const cap = tenant?.budget?.reserve_max_tokens ?? DEFAULT_RESERVE_MAX_TOKENS;
-  const price = priceOf(request.model, config.raw.prices, tenant?.prices);
-  return { budget, reservation: reservationOf(request.promptTokens, request.maxTokens, cap, price) };
-}
-
-/**
- * The tenant's configured rate limits, as the region object takes them. A sharded region's
- * shards each keep their own budget, so each spends 1/shards of the limit: exact when a tenant's
- * prompts spread over the shards, stricter when they concentrate on one (docs/SCALING.md).
- */
-function limitsOf(tenant: RegionContext["request"]["tenant"], shards: number): RouteRequest["tenantLimits"] {
-  if (tenant.requestsPerMinute === undefined && tenant.promptTokensPerMinute === undefined) return undefined;
-  return {
-    requestsPerMinute: perShard(tenant.requestsPerMinute, shards),
-    promptTokensPerMinute: perShard(tenant.promptTokensPerMinute, shards),
-  };
-}
-
-/** One shard's part of a tenant's per-minute figure (a limit, a commitment): at least 1. */
-function perShard(perMinute: number | undefined, shards: number): number | undefined {
-  return perMinute === undefined ? undefined : Math.max(1, Math.ceil(perMinute / shards));
 }
 
 /**

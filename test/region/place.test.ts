@@ -54,7 +54,6 @@ describe("a placement whose client went while it waited", () => {
     const request = dispatchMeta({ model: "m-gone" });
     const waits: Promise<unknown>[] = [];
     const gone = new AbortController();
-    gone.abort(new Error("the client went"));
     const body = new TextEncoder().encode(JSON.stringify({ model: "m-gone", messages: [{ role: "user", content: "hi" }] }));
     const rc: RegionContext = {
       env,
@@ -69,7 +68,10 @@ describe("a placement whose client went while it waited", () => {
       trace: new RegionTrace(request, "us"),
       clientGone: gone.signal,
     };
-    const tried = await tryNodes(rc, { shard: 0, exclude: [], body, own: [] });
+    const trying = tryNodes(rc, { shard: 0, exclude: [], body, own: [] });
+    // Gone once the object was asked (tryNodes asks before its first await), before its answer.
+    gone.abort(new Error("the client went"));
+    const tried = await trying;
     expect(tried.ok).toBe(false);
     if (!tried.ok) expect(tried.refusal.attempts).toEqual([{ region: "us", node: "gone-a", outcome: "client gone" }]);
     await Promise.all(waits);
@@ -78,4 +80,59 @@ describe("a placement whose client went while it waited", () => {
     expect(node.load.inflight).toBe(0);
     expect(node.metrics.cancelled).toBe(1);
   });
+});
+
+describe("a queued request whose client goes", () => {
+  it("leaves the region's queue at once: no node is called for it, and nothing waits behind it", async () => {
+    await registerAll([{ id: "gone-q", region: "us", mode: "hangfirst", models: ["m-gone-q"] }]);
+    const config = loadConfig(env, { kind: "region", served: undefined });
+    const region = config.regionByName.get("us")!;
+    // 40,000 tokens on the only node (4 s of prefill predicted, and it never answers): the batch
+    // request after it fits its objective only once that prefill is done (test/api/admission.test.ts),
+    // so it waits in the queue, for seconds.
+    const first = chat(
+      { model: "m-gone-q", stream: true, messages: [{ role: "user", content: "first " + "lorem ipsum ".repeat(13_334) }] },
+      { headers: { "x-warmpath-region": "us" } },
+    );
+    const queueDepth = async () =>
+      ((await (await call("/admin/state/us", { headers: admin })).json<AdminRegionState>()).queue?.depth ?? []).reduce((a, b) => a + b, 0);
+    const request = dispatchMeta({
+      model: "m-gone-q",
+      requestId: "gone-q-2",
+      promptTokens: 20_000,
+      hashes: ["fedcba9876543210"],
+      priority: "batch",
+    });
+    const waits: Promise<unknown>[] = [];
+    const gone = new AbortController();
+    const body = new TextEncoder().encode(JSON.stringify({ model: "m-gone-q", messages: [{ role: "user", content: "second" }] }));
+    const rc: RegionContext = {
+      env,
+      ctx: { waitUntil: (p) => void waits.push(p) },
+      config,
+      region,
+      request,
+      body,
+      usageInjected: false,
+      completionBudget: undefined,
+      holdKey: "gone-q-hold",
+      trace: new RegionTrace(request, "us"),
+      clientGone: gone.signal,
+    };
+    const inflight = async () =>
+      (await (await call("/admin/state/us", { headers: admin })).json<AdminRegionState>()).nodes.find((n) => n.id === "gone-q")?.load
+        .inflight;
+    while ((await inflight()) !== 1) await new Promise((r) => setTimeout(r, 5));
+    const tried = tryNodes(rc, { shard: 0, exclude: [], body, own: [] });
+    while ((await queueDepth()) === 0) await new Promise((r) => setTimeout(r, 5));
+    gone.abort(new Error("the client went"));
+    const answer = await tried;
+    expect(answer.ok).toBe(false);
+    // No node: it left the queue, rather than being placed (and settled unanswered) at the first's first byte.
+    if (!answer.ok) expect(answer.refusal.attempts).toEqual([{ region: "us", outcome: "client gone" }]);
+    await Promise.all(waits);
+    expect(await queueDepth()).toBe(0);
+    // The first ends as a failure at its first-byte timeout, not lost.
+    await (await first).text();
+  }, 60_000);
 });
