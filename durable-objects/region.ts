@@ -46,7 +46,14 @@ import {
   type IdentityRefusal,
 } from "../src/core/node-identity.ts";
 import { regionInitSchema, type RegionInit, type RegionInitRef, type UsageInit } from "../src/contracts/region-init.ts";
-import { billSchema, usageQuerySchema, type Bill, type SpendTotals, type UsageAnswer } from "../src/contracts/usage.ts";
+import {
+  billSchema,
+  MAX_USAGE_EXPORT_ROWS,
+  usageQuerySchema,
+  type Bill,
+  type SpendTotals,
+  type UsageAnswer,
+} from "../src/contracts/usage.ts";
 import { PendingUsage } from "../src/core/usage/pending.ts";
 import { clampBill } from "../src/core/usage/bounds.ts";
 import { IDLE_GRACE_MS } from "../src/core/usage/reservations.ts";
@@ -407,7 +414,9 @@ export class RegionDurableObject extends DurableObject<Env> {
     const router = this.ensure(init);
     const q = usageQuerySchema.parse(query);
     this.flushUsage(Date.now());
-    return { data: this.usageStore.query(q, router.settings.name) };
+    const limit = q.limit ?? MAX_USAGE_EXPORT_ROWS;
+    const data = this.usageStore.query(q, router.settings.name, limit + 1);
+    return data.length > limit ? { data: [], overflow: true } : { data };
   }
 
   /**

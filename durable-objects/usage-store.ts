@@ -149,12 +149,21 @@ export class UsageStore {
     this.sql.exec(`DELETE FROM spend_sources WHERE seen_at < ?`, now - SOURCE_FORGET_MS);
   }
 
-  /** The stored rows a query asks for, in this object's region. */
-  query(q: UsageQuery, region: string): UsageRow[] {
+  /**
+   * The stored rows a query asks for, in this object's region: at most `limit` (read with one more,
+   * so that the caller can tell an export that does not fit from one that does).
+   */
+  query(q: UsageQuery, region: string, limit: number): UsageRow[] {
     const rows =
       q.tenant === undefined
-        ? this.sql.exec<UsageDbRow>(`SELECT * FROM usage WHERE day >= ? AND day <= ?`, q.from, q.to)
-        : this.sql.exec<UsageDbRow>(`SELECT * FROM usage WHERE tenant = ? AND day >= ? AND day <= ?`, q.tenant, q.from, q.to);
+        ? this.sql.exec<UsageDbRow>(`SELECT * FROM usage WHERE day >= ? AND day <= ? LIMIT ?`, q.from, q.to, limit)
+        : this.sql.exec<UsageDbRow>(
+            `SELECT * FROM usage WHERE tenant = ? AND day >= ? AND day <= ? LIMIT ?`,
+            q.tenant,
+            q.from,
+            q.to,
+            limit,
+          );
     // Bounded on the way out too: a row stored before sums saturated (one past 2^53) is exported at the bound, never refused.
     return [...rows].map((r) =>
       boundedRow({

@@ -84,15 +84,35 @@ export type UsageRow = z.infer<typeof usageRowSchema>;
 /** The columns of a usage row, in the order the CSV export writes them. */
 export const USAGE_COLUMNS = Object.keys(usageRowSchema.shape) as (keyof UsageRow)[];
 
-/** What a region object answers for a usage query: its rows (region filled in by the object). */
-export const usageAnswerSchema = z.strictObject({ data: z.array(usageRowSchema) });
+/**
+ * The most rows one usage export carries, every region and shard together: a row is ~300 bytes of
+ * JSON, so 50,000 rows are ~15 MB, held whole (parsed, merged) in a 128 MB isolate at each layer.
+ * A month of a fleet of 100 tenants on 5 models in 3 regions is 46,500 rows; past the bound the
+ * export asks for fewer days or one tenant (docs/USAGE.md), rather than exhaust an isolate.
+ */
+export const MAX_USAGE_EXPORT_ROWS = 50_000;
+
+/**
+ * What a region object (or a region worker, its shards' together) answers for a usage query: its
+ * rows (region filled in by the object), at most the query's `limit`; `overflow` when more matched
+ * (`data` is then empty: a partial export must not look whole).
+ */
+export const usageAnswerSchema = z.strictObject({
+  data: z.array(usageRowSchema).max(MAX_USAGE_EXPORT_ROWS),
+  overflow: z.literal(true).optional(),
+});
 export type UsageAnswer = z.infer<typeof usageAnswerSchema>;
 
-/** A usage query as the region worker and its objects take it: days inclusive, a tenant or every one. */
+/**
+ * A usage query as the region worker and its objects take it: days inclusive, a tenant or every
+ * one, and the most rows wanted (default and at most {@link MAX_USAGE_EXPORT_ROWS}; the edge passes
+ * what the regions it asked before left of the bound).
+ */
 export const usageQuerySchema = z.strictObject({
   tenant: z.string().min(1).max(64).optional(),
   from: z.string().regex(DAY_PATTERN),
   to: z.string().regex(DAY_PATTERN),
+  limit: z.coerce.number().int().min(1).max(MAX_USAGE_EXPORT_ROWS).optional(),
 });
 export type UsageQuery = z.infer<typeof usageQuerySchema>;
 

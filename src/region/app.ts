@@ -39,9 +39,11 @@ import {
   SPEND_LEDGER_NAME,
   spendReportSchema,
   spendTotalsSchema,
+  MAX_USAGE_EXPORT_ROWS,
   usageAnswerSchema,
   usageQuerySchema,
   type UsageAnswer,
+  type UsageRow,
 } from "../contracts/usage.ts";
 import { mergeUsageRows } from "../core/usage/rows.ts";
 
@@ -257,11 +259,27 @@ export function createRegionApp(): Hono<RegionEnv> {
 
   /** The region's usage ledger (every shard's rows, summed), for GET /admin/usage. */
   app.get("/region/v1/:region/usage", async (c) => {
-    const q = usageQuerySchema.safeParse({ tenant: c.req.query("tenant"), from: c.req.query("from"), to: c.req.query("to") });
+    const q = usageQuerySchema.safeParse({
+      tenant: c.req.query("tenant"),
+      from: c.req.query("from"),
+      to: c.req.query("to"),
+      limit: c.req.query("limit"),
+    });
     if (!q.success) return malformed(`usage query: ${q.error.issues[0]?.message ?? "invalid"}`);
     const region = c.get("region");
-    const answers = await Promise.all(regionShardStubs(c.env, region).map((s) => s.usage(region.init, q.data)));
-    const data = mergeUsageRows(answers.flatMap((a) => usageAnswerSchema.parse(a).data));
+    // One shard after another, each asked for what the others left of the bound (rows as the shards
+    // store them, before a sharded region's are merged): this worker never holds more rows than one
+    // export carries (MAX_USAGE_EXPORT_ROWS), however many shards. With none left, a shard is asked
+    // for one row: any is one too many.
+    let left = q.data.limit ?? MAX_USAGE_EXPORT_ROWS;
+    const rows: UsageRow[] = [];
+    for (const shard of regionShardStubs(c.env, region)) {
+      const answer = usageAnswerSchema.parse(await shard.usage(region.init, { ...q.data, limit: Math.max(1, left) }));
+      if (answer.overflow || answer.data.length > left) return c.json({ data: [], overflow: true } satisfies UsageAnswer, 200, versioned);
+      rows.push(...answer.data);
+      left -= answer.data.length;
+    }
+    const data = mergeUsageRows(rows);
     return c.json({ data } satisfies UsageAnswer, 200, versioned);
   });
 

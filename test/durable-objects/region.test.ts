@@ -168,7 +168,10 @@ describe("the region object's usage flush", () => {
       // Its private parts, as a flush uses them.
       const o = instance as unknown as {
         pendingUsage: { add(bill: object, at: number): void };
-        usageStore: { write(rows: unknown[]): void; query(q: object, region: string): Array<{ model: string; prompt_tokens: number }> };
+        usageStore: {
+          write(rows: unknown[]): void;
+          query(q: object, region: string, limit: number): Array<{ model: string; prompt_tokens: number }>;
+        };
         flushUsage(now: number): void;
       };
       const now = Date.UTC(2026, 11, 7, 12);
@@ -193,7 +196,7 @@ describe("the region object's usage flush", () => {
       o.flushUsage(now);
       o.usageStore.write = write;
       o.flushUsage(now);
-      const rows = o.usageStore.query({ tenant: "acme", from: "2026-12-07", to: "2026-12-07" }, "x");
+      const rows = o.usageStore.query({ tenant: "acme", from: "2026-12-07", to: "2026-12-07" }, "x", 100);
       expect(rows.map((r) => [r.model, r.prompt_tokens]).sort()).toEqual([
         ["m-1", 100],
         ["m-2", 100],

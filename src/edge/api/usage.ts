@@ -3,13 +3,15 @@
  * every region's objects. Admin token, as the rest of /admin. Query: `tenant` (default every
  * tenant), `from` and `to` (UTC days, inclusive; default the current month up to today). JSON
  * `{"data": [...]}`, or CSV with `Accept: text/csv` (or `?format=csv`). A region that cannot be
- * reached fails the export (503): a bill missing a region must not look whole.
+ * reached fails the export (503): a bill missing a region must not look whole. At most
+ * MAX_USAGE_EXPORT_ROWS rows (50,000): past it, 400 `usage_export_too_large`, which says to ask
+ * for fewer days or one tenant.
  */
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../app-types.ts";
 import { regionPath } from "../../contracts/region-service.ts";
-import { usageAnswerSchema, type UsageRow } from "../../contracts/usage.ts";
+import { MAX_USAGE_EXPORT_ROWS, usageAnswerSchema, type UsageRow } from "../../contracts/usage.ts";
 import { isCalendarDay, utcDay } from "../../core/usage/periods.ts";
 import { mergeUsageRows, roundUsd, usageCsv } from "../../core/usage/rows.ts";
 import { ApiError } from "../../http/errors.ts";
@@ -44,6 +46,16 @@ function unknownParameter(name: string | undefined): ApiError {
   return ApiError.invalidRequest("Unknown query parameter: use tenant, from, to, format", param, "invalid_usage_query");
 }
 
+/** 400 for an export past {@link MAX_USAGE_EXPORT_ROWS}: what to ask instead (fewer days, or one tenant). */
+function exportTooLarge(oneTenant: boolean): ApiError {
+  const narrower = oneTenant ? "fewer days (from, to)" : "fewer days (from, to) or one tenant (tenant)";
+  return ApiError.invalidRequest(
+    `The export holds more than ${MAX_USAGE_EXPORT_ROWS.toLocaleString("en-US")} rows: ask for ${narrower}`,
+    "from",
+    "usage_export_too_large",
+  );
+}
+
 export const usageApi = new Hono<AppEnv>();
 
 usageApi.get("/admin/usage", async (c) => {
@@ -63,10 +75,18 @@ usageApi.get("/admin/usage", async (c) => {
   const search = new URLSearchParams({ from, to });
   if (parsed.data.tenant !== undefined) search.set("tenant", parsed.data.tenant);
   const config = c.get("config");
-  const answers = await Promise.all(
-    config.regions.map((r) => regionAnswer(c.env, r, `${regionPath.usage(r.config.name)}?${search}`, usageAnswerSchema)),
-  );
-  const data: UsageRow[] = mergeUsageRows(answers.flatMap((a) => a.data)).map((r) => ({
+  // One region after another, each asked for what the others left of the bound: no layer holds more
+  // rows than one export carries. With none left, a region is asked for one row: any is one too many.
+  let left = MAX_USAGE_EXPORT_ROWS;
+  const rows: UsageRow[] = [];
+  for (const r of config.regions) {
+    search.set("limit", String(Math.max(1, left)));
+    const answer = await regionAnswer(c.env, r, `${regionPath.usage(r.config.name)}?${search}`, usageAnswerSchema);
+    if (answer.overflow || answer.data.length > left) throw exportTooLarge(parsed.data.tenant !== undefined);
+    rows.push(...answer.data);
+    left -= answer.data.length;
+  }
+  const data: UsageRow[] = mergeUsageRows(rows).map((r) => ({
     ...r,
     cost_usd: roundUsd(r.cost_usd),
     estimated_cost_usd: roundUsd(r.estimated_cost_usd),
