@@ -113,6 +113,12 @@ export class RegionDurableObject extends DurableObject<Env> {
   private readonly budgets: BudgetLedgerLink;
   /** Until the first init arrives (the budget ledger object itself never gets one). */
   private usageInit: UsageInit | undefined;
+  /**
+   * The most shards the inits this object was given named (the `config` table's `usage_shards`):
+   * a usage query's answer says it, so that a region whose shards were lowered still exports what
+   * the removed shards billed (src/region/app.ts).
+   */
+  private usageShards = 1;
   private get flushIntervalMs(): number {
     return this.usageInit?.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS;
   }
@@ -141,6 +147,8 @@ export class RegionDurableObject extends DurableObject<Env> {
       // the router is built from the worker's init on the next call.
       const stored = row ? regionInitSchema.safeParse(JSON.parse(row.value)) : undefined;
       if (stored?.success) this.build(stored.data);
+      const shards = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'usage_shards'`).toArray()[0];
+      if (shards) this.usageShards = Number(shards.value);
       this.shard.restore();
       this.alarmAt = (await ctx.storage.getAlarm()) ?? undefined;
     });
@@ -177,6 +185,13 @@ export class RegionDurableObject extends DurableObject<Env> {
       `INSERT INTO config (key, value) VALUES ('init', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
       JSON.stringify(init),
     );
+    if (init.settings.shards > this.usageShards) {
+      this.usageShards = init.settings.shards;
+      this.sql.exec(
+        `INSERT INTO config (key, value) VALUES ('usage_shards', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+        String(this.usageShards),
+      );
+    }
     // New configuration (or first call): rebuild from it and the stored node table. The index and
     // load are soft state and are relearned; a policy switch therefore starts from a clean slate.
     return this.build(init);
@@ -416,7 +431,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     this.flushUsage(Date.now());
     const limit = q.limit ?? MAX_USAGE_EXPORT_ROWS;
     const data = this.usageStore.query(q, router.settings.name, limit + 1);
-    return data.length > limit ? { data: [], overflow: true } : { data };
+    return data.length > limit ? { data: [], overflow: true, shards: this.usageShards } : { data, shards: this.usageShards };
   }
 
   /**

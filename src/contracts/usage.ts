@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { MAX_TOKENS_SUM, MAX_USD_SUM } from "../core/usage/bounds.ts";
 import { DAY_PATTERN } from "../core/usage/periods.ts";
+import { MAX_SHARDS } from "../core/shard.ts";
 
 /**
  * The budget ledger: one object for the deployment, named so in the namespace of the first
@@ -95,11 +96,14 @@ export const MAX_USAGE_EXPORT_ROWS = 50_000;
 /**
  * What a region object (or a region worker, its shards' together) answers for a usage query: its
  * rows (region filled in by the object), at most the query's `limit`; `overflow` when more matched
- * (`data` is then empty: a partial export must not look whole).
+ * (`data` is then empty: a partial export must not look whole). An object says `shards`, the most
+ * shards its region has had as far as it knows: a region whose shards were lowered still holds the
+ * removed shards' usage, which its worker then asks for too (shard 0's answer is the one read).
  */
 export const usageAnswerSchema = z.strictObject({
   data: z.array(usageRowSchema).max(MAX_USAGE_EXPORT_ROWS),
   overflow: z.literal(true).optional(),
+  shards: z.number().int().min(1).max(MAX_SHARDS).optional(),
 });
 export type UsageAnswer = z.infer<typeof usageAnswerSchema>;
 

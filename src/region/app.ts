@@ -12,7 +12,7 @@
  * not serve before it touches anything.
  */
 import { Hono, type Context } from "hono";
-import { loadConfig, regionIngestStub, regionShardStubs, type LoadedConfig, type LoadedRegion } from "../config/load.ts";
+import { loadConfig, regionIngestStub, regionShardStubs, regionStub, type LoadedConfig, type LoadedRegion } from "../config/load.ts";
 import { RESTART_REASON } from "../contracts/region-object.ts";
 import {
   CONTRACT_HEADER,
@@ -270,11 +270,16 @@ export function createRegionApp(): Hono<RegionEnv> {
     // One shard after another, each asked for what the others left of the bound (rows as the shards
     // store them, before a sharded region's are merged): this worker never holds more rows than one
     // export carries (MAX_USAGE_EXPORT_ROWS), however many shards. With none left, a shard is asked
-    // for one row: any is one too many.
+    // for one row: any is one too many. Every shard the region has had is asked, as shard 0 knows
+    // them: lowering `shards` leaves the removed shards' bills where they were written.
     let left = q.data.limit ?? MAX_USAGE_EXPORT_ROWS;
+    let shards = region.init.settings.shards;
     const rows: UsageRow[] = [];
-    for (const shard of regionShardStubs(c.env, region)) {
-      const answer = usageAnswerSchema.parse(await shard.usage(region.init, { ...q.data, limit: Math.max(1, left) }));
+    for (let k = 0; k < shards; k++) {
+      const answer = usageAnswerSchema.parse(
+        await regionStub(c.env, region, k).usage(region.init, { ...q.data, limit: Math.max(1, left) }),
+      );
+      if (k === 0 && answer.shards !== undefined) shards = Math.max(shards, answer.shards);
       if (answer.overflow || answer.data.length > left) return c.json({ data: [], overflow: true } satisfies UsageAnswer, 200, versioned);
       rows.push(...answer.data);
       left -= answer.data.length;

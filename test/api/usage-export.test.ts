@@ -64,3 +64,24 @@ describe("the usage export's bound", () => {
     await expectTooLarge(await exportOf("sharded"), "fewer days (from, to)");
   }, 60_000);
 });
+
+describe("a region whose shards were lowered", () => {
+  it("still exports what its removed shards billed", async () => {
+    const shd = loadConfig(env).regionByName.get("shd")!;
+    // shd had four shards once (an init naming 4, as a deploy before this one sent), now three.
+    const before = { ...shd.init, fingerprint: "four-shards", settings: { ...shd.init.settings, shards: 4 } };
+    const today = utcDay(Date.now());
+    await regionStub(env, shd, 0).usage(before, { from: today, to: today });
+    // The fourth shard's object billed a row then, and keeps it.
+    await store("shd", 3, "lowered", 1, 7);
+    await store("shd", 1, "lowered", 1, 8);
+    const res = await exportOf("lowered");
+    expect(res.status).toBe(200);
+    const rows = ((await res.json()) as { data: UsageRow[] }).data;
+    expect(rows.map((r) => r.model).sort()).toEqual(["m-7", "m-8"]);
+    // Kept across a restart of the region's objects: read back from storage.
+    expect((await call("/admin/regions/shd/restart", { method: "POST", headers: admin })).status).toBe(200);
+    const again = ((await (await exportOf("lowered")).json()) as { data: UsageRow[] }).data;
+    expect(again.map((r) => r.model).sort()).toEqual(["m-7", "m-8"]);
+  }, 30_000);
+});
