@@ -7,8 +7,9 @@
  *   carries instead (agent/credentials.ts).
  * - `deregisterNode`: `DELETE {router}/v1/nodes/{region}/{node_id}` with the node's secret; the
  *   node leaves at once.
- * - `startReportLoop`: the fleet's loop: every interval, build a report and post it; on a clean
- *   stop, optionally deregister.
+ * - `startReportLoop`: the fleet's loop: every interval, build a report and post it; a stop aborts
+ *   the report in flight (a registration's after the deregistration's timeout), and a clean stop
+ *   optionally deregisters.
  *
  * The router only believes what nodes tell it; if it is not up yet, the report is simply tried
  * again later (one log line when reports start failing, one when they recover). Generic over the
@@ -200,10 +201,12 @@ export function startReportLoop<Body>(o: ReportLoopOptions<Body>): ReportLoop {
   let failing = false;
   let stopped = false;
   let inFlight: Promise<void> | undefined;
+  /** Aborted by stop(): a report in flight does not hold a stop for its timeout. */
+  const abort = new AbortController();
 
   const post = async () => {
     const body = await o.report(); // called synchronously by send(): the report is this tick's snapshot
-    await postReport(o.routerUrl, credentials, body, timeoutMs);
+    await postReport(o.routerUrl, credentials, body, timeoutMs, abort.signal);
   };
 
   const send = () => {
@@ -232,7 +235,13 @@ export function startReportLoop<Body>(o: ReportLoopOptions<Body>): ReportLoop {
     async stop(deregister) {
       stopped = true;
       clearInterval(timer);
+      // A report carrying the node's secret ends now. A registration (no secret yet) gets up to the
+      // deregistration's own timeout, as warmpath-agent gives it (agent/agent.ts): its answer
+      // carries the secret the DELETE needs.
+      const grace = credentials.secret === undefined ? setTimeout(() => abort.abort(), DEREGISTER_TIMEOUT_MS) : undefined;
+      if (!grace) abort.abort();
       await inFlight;
+      clearTimeout(grace);
       if (!deregister) return;
       try {
         await deregisterNode(o.routerUrl, credentials, o.node);

@@ -218,7 +218,9 @@ export async function deploy(args: DeployArgs, options: DeployOptions): Promise<
   for (const w of deployment.warnings) error(`deploy: warning: ${w}`);
   let secrets: Record<string, string> = {};
   try {
-    if (args.secretsFile) checkSecrets((secrets = readSecretsFile(resolve(args.secretsFile))), deployment.workers);
+    if (args.secretsFile)
+      for (const w of checkSecrets((secrets = readSecretsFile(resolve(args.secretsFile))), deployment.workers, !args.dryRun))
+        error(`deploy: warning: ${w}`);
   } catch (e) {
     if (!(e instanceof SecretsFileError)) throw e;
     error(`deploy: ${e.message}`);

@@ -10,13 +10,15 @@
  * worker gets a file of its own holding only the names it needs (mode 0600, in a temporary
  * directory removed after the deploy), so no worker receives another's token. A name the file
  * lacks is inherited from the worker's previous version (an update need not carry any); a name no
- * worker needs is refused (a typo would otherwise leave the real secret unset).
+ * worker needs is refused (a typo would otherwise leave the real secret unset), and so is one value
+ * under two names (a real deploy refuses it, a dry run warns).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseEnv } from "node:util";
 import { INTERNAL_SECRET_VAR, MIN_SECRET_LENGTH } from "../../src/core/internal-auth.ts";
+import type { Findings } from "./checks.ts";
 import type { GeneratedWorker } from "./generate.ts";
 import { atJsonError, positionAt } from "./json-position.ts";
 // A secret's name, as the configuration's schema takes it. A name that is not one is never printed:
@@ -77,10 +79,36 @@ export function readSecretsFile(path: string): Record<string, string> {
 }
 
 /**
- * Refuses names no worker needs, and an internal secret too short to sign with (src/core/internal-auth.ts).
- * The names it prints are secret names (readSecretsFile refused any other), never values.
+ * One value under two secret names: refused for a real deploy, a warning for a dry run (as a
+ * placeholder key, ./checks.ts). Each name opens something of its own (the admin API, a region's
+ * node registration, a region's nodes, the workers' internal messages), so one leaked value would
+ * open both: a node token that is also the admin token hands every GPU host the admin API. One
+ * secret meant for several regions of one role is one name (the configuration's schema allows
+ * that), not two. Only the file's values are compared: a name it lacks keeps a value this deploy
+ * never sees. The message says the names, never the value.
  */
-export function checkSecrets(values: Record<string, string>, workers: GeneratedWorker[]): void {
+export function checkSecretReuse(values: Record<string, string>, refuse: boolean): Findings {
+  const namesOf = new Map<string, string[]>();
+  for (const [name, value] of Object.entries(values)) namesOf.set(value, [...(namesOf.get(value) ?? []), name]);
+  const found = [...namesOf.values()]
+    .filter((names) => names.length > 1)
+    .map((names) => {
+      const sorted = [...names].sort();
+      return `--secrets-file: ${sorted.slice(0, -1).join(", ")} and ${sorted[sorted.length - 1]} hold the same value, so one leaked credential would open what each does: give each its own (openssl rand -hex 32)`;
+    });
+  // Warned only: the warning says what a real deploy would do.
+  return refuse
+    ? { problems: found, warnings: [] }
+    : { problems: [], warnings: found.map((w) => `${w} (a real deploy refuses a value under two names)`) };
+}
+
+/**
+ * Refuses names no worker needs, an internal secret too short to sign with (src/core/internal-auth.ts),
+ * and, when `refuse` (a real deploy), one value under two names ({@link checkSecretReuse}); returns
+ * the warnings (a dry run's reuse). The names it prints are secret names (readSecretsFile refused
+ * any other), never values.
+ */
+export function checkSecrets(values: Record<string, string>, workers: GeneratedWorker[], refuse = true): string[] {
   const needed = new Set(workers.flatMap((w) => w.secrets));
   const unknown = Object.keys(values).filter((k) => !needed.has(k));
   if (unknown.length)
@@ -92,6 +120,9 @@ export function checkSecrets(values: Record<string, string>, workers: GeneratedW
     throw new SecretsFileError(
       `--secrets-file: ${INTERNAL_SECRET_VAR} is ${internal.length} characters, at least ${MIN_SECRET_LENGTH} (openssl rand -hex 32)`,
     );
+  const reuse = checkSecretReuse(values, refuse);
+  if (reuse.problems.length) throw new SecretsFileError(reuse.problems.join("; "));
+  return reuse.warnings;
 }
 
 /** The names a worker needs that the file does not give (inherited: they must already be set on it). */

@@ -466,6 +466,56 @@ test("--secrets-file: each worker gets only its own secrets; a name no worker ne
   }
 });
 
+test("--secrets-file: one value under two names is refused by a real deploy and a warning in a dry run, naming the names, never the value", async () => {
+  const root = rootWith(() => {});
+  const files = tmp("secrets-reuse");
+  // A node token that is also the admin token; and the internal secret reused as a node and an origin token.
+  const shared = "node-and-admin-9f3c1a7be2d84c6f0a5e";
+  const internal = "k2J9xQv7TzR8wLpY3mN5bH0cXfA6sD1eGiKoUq4jE";
+  const reused = join(files, "reused.json");
+  writeFileSync(
+    reused,
+    JSON.stringify({
+      INTERNAL_SECRET: internal,
+      ADMIN_TOKEN: shared,
+      NODE_TOKEN_US_EAST: shared,
+      NODE_TOKEN_EU_WEST: internal,
+      ORIGIN_TOKEN: internal,
+    }),
+  );
+  const noValue = (output: string) => {
+    for (const value of [shared, internal])
+      for (let i = 0; i + 6 <= value.length; i++)
+        assert.ok(!output.includes(value.slice(i, i + 6)), `part of a value (${i}..${i + 6}) in: ${output}`);
+  };
+  try {
+    const { run, ran } = recorder();
+    const lines: string[] = [];
+    const out = { log: (l: string) => lines.push(l), error: (l: string) => lines.push(l) };
+    assert.equal(await deploy({ environment: "production", dryRun: false, secretsFile: reused }, { root, run, ...out }), 1);
+    const refused = lines.join("\n");
+    assert.match(refused, /ADMIN_TOKEN and NODE_TOKEN_US_EAST hold the same value/);
+    assert.match(refused, /INTERNAL_SECRET, NODE_TOKEN_EU_WEST and ORIGIN_TOKEN hold the same value/);
+    assert.match(refused, /Nothing was uploaded/);
+    assert.deepEqual(ran, []);
+    noValue(refused);
+
+    lines.length = 0;
+    assert.equal(await deploy({ environment: "production", dryRun: true, secretsFile: reused }, { root, run, ...out }), 0);
+    const warned = lines.join("\n");
+    assert.match(
+      warned,
+      /warning: --secrets-file: ADMIN_TOKEN and NODE_TOKEN_US_EAST hold the same value[^\n]*\(a real deploy refuses a value under two names\)/,
+    );
+    assert.match(warned, /warning: --secrets-file: INTERNAL_SECRET, NODE_TOKEN_EU_WEST and ORIGIN_TOKEN hold the same value/);
+    assert.equal(ran.length, 3, "the dry run went on");
+    noValue(warned);
+  } finally {
+    rmSync(files, { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
 test("a deployed environment's var named as a secret is refused by a deploy and a dry run, naming the var, never its value", async () => {
   const origin = "origin-9f3c1a7be2d84c6f0a5e";
   const admin = "admin-Zm9vYmFyYmF6cXV4UXdl";

@@ -5,14 +5,32 @@ import { z } from "zod";
 import { DEFAULT_PREFIX_SETTINGS } from "../core/prefix.ts";
 import { MAX_DURATION_MS } from "./schema-names.ts";
 
+/**
+ * The largest `max_body_bytes` accepted.
+ *
+ * Why 8 MiB: the platform would take more (Workers refuse a body past 100 MB on Free and Pro,
+ * 200 MB on Business, 500 MB by default on Enterprise), but memory binds first. A stream continued
+ * at the bound holds ~13 bytes of the region worker's isolate per body byte at its size check
+ * (continue.ts): the body (1), the seam's text, up to `max_body_bytes` characters kept as UTF-16
+ * (2, seam.ts), the body decoded and parsed (2 + 2), the continuation's JSON string (4: body and
+ * text, UTF-16) and its bytes (2). Measured with V8 (ASCII text holding one character past
+ * Latin-1, a two-byte string): 52 MiB at the default 4 MiB, 104 MiB at 8 MiB, 208 MiB at 16 MiB,
+ * past an isolate's 128 MB. And a prompt within 8 MiB is at most 8.4M characters (each at least a
+ * byte), which the default 2,048 `prefix.max_blocks` (16.8M characters) hash whole.
+ */
+export const MAX_BODY_BYTES_LIMIT = 8 * 1024 * 1024;
+
 export const limitsSchema = z
   .strictObject({
     max_body_bytes: z
       .number()
       .int()
       .positive()
+      .max(MAX_BODY_BYTES_LIMIT)
       .default(4 * 1024 * 1024)
-      .describe("Largest request body."),
+      .describe(
+        "Largest request body, at most 8 MiB (8388608): a stream continued at the bound holds ~13x it in the region worker's 128 MB isolate.",
+      ),
     max_retries: z.number().int().min(0).max(5).default(2).describe("Extra nodes tried per region before the first byte."),
     max_region_attempts: z.number().int().min(1).max(10).default(3).describe("Regions tried, nearest first."),
     first_byte_timeout_ms: z

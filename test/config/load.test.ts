@@ -4,6 +4,7 @@ import { createApp } from "../../src/edge/app.ts";
 import { ConfigError, loadConfig } from "../../src/config/load.ts";
 import { MAX_INDEX_ENTRIES_LIMIT, MAX_REGION_MODELS, REQUEST_TIMEOUT_MARGIN_MS } from "../../src/config/schema.ts";
 import { MAX_DURATION_MS, RESERVED_BINDING_NAMES } from "../../src/config/schema-names.ts";
+import { MAX_BODY_BYTES_LIMIT } from "../../src/config/limits-schema.ts";
 import { indexMemoryBound } from "../../src/core/prefix-index.ts";
 import { MAX_SHARDS } from "../../src/core/shard.ts";
 import { ACME_KEY, ACME_KEY_2, TEST_CONFIG } from "../fixtures/config.ts";
@@ -347,6 +348,18 @@ describe("limits that contradict each other or exceed a timer", () => {
     longest.regions[2]!.node_silence_ms = MAX_DURATION_MS;
     const loaded = loadConfig(envWith(longest));
     expect(loaded.regions[2]!.init.settings.requestTimeoutMs).toBe(MAX_DURATION_MS + REQUEST_TIMEOUT_MARGIN_MS);
+  });
+
+  it("bounds the request body at 8 MiB (a continuation at the bound holds ~13x it in a 128 MB isolate), naming the field", () => {
+    expect(MAX_BODY_BYTES_LIMIT).toBe(8 * 1024 * 1024);
+    const over = doc();
+    over.limits.max_body_bytes = MAX_BODY_BYTES_LIMIT + 1;
+    expect(configError(envWith(over))).toContain("limits.max_body_bytes: Too big");
+    // Workers' own body limit on Free and Pro: the platform's bound is not this one.
+    over.limits.max_body_bytes = 100 * 1000 * 1000;
+    expect(configError(envWith(JSON.stringify(over)))).toContain("limits.max_body_bytes:");
+    over.limits.max_body_bytes = MAX_BODY_BYTES_LIMIT;
+    expect(loadConfig(envWith(over)).raw.limits.max_body_bytes).toBe(MAX_BODY_BYTES_LIMIT);
   });
 
   it("bounds a region's model names as nodes and requests do, and its catalogue", () => {
