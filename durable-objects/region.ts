@@ -71,6 +71,7 @@ import { RouteSession } from "./route-session.ts";
 import { LoadExchange, ShardLink } from "./load-exchange.ts";
 import { BudgetLedgerLink, ledgerSpend } from "./budget-ledger.ts";
 import { QueueWaiters } from "./queue-waiters.ts";
+import { InitOrder } from "./init-order.ts";
 import { NodeStore } from "./node-store.ts";
 import type { RouteResult } from "../src/contracts/routing.ts";
 
@@ -96,7 +97,8 @@ const holdKeySchema = routeRequestSchema.shape.holdKey.unwrap();
 
 export class RegionDurableObject extends DurableObject<Env> {
   private router: RegionRouter | undefined;
-  private fingerprint: string | undefined;
+  /** Which init the router is built from, while two worker versions send theirs (init-order.ts). */
+  private readonly initOrder = new InitOrder();
   /** The node table in SQLite, and the hashes of the nodes' secrets (node-store.ts). */
   private readonly nodeStore: NodeStore;
   private alarmAt: number | undefined;
@@ -168,7 +170,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     // The stored table, then the configuration (syncStaticNodes): a static node's configured spec wins.
     for (const spec of this.nodeStore.load()) router.upsertNode(spec, now);
     this.router = router;
-    this.fingerprint = init.fingerprint;
+    this.initOrder.adopt(init, now);
     this.usageInit = init.usage;
     this.syncStaticNodes(init, now);
     return router;
@@ -179,8 +181,23 @@ export class RegionDurableObject extends DurableObject<Env> {
    * validated only then: `route` runs per request, and an unchanged fingerprint was valid before.
    */
   private ensure(input: RegionInit): RegionRouter {
-    if (this.router && this.fingerprint === input.fingerprint) return this.router;
+    const now = Date.now();
+    if (this.router && this.initOrder.serves(input.fingerprint, now)) return this.router;
     const init = regionInitSchema.parse(input);
+    if (this.router && !this.initOrder.replaces(init, now)) {
+      // An older worker version's configuration while the newer one is in use (a gradual
+      // deployment): its calls are routed by the newer one, without a rebuild (init-order.ts).
+      console.log(
+        JSON.stringify({
+          event: "region_init_deferred",
+          region: this.router.settings.name,
+          fingerprint: init.fingerprint,
+          generation: init.generation,
+          in_force: this.initOrder.inForce,
+        }),
+      );
+      return this.router;
+    }
     this.sql.exec(
       `INSERT INTO config (key, value) VALUES ('init', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
       JSON.stringify(init),
@@ -203,7 +220,7 @@ export class RegionDurableObject extends DurableObject<Env> {
    */
   private routerFor(input: RegionInit | RegionInitRef): RegionRouter | undefined {
     if ("settings" in input) return this.ensure(input);
-    return this.fingerprint === input.fingerprint ? this.router : undefined;
+    return this.initOrder.serves(input.fingerprint, Date.now()) ? this.router : undefined;
   }
 
   private syncStaticNodes(init: RegionInit, now: number): void {

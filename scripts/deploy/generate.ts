@@ -41,6 +41,7 @@ import {
   REGION_VAR,
   regionBindingName,
   regionWorkerName,
+  VERSION_METADATA_BINDING,
 } from "../../src/contracts/topology.ts";
 import { INTERNAL_SECRET_VAR } from "../../src/core/internal-auth.ts";
 import {
@@ -280,6 +281,8 @@ export function generateDeployment(options: GenerateOptions): Deployment {
         preview_urls: false,
         ...(r.placement ? { placement: placementOf(r.placement) } : {}),
         durable_objects: { bindings: [{ name: "REGION", class_name: "RegionDurableObject" }] },
+        // The version's upload time orders two versions' inits in a gradual deployment (durable-objects/init-order.ts).
+        version_metadata: { binding: VERSION_METADATA_BINDING },
         ...(name === ledgerHome ? {} : { services: [{ binding: BUDGET_LEDGER_BINDING, service: ledgerHome }] }),
         migrations: env.migrations ?? top.migrations ?? [{ tag: "v1", new_sqlite_classes: ["RegionDurableObject"] }],
         ...(env.analytics_engine_datasets ? { analytics_engine_datasets: env.analytics_engine_datasets } : {}),

@@ -87,6 +87,8 @@ test("production generates the edge and one placed worker per region, as wrangle
       assert.equal(resolve(dir, config.main), join(ROOT, "src/region/index.ts"));
       assert.deepEqual(config.placement, { mode: "targeted", region: placement[region as keyof typeof placement] });
       assert.deepEqual(config.durable_objects, { bindings: [{ name: "REGION", class_name: "RegionDurableObject" }] });
+      // Its version's upload time orders two versions' inits in a gradual deployment (durable-objects/init-order.ts).
+      assert.deepEqual(config.version_metadata, { binding: "CF_VERSION_METADATA" });
       assert.deepEqual(config.migrations, [{ tag: "v1", new_sqlite_classes: ["RegionDurableObject"] }]);
       assert.equal(config.workers_dev, false, "reached only through the edge's service binding");
       // The budget ledger lives in the first region's worker's namespace: the others reach it over a binding.

@@ -22,6 +22,7 @@ import type { PrefixSettings } from "../core/prefix.ts";
 import { locationHintFor, type LocationHint } from "./location-hint.ts";
 import { originPolicy, type OriginPolicy } from "../core/origins.ts";
 import { budgetLedgerRegion } from "./ledger-home.ts";
+import { VERSION_METADATA_BINDING } from "../contracts/topology.ts";
 
 export class ConfigError extends Error {}
 
@@ -75,6 +76,17 @@ function binding(env: Env, name: string): unknown {
 }
 
 /** Returns the loaded configuration, or throws the {@link ConfigError} describing what is wrong. */
+/**
+ * When this worker's version was uploaded (ms epoch), from its version metadata binding
+ * (VERSION_METADATA_BINDING), if it has one: it orders the inits two versions of a region's worker
+ * send during a gradual deployment (durable-objects/init-order.ts).
+ */
+function versionUploadedAt(env: Env): number | undefined {
+  const metadata = (env as unknown as Record<string, { timestamp?: unknown } | undefined>)[VERSION_METADATA_BINDING];
+  const at = typeof metadata?.timestamp === "string" ? Date.parse(metadata.timestamp) : NaN;
+  return Number.isSafeInteger(at) && at >= 0 ? at : undefined;
+}
+
 export function loadConfig(env: Env, role: ConfigRole = ALL): LoadedConfig {
   const source = env.WARMPATH_CONFIG;
   const key = role.kind === "region" ? `region:${role.served ?? "*"}` : role.kind;
@@ -170,6 +182,7 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
     };
     // Hashed once per configuration: each route call carries it, not the init (region-init.ts).
     const fingerprint = regionInitFingerprint({ settings, staticNodes, usage });
+    const generation = versionUploadedAt(env);
     return {
       config: r,
       nodeToken: nodeTokens[0]!,
@@ -180,7 +193,7 @@ function build(env: Env, source: unknown, role: ConfigRole): LoadedConfig | Conf
         development: cfg.mode === "development",
       }),
       originToken,
-      init: { fingerprint, settings, staticNodes, usage },
+      init: { fingerprint, ...(generation === undefined ? {} : { generation }), settings, staticNodes, usage },
       initRef: { fingerprint },
       locationHint: r.location_hint ?? locationHintFor(r.location.lat, r.location.lon),
     };

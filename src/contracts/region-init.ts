@@ -46,8 +46,15 @@ export const MAX_FINGERPRINT_CHARS = 64;
 const fingerprintSchema = z.string().min(1).max(MAX_FINGERPRINT_CHARS);
 
 export const regionInitSchema = z.strictObject({
-  /** Changes whenever any field below changes ({@link regionInitFingerprint}). */
+  /** Changes whenever any field below but `generation` changes ({@link regionInitFingerprint}). */
   fingerprint: fingerprintSchema,
+  /**
+   * When the worker version sending it was uploaded (ms epoch; its version metadata binding,
+   * VERSION_METADATA_BINDING), if it has one: while two versions run at once, the object keeps the
+   * newer one's init (durable-objects/init-order.ts). Not in the fingerprint: a version that only
+   * changed code sends the same init.
+   */
+  generation: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   settings: regionSettingsSchema,
   staticNodes: z.array(staticNodeInitSchema),
   usage: usageInitSchema,

@@ -59,3 +59,11 @@ export const REGION_ENTRYPOINT = "RegionWorker";
  * (src/edge/api/local-assets.ts).
  */
 export const LOCAL_ASSETS_BINDING = "LOCAL_ASSETS";
+
+/**
+ * The version metadata binding (Cloudflare's `version_metadata`: the worker version's id, tag and
+ * upload time), declared on every generated region worker (scripts/deploy/generate.ts): the upload
+ * time orders the region inits two versions send during a gradual deployment
+ * (durable-objects/init-order.ts). Absent (the local composition), inits are unordered.
+ */
+export const VERSION_METADATA_BINDING = "CF_VERSION_METADATA";

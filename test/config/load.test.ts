@@ -7,6 +7,7 @@ import { MAX_DURATION_MS, RESERVED_BINDING_NAMES } from "../../src/config/schema
 import { MAX_BODY_BYTES_LIMIT } from "../../src/config/limits-schema.ts";
 import { indexMemoryBound } from "../../src/core/prefix-index.ts";
 import { MAX_SHARDS } from "../../src/core/shard.ts";
+import { VERSION_METADATA_BINDING } from "../../src/contracts/topology.ts";
 import { ACME_KEY, ACME_KEY_2, TEST_CONFIG } from "../fixtures/config.ts";
 
 const secrets = { NODE_TOKEN_TEST: "t", ADMIN_TOKEN_TEST: "a", ORIGIN_TOKEN_TEST: "o" };
@@ -45,6 +46,20 @@ describe("loadConfig", () => {
     const bad = clone();
     bad.budget_ledger_region = "mars-1";
     expect(configError(envWith(bad))).toMatch(/budget_ledger_region: unknown region 'mars-1'/);
+  });
+
+  it("orders a region's init by its worker version's upload time (version metadata), outside its fingerprint", () => {
+    const plain = loadConfig(envWith(clone())).regionByName.get("us")!.init;
+    expect(plain.generation).toBeUndefined();
+    const metadata = { id: "v", tag: "", timestamp: "2026-12-08T01:02:03.004Z" };
+    const versioned = loadConfig(envWith(clone(), { ...secrets, [VERSION_METADATA_BINDING]: metadata })).regionByName.get("us")!.init;
+    expect(versioned.generation).toBe(Date.parse(metadata.timestamp));
+    // A version that changed only code sends the same init: the object need not rebuild for it.
+    expect(versioned.fingerprint).toBe(plain.fingerprint);
+    const garbled = { ...metadata, timestamp: "not a time" };
+    expect(
+      loadConfig(envWith(clone(), { ...secrets, [VERSION_METADATA_BINDING]: garbled })).regionByName.get("us")!.init.generation,
+    ).toBeUndefined();
   });
 
   it("names the bad field", () => {

@@ -69,6 +69,34 @@ describe("the region object's init", () => {
     expect((await stub.snapshot(region.init)).nodes.map((n) => n.id).sort()).toEqual(["static-1", "static-2"]);
   });
 
+  it("keeps the newer worker version's init while an older version's calls come too (a gradual deployment)", async () => {
+    const region = rr();
+    // The newer version dropped static-2; both versions call the object, the older one with its own init.
+    const older: RegionInit = { ...region.init, generation: 1_000 };
+    const newer: RegionInit = { ...changed(region.init), generation: 2_000 };
+    const stub = env.REGION.getByName("rr-init-gradual");
+    expect((await placeOnce(stub, newer)).ok).toBe(true);
+    const nodes = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+      // Alternately, as the two versions' shares of the traffic come: the older init is routed by
+      // the newer, which is not rebuilt (else its round-robin would reach static-2 again).
+      for (const init of [older, { fingerprint: older.fingerprint }, newer, { fingerprint: newer.fingerprint }]) {
+        const placed = await placeOnce(stub, init);
+        expect(placed.ok).toBe(true);
+        if (placed.ok) nodes.add(placed.nodeId);
+      }
+    }
+    expect([...nodes]).toEqual(["static-1"]);
+    expect((await stub.snapshot(older)).nodes.map((n) => n.id)).toEqual(["static-1"]);
+
+    // A newer version's init replaces an older one at once.
+    const other = env.REGION.getByName("rr-init-gradual-up");
+    expect((await placeOnce(other, older)).ok).toBe(true);
+    expect((await other.snapshot(older)).nodes.map((n) => n.id).sort()).toEqual(["static-1", "static-2"]);
+    expect((await placeOnce(other, newer)).ok).toBe(true);
+    expect((await other.snapshot(newer)).nodes.map((n) => n.id)).toEqual(["static-1"]);
+  });
+
   it("after a restart routes on the fingerprint with the init it stored", async () => {
     const region = rr();
     const stub = env.REGION.getByName("rr-init-restart");
