@@ -44,21 +44,27 @@ export class InitOrder {
     return this.current && { fingerprint: this.current.fingerprint, generation: this.current.generation };
   }
 
-  /** The init in force (built from, or read back from storage), as of `now`. */
-  adopt(init: OrderedInit, now: number): void {
-    this.current = { fingerprint: init.fingerprint, generation: init.generation, seenAt: now };
+  /**
+   * The init in force, carried by a call at `seenAt`; or, without one, read back from storage at a
+   * restart: not known to be in use, so an older init (a rollback) is not held back by it.
+   */
+  adopt(init: OrderedInit, seenAt: number | undefined): void {
+    this.current = { fingerprint: init.fingerprint, generation: init.generation, seenAt: seenAt ?? -Infinity };
     this.deferred.clear();
   }
 
   /**
-   * A call carrying only `fingerprint`: whether the router in force serves it (the init in force,
-   * or an older one it is routing for), else the caller must send its init.
+   * A call carrying `fingerprint` (and its init's generation, when it carries the whole init):
+   * whether the router in force serves it (the init in force, or an older one it is routing for),
+   * else the caller must send its init. A newer version with the same configuration makes the init
+   * in force as new as it (an older version's init then does not replace it).
    */
-  serves(fingerprint: string, now: number): boolean {
+  serves(fingerprint: string, now: number, generation?: number): boolean {
     const c = this.current;
     if (!c) return false;
     if (c.fingerprint === fingerprint) {
       c.seenAt = now;
+      if (generation !== undefined && (c.generation === undefined || generation > c.generation)) c.generation = generation;
       return true;
     }
     return this.deferred.has(fingerprint) && this.holds(now);

@@ -43,6 +43,8 @@ export class QueueWaiters {
     const queueId = this.byHoldKey.get(holdKey);
     if (queueId === undefined) return false;
     const waiter = this.take(queueId);
+    // Still queued in the router: a waiter is taken only by `serve`, in the same turn as the router
+    // decided its entry, or here (so an entry the router decided is never cancelled and left unsettled).
     router.cancelQueued(queueId);
     waiter?.resolve(refusal);
     return waiter !== undefined;

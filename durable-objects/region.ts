@@ -148,16 +148,24 @@ export class RegionDurableObject extends DurableObject<Env> {
       // Validated before it was stored; a stored init this version no longer accepts is dropped, and
       // the router is built from the worker's init on the next call.
       const stored = row ? regionInitSchema.safeParse(JSON.parse(row.value)) : undefined;
-      if (stored?.success) this.build(stored.data);
       const shards = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'usage_shards'`).toArray()[0];
       if (shards) this.usageShards = Number(shards.value);
+      if (stored?.success) {
+        // Read back, not seen in use: an older init (a rollback) need not wait for it to go unused again.
+        this.build(stored.data, false);
+        // The stored init's shards count too (an object whose init predates `usage_shards`).
+        this.noteShards(stored.data.settings.shards);
+      }
       this.shard.restore();
       this.alarmAt = (await ctx.storage.getAlarm()) ?? undefined;
     });
   }
 
-  /** Builds the router from a configuration and the stored node table. */
-  private build(init: RegionInit): RegionRouter {
+  /**
+   * Builds the router from a configuration and the stored node table. `inUse`: a call just carried
+   * it (false: read back from storage at a restart; init-order.ts).
+   */
+  private build(init: RegionInit, inUse = true): RegionRouter {
     // A new configuration drops the old router and its queue: whoever waited in it tries another region.
     this.waiters.abandon({
       ok: false,
@@ -170,7 +178,7 @@ export class RegionDurableObject extends DurableObject<Env> {
     // The stored table, then the configuration (syncStaticNodes): a static node's configured spec wins.
     for (const spec of this.nodeStore.load()) router.upsertNode(spec, now);
     this.router = router;
-    this.initOrder.adopt(init, now);
+    this.initOrder.adopt(init, inUse ? now : undefined);
     this.usageInit = init.usage;
     this.syncStaticNodes(init, now);
     return router;
@@ -182,8 +190,10 @@ export class RegionDurableObject extends DurableObject<Env> {
    */
   private ensure(input: RegionInit): RegionRouter {
     const now = Date.now();
-    if (this.router && this.initOrder.serves(input.fingerprint, now)) return this.router;
+    if (this.router && this.initOrder.serves(input.fingerprint, now, input.generation)) return this.router;
     const init = regionInitSchema.parse(input);
+    // Whether or not it is taken: the shards an init names may hold usage (an older version's too).
+    this.noteShards(init.settings.shards);
     if (this.router && !this.initOrder.replaces(init, now)) {
       // An older worker version's configuration while the newer one is in use (a gradual
       // deployment): its calls are routed by the newer one, without a rebuild (init-order.ts).
@@ -202,16 +212,19 @@ export class RegionDurableObject extends DurableObject<Env> {
       `INSERT INTO config (key, value) VALUES ('init', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
       JSON.stringify(init),
     );
-    if (init.settings.shards > this.usageShards) {
-      this.usageShards = init.settings.shards;
-      this.sql.exec(
-        `INSERT INTO config (key, value) VALUES ('usage_shards', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
-        String(this.usageShards),
-      );
-    }
     // New configuration (or first call): rebuild from it and the stored node table. The index and
     // load are soft state and are relearned; a policy switch therefore starts from a clean slate.
     return this.build(init);
+  }
+
+  /** Keeps the most shards an init named (`usage_shards`): their objects may hold usage the export must ask for. */
+  private noteShards(shards: number): void {
+    if (shards <= this.usageShards) return;
+    this.usageShards = shards;
+    this.sql.exec(
+      `INSERT INTO config (key, value) VALUES ('usage_shards', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+      String(shards),
+    );
   }
 
   /**

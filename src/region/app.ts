@@ -272,13 +272,15 @@ export function createRegionApp(): Hono<RegionEnv> {
     // export carries (MAX_USAGE_EXPORT_ROWS), however many shards. With none left, a shard is asked
     // for one row: any is one too many. Every shard the region has had is asked, as shard 0 knows
     // them: lowering `shards` leaves the removed shards' bills where they were written.
-    let left = q.data.limit ?? MAX_USAGE_EXPORT_ROWS;
+    const { limit, ...query } = q.data;
+    let left = limit ?? MAX_USAGE_EXPORT_ROWS;
     let shards = region.init.settings.shards;
     const rows: UsageRow[] = [];
     for (let k = 0; k < shards; k++) {
-      const answer = usageAnswerSchema.parse(
-        await regionStub(c.env, region, k).usage(region.init, { ...q.data, limit: Math.max(1, left) }),
-      );
+      // The default bound is not sent: an object still on the code before `limit` (a deploy's first
+      // minutes) refuses a key it does not know, and answers a whole region's export as before.
+      const ask = left < MAX_USAGE_EXPORT_ROWS ? { ...query, limit: Math.max(1, left) } : query;
+      const answer = usageAnswerSchema.parse(await regionStub(c.env, region, k).usage(region.init, ask));
       if (k === 0 && answer.shards !== undefined) shards = Math.max(shards, answer.shards);
       if (answer.overflow || answer.data.length > left) return c.json({ data: [], overflow: true } satisfies UsageAnswer, 200, versioned);
       rows.push(...answer.data);

@@ -29,6 +29,14 @@ export interface AskPlan {
   continuation?: { engines: RouteRequest["engines"]; promptTokens: number } | undefined;
 }
 
+/** The object was not asked (again) because the client went: read as such by place.ts (`rc.clientGone`). */
+const CLIENT_GONE: Extract<RouteAnswer, { ok: false }> = {
+  ok: false,
+  reason: "saturated",
+  message: "the client went before the region placed the request",
+  retryAfterSeconds: 0,
+};
+
 /**
  * Asks the region's object (its shard) for a node. The call carries the init's fingerprint only;
  * an object that does not hold that init (its first call, a new configuration) asks for it, and is
@@ -43,6 +51,8 @@ export async function ask(rc: RegionContext, plan: AskPlan): Promise<Placement> 
   const route = async (): Promise<RouteAnswer> => {
     const answer = await call(rc.region.initRef);
     if (!isInitNeeded(answer)) return answer;
+    // Gone meanwhile: asked again, the request could wait in the queue after its leave was sent.
+    if (rc.clientGone?.aborted) return CLIENT_GONE;
     const again = await call(rc.region.init);
     // The object just built its router from this init: a second ask is a broken object, not a race.
     if (isInitNeeded(again)) throw new Error(`region object ${rc.region.config.name} refused its init`);
@@ -52,7 +62,7 @@ export async function ask(rc: RegionContext, plan: AskPlan): Promise<Placement> 
   const answer = await route()
     .catch((e: unknown) => {
       const err = e as { retryable?: boolean; overloaded?: boolean };
-      if (err.retryable === true && err.overloaded !== true) return route();
+      if (err.retryable === true && err.overloaded !== true) return rc.clientGone?.aborted ? CLIENT_GONE : route();
       throw e;
     })
     .finally(stopWatching);

@@ -183,8 +183,6 @@ async function continueOnce(
     settle("continued");
     record.to_node = tried.placed.nodeId;
     record.first_byte_ms = Date.now() - failedAt;
-    // The failed node's part is over: its completion says so (a stateless one is only uncounted).
-    void settlePlacement(cc.rc, failed.placed, failed.session, { status: "stream-error", continuation: failed.continuation });
     await settledIfThrown(
       cc.rc,
       tried.placed,
@@ -192,6 +190,10 @@ async function continueOnce(
       () => accept(cc.rc, tried.placed, tried.session, tried.upstream, cc.shard),
       tried.upstream.reader,
     );
+    // The failed node's part is over: its completion says so (a stateless one is only uncounted),
+    // once the new node answers for the stream: had accept thrown, the stream's end would settle it
+    // (it is still `cc.live`), and it must not be twice.
+    void settlePlacement(cc.rc, failed.placed, failed.session, { status: "stream-error", continuation: failed.continuation });
     cc.live = { placed: tried.placed, session: tried.session, upstream: tried.upstream };
     cc.seam.beginSegment();
     console.log(

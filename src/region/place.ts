@@ -50,7 +50,8 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
   let stateless = false;
   const parent = plan.traceParent ?? rc.trace.root.id;
   for (let attempt = 0; attempt <= rc.config.raw.limits.max_retries; attempt++) {
-    // The client went before this attempt (a retry after a failed node): nothing is placed.
+    // The client went before this attempt (a retry after a failed node): nothing is placed. (The
+    // budget's hold, left to the retry by the failed node's completion, is released after its grace.)
     if (rc.clientGone?.aborted) return clientGone(plan, region);
     let placement: Placement | undefined;
     const decision = rc.trace.route(parent, attempt, stateless);
@@ -64,7 +65,7 @@ export async function tryNodes(rc: RegionContext, plan: NodePlan): Promise<Answe
     if (!placement) decision.set({ "warmpath.stateless": true });
     placement ??= placeStateless(rc, plan);
     if (!placement.ok && rc.clientGone?.aborted) {
-      // Taken out of the region's queue because the client went (leaveQueueWhenGone): not a refusal of the region's.
+      // Taken out of the region's queue because the client went, or not asked again (ask.ts): not a refusal of the region's.
       decision.end({ "warmpath.refusal": "client-gone" }, "the client went while the request was queued");
       return clientGone(plan, region);
     }

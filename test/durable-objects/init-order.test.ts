@@ -40,6 +40,26 @@ describe("InitOrder", () => {
     expect(order.serves("b", last + OLDER_INIT_AFTER_MS + 1)).toBe(false);
   });
 
+  it("does not hold an older init back for an init read back at a restart (not known to be in use)", () => {
+    const order = new InitOrder();
+    order.adopt(v2, undefined);
+    expect(order.replaces(v1, 1)).toBe(true);
+    // Once a call carries it, it is in use again.
+    const again = new InitOrder();
+    again.adopt(v2, undefined);
+    expect(again.serves("b", 5)).toBe(true);
+    expect(again.replaces(v1, 6)).toBe(false);
+  });
+
+  it("dates the init in force by the newest version that sent it: a same-configuration newer version holds an older one back", () => {
+    const order = new InitOrder();
+    order.adopt(v1, 0);
+    // Version 3 kept version 1's configuration (it changed only code): it is served by fingerprint.
+    expect(order.serves("a", 1, 3_000)).toBe(true);
+    // Version 2, older than 3, does not replace what 3 runs on.
+    expect(order.replaces(v2, 2)).toBe(false);
+  });
+
   it("takes an init without a generation, or of the same one, as it comes", () => {
     const order = new InitOrder();
     order.adopt(v2, 0);
