@@ -13,6 +13,7 @@ import { call, chat, registerAll } from "../helpers.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import type { AdminRegionState } from "../../src/contracts/admin.ts";
 import type { RegionContext } from "../../src/region/context.ts";
+import type { DispatchRequest } from "../../src/contracts/region-service.ts";
 import { tryNodes } from "../../src/region/place.ts";
 import { RegionTrace } from "../../src/region/trace.ts";
 
@@ -22,6 +23,28 @@ async function askRr(content: string): Promise<Response> {
   const res = await chat({ model: "m-rr", messages: [{ role: "user", content }] });
   await res.arrayBuffer();
   return res;
+}
+
+/** A region worker's context for `request` in region us, as dispatch builds it, with the client's signal to abort and the work it leaves behind. */
+function regionContext(request: DispatchRequest, content: string, holdKey: string) {
+  const config = loadConfig(env, { kind: "region", served: undefined });
+  const waits: Promise<unknown>[] = [];
+  const gone = new AbortController();
+  const body = new TextEncoder().encode(JSON.stringify({ model: request.model, messages: [{ role: "user", content }] }));
+  const rc: RegionContext = {
+    env,
+    ctx: { waitUntil: (p) => void waits.push(p) },
+    config,
+    region: config.regionByName.get("us")!,
+    request,
+    body,
+    usageInjected: false,
+    completionBudget: undefined,
+    holdKey,
+    trace: new RegionTrace(request, "us"),
+    clientGone: gone.signal,
+  };
+  return { rc, body, waits, gone };
 }
 
 describe("placing through the region's object", () => {
@@ -49,25 +72,7 @@ describe("placing through the region's object", () => {
 describe("a placement whose client went while it waited", () => {
   it("calls no node and is settled at once, so the object counts nothing in flight", async () => {
     await registerAll([{ id: "gone-a", region: "us", models: ["m-gone"] }]);
-    const config = loadConfig(env, { kind: "region", served: undefined });
-    const region = config.regionByName.get("us")!;
-    const request = dispatchMeta({ model: "m-gone" });
-    const waits: Promise<unknown>[] = [];
-    const gone = new AbortController();
-    const body = new TextEncoder().encode(JSON.stringify({ model: "m-gone", messages: [{ role: "user", content: "hi" }] }));
-    const rc: RegionContext = {
-      env,
-      ctx: { waitUntil: (p) => void waits.push(p) },
-      config,
-      region,
-      request,
-      body,
-      usageInjected: false,
-      completionBudget: undefined,
-      holdKey: "gone-1",
-      trace: new RegionTrace(request, "us"),
-      clientGone: gone.signal,
-    };
+    const { rc, body, waits, gone } = regionContext(dispatchMeta({ model: "m-gone" }), "hi", "gone-1");
     const trying = tryNodes(rc, { shard: 0, exclude: [], body, own: [] });
     // Gone once the object was asked (tryNodes asks before its first await), before its answer.
     gone.abort(new Error("the client went"));
@@ -85,8 +90,6 @@ describe("a placement whose client went while it waited", () => {
 describe("a queued request whose client goes", () => {
   it("leaves the region's queue at once: no node is called for it, and nothing waits behind it", async () => {
     await registerAll([{ id: "gone-q", region: "us", mode: "hangfirst", models: ["m-gone-q"] }]);
-    const config = loadConfig(env, { kind: "region", served: undefined });
-    const region = config.regionByName.get("us")!;
     // 40,000 tokens on the only node (4 s of prefill predicted, and it never answers): the batch
     // request after it fits its objective only once that prefill is done (test/api/admission.test.ts),
     // so it waits in the queue, for seconds.
@@ -96,29 +99,11 @@ describe("a queued request whose client goes", () => {
     );
     const queueDepth = async () =>
       ((await (await call("/admin/state/us", { headers: admin })).json<AdminRegionState>()).queue?.depth ?? []).reduce((a, b) => a + b, 0);
-    const request = dispatchMeta({
-      model: "m-gone-q",
-      requestId: "gone-q-2",
-      promptTokens: 20_000,
-      hashes: ["fedcba9876543210"],
-      priority: "batch",
-    });
-    const waits: Promise<unknown>[] = [];
-    const gone = new AbortController();
-    const body = new TextEncoder().encode(JSON.stringify({ model: "m-gone-q", messages: [{ role: "user", content: "second" }] }));
-    const rc: RegionContext = {
-      env,
-      ctx: { waitUntil: (p) => void waits.push(p) },
-      config,
-      region,
-      request,
-      body,
-      usageInjected: false,
-      completionBudget: undefined,
-      holdKey: "gone-q-hold",
-      trace: new RegionTrace(request, "us"),
-      clientGone: gone.signal,
-    };
+    const { rc, body, waits, gone } = regionContext(
+      dispatchMeta({ model: "m-gone-q", requestId: "gone-q-2", promptTokens: 20_000, hashes: ["fedcba9876543210"], priority: "batch" }),
+      "second",
+      "gone-q-hold",
+    );
     const inflight = async () =>
       (await (await call("/admin/state/us", { headers: admin })).json<AdminRegionState>()).nodes.find((n) => n.id === "gone-q")?.load
         .inflight;
