@@ -43,9 +43,8 @@ import {
   usageAnswerSchema,
   usageQuerySchema,
   type UsageAnswer,
-  type UsageRow,
 } from "../contracts/usage.ts";
-import { mergeUsageRows } from "../core/usage/rows.ts";
+import { gatherBounded, mergeUsageRows } from "../core/usage/rows.ts";
 
 interface RegionEnv {
   Bindings: Env;
@@ -267,25 +266,25 @@ export function createRegionApp(): Hono<RegionEnv> {
     });
     if (!q.success) return malformed(`usage query: ${q.error.issues[0]?.message ?? "invalid"}`);
     const region = c.get("region");
-    // One shard after another, each asked for what the others left of the bound (rows as the shards
-    // store them, before a sharded region's are merged): this worker never holds more rows than one
-    // export carries (MAX_USAGE_EXPORT_ROWS), however many shards. With none left, a shard is asked
-    // for one row: any is one too many. Every shard the region has had is asked, as shard 0 knows
-    // them: lowering `shards` leaves the removed shards' bills where they were written.
+    // One shard after another, each asked for what the others left of the bound (gatherBounded).
+    // Every shard the region has had is asked, as shard 0 knows them: lowering `shards` leaves the
+    // removed shards' bills where they were written.
     const { limit, ...query } = q.data;
-    let left = limit ?? MAX_USAGE_EXPORT_ROWS;
     let shards = region.init.settings.shards;
-    const rows: UsageRow[] = [];
-    for (let k = 0; k < shards; k++) {
+    const rows = await gatherBounded(limit ?? MAX_USAGE_EXPORT_ROWS, (k, left) => {
+      if (k >= shards) return undefined;
       // The default bound is not sent: an object still on the code before `limit` (a deploy's first
       // minutes) refuses a key it does not know, and answers a whole region's export as before.
-      const ask = left < MAX_USAGE_EXPORT_ROWS ? { ...query, limit: Math.max(1, left) } : query;
-      const answer = usageAnswerSchema.parse(await regionStub(c.env, region, k).usage(region.init, ask));
-      if (k === 0 && answer.shards !== undefined) shards = Math.max(shards, answer.shards);
-      if (answer.overflow || answer.data.length > left) return c.json({ data: [], overflow: true } satisfies UsageAnswer, 200, versioned);
-      rows.push(...answer.data);
-      left -= answer.data.length;
-    }
+      const ask = left < MAX_USAGE_EXPORT_ROWS ? { ...query, limit: left } : query;
+      return regionStub(c.env, region, k)
+        .usage(region.init, ask)
+        .then((a) => {
+          const answer = usageAnswerSchema.parse(a);
+          if (k === 0 && answer.shards !== undefined) shards = Math.max(shards, answer.shards);
+          return answer;
+        });
+    });
+    if (!rows) return c.json({ data: [], overflow: true } satisfies UsageAnswer, 200, versioned);
     const data = mergeUsageRows(rows);
     return c.json({ data } satisfies UsageAnswer, 200, versioned);
   });

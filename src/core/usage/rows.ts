@@ -1,8 +1,8 @@
 /**
- * Usage rows as exported (GET /admin/usage): a sharded region's shards' rows summed into one per
- * tenant, day, model and region, sorted; and the CSV form.
+ * Usage rows as exported (GET /admin/usage): gathered within the export's bound, a sharded region's
+ * shards' rows summed into one per tenant, day, model and region, sorted; and the CSV form.
  */
-import { USAGE_COLUMNS, type UsageRow } from "../../contracts/usage.ts";
+import { USAGE_COLUMNS, type UsageAnswer, type UsageRow } from "../../contracts/usage.ts";
 import { addTokens, addUsd, tokenCount, usdAmount } from "./bounds.ts";
 
 const SUMMED = [
@@ -18,6 +18,29 @@ const SUMMED = [
 ] as const satisfies readonly (keyof UsageRow)[];
 
 const USD_COLUMNS = new Set<keyof UsageRow>(["cost_usd", "estimated_cost_usd"]);
+
+/**
+ * Rows from sources asked one after another (the edge's regions, a region worker's shards), each
+ * for what the earlier ones left of `limit` (rows as the sources store them, before a sharded
+ * region's are merged): no caller holds more than one export carries. With none left, a source is
+ * asked for one row: any is one too many. `ask` gives source `index`'s answer to a bound of `left`
+ * rows, or undefined when there is no such source. Undefined when more than `limit` rows match.
+ */
+export async function gatherBounded(
+  limit: number,
+  ask: (index: number, left: number) => Promise<UsageAnswer> | undefined,
+): Promise<UsageRow[] | undefined> {
+  const rows: UsageRow[] = [];
+  let left = limit;
+  for (let index = 0; ; index++) {
+    const answering = ask(index, Math.max(1, left));
+    if (!answering) return rows;
+    const answer = await answering;
+    if (answer.overflow || answer.data.length > left) return undefined;
+    rows.push(...answer.data);
+    left -= answer.data.length;
+  }
+}
 
 /**
  * A stored row as the usage contract accepts it: every count a non-negative safe integer and every

@@ -13,7 +13,7 @@ import type { AppEnv } from "../app-types.ts";
 import { regionPath } from "../../contracts/region-service.ts";
 import { MAX_USAGE_EXPORT_ROWS, usageAnswerSchema, type UsageRow } from "../../contracts/usage.ts";
 import { isCalendarDay, utcDay } from "../../core/usage/periods.ts";
-import { mergeUsageRows, roundUsd, usageCsv } from "../../core/usage/rows.ts";
+import { gatherBounded, mergeUsageRows, roundUsd, usageCsv } from "../../core/usage/rows.ts";
 import { ApiError } from "../../http/errors.ts";
 import { regionAnswer } from "../region-client.ts";
 
@@ -75,17 +75,14 @@ usageApi.get("/admin/usage", async (c) => {
   const search = new URLSearchParams({ from, to });
   if (parsed.data.tenant !== undefined) search.set("tenant", parsed.data.tenant);
   const config = c.get("config");
-  // One region after another, each asked for what the others left of the bound: no layer holds more
-  // rows than one export carries. With none left, a region is asked for one row: any is one too many.
-  let left = MAX_USAGE_EXPORT_ROWS;
-  const rows: UsageRow[] = [];
-  for (const r of config.regions) {
-    search.set("limit", String(Math.max(1, left)));
-    const answer = await regionAnswer(c.env, r, `${regionPath.usage(r.config.name)}?${search}`, usageAnswerSchema);
-    if (answer.overflow || answer.data.length > left) throw exportTooLarge(parsed.data.tenant !== undefined);
-    rows.push(...answer.data);
-    left -= answer.data.length;
-  }
+  // One region after another, each asked for what the others left of the bound (gatherBounded).
+  const rows = await gatherBounded(MAX_USAGE_EXPORT_ROWS, (k, left) => {
+    const r = config.regions[k];
+    if (!r) return undefined;
+    search.set("limit", String(left));
+    return regionAnswer(c.env, r, `${regionPath.usage(r.config.name)}?${search}`, usageAnswerSchema);
+  });
+  if (!rows) throw exportTooLarge(parsed.data.tenant !== undefined);
   const data: UsageRow[] = mergeUsageRows(rows).map((r) => ({
     ...r,
     cost_usd: roundUsd(r.cost_usd),

@@ -4,7 +4,7 @@ import type { Bill, UsageRow } from "../../../src/contracts/usage.ts";
 import { costUsd, priceOf } from "../../../src/core/usage/cost.ts";
 import { MAX_PENDING_ROWS, PendingUsage } from "../../../src/core/usage/pending.ts";
 import { dayEndsAt, daysBefore, isCalendarDay, monthEndsAt, utcDay, utcMonth } from "../../../src/core/usage/periods.ts";
-import { mergeUsageRows, roundUsd, usageCsv } from "../../../src/core/usage/rows.ts";
+import { gatherBounded, mergeUsageRows, roundUsd, usageCsv } from "../../../src/core/usage/rows.ts";
 
 const bill = (over: Partial<Bill> = {}): Bill => ({
   tenant: "t",
@@ -99,6 +99,26 @@ describe("usage rows", () => {
     estimated_cost_usd: 0,
     ...over,
   });
+  it("are gathered from sources one after another, each asked for what the others left, and refused past the bound", async () => {
+    const sources = [[row({ model: "a" }), row({ model: "b" })], [], [row({ model: "c" })]];
+    const asked: number[] = [];
+    const gather = (limit: number) =>
+      gatherBounded(limit, (k, left) => {
+        const data = sources[k];
+        if (!data) return undefined;
+        asked.push(left);
+        return Promise.resolve(data.length > left ? { data: [], overflow: true as const } : { data });
+      });
+    expect((await gather(3))?.map((r) => r.model)).toEqual(["a", "b", "c"]);
+    expect(asked).toEqual([3, 1, 1]);
+    // One row more than the bound: the last source, asked for the one row left, has it and is over.
+    asked.length = 0;
+    expect(await gather(2)).toBeUndefined();
+    expect(asked).toEqual([2, 1, 1]);
+    // A source answering more rows than it was asked for is over too.
+    expect(await gatherBounded(1, (k) => (k === 0 ? Promise.resolve({ data: sources[0]! }) : undefined))).toBeUndefined();
+  });
+
   it("merge a sharded region's rows and sort by day, tenant, model, region", () => {
     const merged = mergeUsageRows([row({ region: "us" }), row({ day: "2026-12-03" }), row({ region: "us" }), row({ region: "eu" })]);
     expect(merged.map((r) => `${r.day}/${r.region}/${r.requests}`)).toEqual(["2026-12-03/us/1", "2026-12-04/eu/1", "2026-12-04/us/2"]);
