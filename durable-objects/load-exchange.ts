@@ -17,6 +17,7 @@ import {
 } from "../src/contracts/routing.ts";
 import type { RegionRouter } from "../src/core/region/index.ts";
 import { loadExchangeStub } from "./addressing.ts";
+import { readConfig, writeConfig } from "./config-table.ts";
 
 /**
  * How often a shard of a sharded region exchanges its load with the others (src/core/shard.ts).
@@ -206,8 +207,8 @@ export class ShardLink {
 
   /** Reads the shard number kept in the `config` table (in the object's constructor, once the table exists). */
   restore(): void {
-    const shard = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'shard'`).toArray()[0];
-    if (shard) this.shardIndex = Number(shard.value);
+    const shard = readConfig(this.sql, "shard");
+    if (shard !== undefined) this.shardIndex = Number(shard);
   }
 
   /** The object routed a request as shard `shard`: it keeps its number, and exchanges its load when due. */
@@ -215,7 +216,7 @@ export class ShardLink {
     if (this.shardIndex !== shard) {
       // Kept, so that a restarted shard hears the feed before its alarm expires anyone (alarm()).
       this.shardIndex = shard;
-      this.sql.exec(`INSERT OR REPLACE INTO config (key, value) VALUES ('shard', ?)`, String(shard));
+      writeConfig(this.sql, "shard", String(shard));
     }
     this.syncLoad(router, shard, now);
   }

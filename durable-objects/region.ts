@@ -72,6 +72,7 @@ import { LoadExchange, ShardLink } from "./load-exchange.ts";
 import { BudgetLedgerLink, ledgerSpend } from "./budget-ledger.ts";
 import { QueueWaiters } from "./queue-waiters.ts";
 import { InitOrder } from "./init-order.ts";
+import { createConfigTable, readConfig, writeConfig } from "./config-table.ts";
 import { NodeStore } from "./node-store.ts";
 import type { RouteResult } from "../src/contracts/routing.ts";
 
@@ -142,14 +143,14 @@ export class RegionDurableObject extends DurableObject<Env> {
       forget: (id) => this.nodeStore.forget(id),
     });
     ctx.blockConcurrencyWhile(async () => {
-      this.sql.exec(`CREATE TABLE IF NOT EXISTS config (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+      createConfigTable(this.sql);
       this.nodeStore.migrate();
-      const row = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'init'`).toArray()[0];
+      const row = readConfig(this.sql, "init");
       // Validated before it was stored; a stored init this version no longer accepts is dropped, and
       // the router is built from the worker's init on the next call.
-      const stored = row ? regionInitSchema.safeParse(JSON.parse(row.value)) : undefined;
-      const shards = this.sql.exec<{ value: string }>(`SELECT value FROM config WHERE key = 'usage_shards'`).toArray()[0];
-      if (shards) this.usageShards = Number(shards.value);
+      const stored = row === undefined ? undefined : regionInitSchema.safeParse(JSON.parse(row));
+      const shards = readConfig(this.sql, "usage_shards");
+      if (shards !== undefined) this.usageShards = Number(shards);
       if (stored?.success) {
         // Read back, not seen in use: an older init (a rollback) need not wait for it to go unused again.
         this.build(stored.data, false);
@@ -208,10 +209,7 @@ export class RegionDurableObject extends DurableObject<Env> {
       );
       return this.router;
     }
-    this.sql.exec(
-      `INSERT INTO config (key, value) VALUES ('init', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
-      JSON.stringify(init),
-    );
+    writeConfig(this.sql, "init", JSON.stringify(init));
     // New configuration (or first call): rebuild from it and the stored node table. The index and
     // load are soft state and are relearned; a policy switch therefore starts from a clean slate.
     return this.build(init);
@@ -221,10 +219,7 @@ export class RegionDurableObject extends DurableObject<Env> {
   private noteShards(shards: number): void {
     if (shards <= this.usageShards) return;
     this.usageShards = shards;
-    this.sql.exec(
-      `INSERT INTO config (key, value) VALUES ('usage_shards', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
-      String(shards),
-    );
+    writeConfig(this.sql, "usage_shards", String(shards));
   }
 
   /**
