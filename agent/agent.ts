@@ -44,7 +44,7 @@ import { redactUrl } from "./http.ts";
 import { MAX_TIMER_MS } from "./limits.ts";
 import { parsePrometheus } from "./prometheus.ts";
 import { NodeCredentials } from "./credentials.ts";
-import { DEREGISTER_TIMEOUT_MS, NodeIdentityError, deregisterNode, postReport } from "./report-loop.ts";
+import { NodeIdentityError, abortReportOnStop, deregisterNode, postReport } from "./report-loop.ts";
 import { EngineError, engineGet, engineGetJson, fetchModels } from "./scrape.ts";
 import type { NodeReport } from "../src/contracts/node.ts";
 import { MAX_RUNNING_REPORTED, type AgentConfig } from "./args.ts";
@@ -321,17 +321,13 @@ export function startAgent(o: AgentOptions): Agent {
     stop() {
       stopping ??= (async () => {
         stopped = true;
-        // A scrape, or a report carrying the node secret, in flight ends now, not at its timeout.
-        // A registration in flight (no secret yet) gets up to the deregistration's own timeout:
-        // its answer carries the secret the DELETE needs (without it the node stays registered
-        // until it expires by silence). Either way a router that never answers holds the
-        // shutdown about DEREGISTER_TIMEOUT_MS, not --router-timeout-ms.
+        // A scrape in flight ends now, not at its timeout; a report as abortReportOnStop says (a
+        // registration may take the deregistration's timeout, not --router-timeout-ms).
         abort.abort();
-        const grace = credentials.secret === undefined ? setTimeout(() => reportAbort.abort(), DEREGISTER_TIMEOUT_MS) : undefined;
-        if (!grace) reportAbort.abort();
+        const settled = abortReportOnStop(reportAbort, credentials);
         wake?.();
         await loop;
-        clearTimeout(grace);
+        settled();
         if (!fatal) await deregister("shutdown");
       })();
       return stopping;

@@ -79,6 +79,22 @@ export interface ReportLoop {
 /** Default timeout of a deregistration: a shutdown should not wait long on a router that is gone. */
 export const DEREGISTER_TIMEOUT_MS = 2000;
 
+/**
+ * A stop's end for a report in flight (`controller` aborts it): one carrying the node's secret ends
+ * now; a registration (no secret yet) gets up to the deregistration's own timeout, since its answer
+ * carries the secret the DELETE needs (without it the node stays registered until it expires by
+ * silence). Either way a router that never answers holds a stop about DEREGISTER_TIMEOUT_MS, not
+ * the report's timeout. Returns what clears the grace once the report has settled.
+ */
+export function abortReportOnStop(controller: AbortController, credentials: NodeCredentials): () => void {
+  if (credentials.secret !== undefined) {
+    controller.abort();
+    return () => {};
+  }
+  const grace = setTimeout(() => controller.abort(), DEREGISTER_TIMEOUT_MS);
+  return () => clearTimeout(grace);
+}
+
 /** The code of an OpenAI-shaped error body (the router's), if any. */
 function errorCode(text: string): string | undefined {
   try {
@@ -235,13 +251,9 @@ export function startReportLoop<Body>(o: ReportLoopOptions<Body>): ReportLoop {
     async stop(deregister) {
       stopped = true;
       clearInterval(timer);
-      // A report carrying the node's secret ends now. A registration (no secret yet) gets up to the
-      // deregistration's own timeout, as warmpath-agent gives it (agent/agent.ts): its answer
-      // carries the secret the DELETE needs.
-      const grace = credentials.secret === undefined ? setTimeout(() => abort.abort(), DEREGISTER_TIMEOUT_MS) : undefined;
-      if (!grace) abort.abort();
+      const settled = abortReportOnStop(abort, credentials);
       await inFlight;
-      clearTimeout(grace);
+      settled();
       if (!deregister) return;
       try {
         await deregisterNode(o.routerUrl, credentials, o.node);
