@@ -12,7 +12,7 @@ import { MAX_OBJECTIVE_MS, type RouteRequest } from "../contracts/routing.ts";
 import type { Placed } from "./call-node.ts";
 import type { RegionContext } from "./context.ts";
 import { rememberNode } from "./stateless.ts";
-import { logBookkeepingError } from "./settle.ts";
+import { inBackground } from "./settle.ts";
 
 const ignore = () => {};
 
@@ -82,7 +82,7 @@ export async function ask(rc: RegionContext, plan: AskPlan): Promise<Placement> 
 function leaveQueueWhenGone(rc: RegionContext, stub: ReturnType<typeof regionStub>): () => void {
   const signal = rc.clientGone;
   if (!signal) return ignore;
-  const leave = () => rc.ctx.waitUntil(Promise.resolve(stub.leaveQueue(rc.holdKey)).then(ignore, logBookkeepingError));
+  const leave = () => inBackground(rc, stub.leaveQueue(rc.holdKey));
   signal.addEventListener("abort", leave, { once: true });
   return () => signal.removeEventListener("abort", leave);
 }

@@ -15,11 +15,9 @@ import { deadlineOf, type RegionContext } from "./context.ts";
 import { concatBytes } from "../http/body.ts";
 import type { NodeEngine } from "../contracts/node.ts";
 import { chooseStateless, countStateless } from "./stateless.ts";
-import { logBookkeepingError, settledIfThrown, settlePlacement } from "./settle.ts";
+import { inBackground, settledIfThrown, settlePlacement } from "./settle.ts";
 
 export type { Session };
-
-const ignore = () => {};
 
 /** A streamed request is relayed (and checked for its end) as SSE whatever the node's Content-Type says. */
 export function answersAsSse(stream: boolean, response: Response): boolean {
@@ -152,11 +150,11 @@ export function accept(
   const foldFirstByte = !sse && responseId === undefined;
   if (session) {
     if (!foldFirstByte) {
-      rc.ctx.waitUntil(Promise.resolve(session.firstByte(keeper === shard ? responseId : undefined)).then(ignore, logBookkeepingError));
+      inBackground(rc, session.firstByte(keeper === shard ? responseId : undefined));
     }
     if (keeper !== shard && responseId !== undefined) {
       const remember = regionStub(rc.env, rc.region, keeper).rememberResponse(rc.region.init, responseId, placed.nodeId);
-      rc.ctx.waitUntil(remember.then(ignore, logBookkeepingError));
+      inBackground(rc, remember);
     }
   }
   return { sse, foldFirstByte };

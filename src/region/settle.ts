@@ -13,7 +13,15 @@ import type { RegionContext } from "./context.ts";
 import { countStateless } from "./stateless.ts";
 
 /** A lost completion only delays the load model's correction (the ticket expires); log it. */
-export const logBookkeepingError = (e: unknown) => console.error(JSON.stringify({ event: "region_bookkeeping_error", message: String(e) }));
+const logBookkeepingError = (e: unknown) => console.error(JSON.stringify({ event: "region_bookkeeping_error", message: String(e) }));
+
+/**
+ * A call to the region's object whose answer nothing waits for (a first byte, a remembered
+ * response, a queued request left): kept alive by the request's `waitUntil`, an error logged.
+ */
+export function inBackground(rc: RegionContext, call: unknown): void {
+  rc.ctx.waitUntil(Promise.resolve(call).then(() => {}, logBookkeepingError));
+}
 
 /**
  * Settles `placed`'s part with `outcome`: its session completed (in the background, kept alive by
