@@ -74,19 +74,17 @@ async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
   }
 }
 
+/** A simulated node's reporter to `routerUrl`, registering with the region token. */
+function reporterTo(routerUrl: string, nodeId: string) {
+  return startReporter({ routerUrl, token: "region-token", region: "test-region", nodeId, intervalMs: INTERVAL_MS, report: () => REPORT });
+}
+
 test(
   "a shutdown aborts a report the router does not answer, then deregisters within the deregistration's timeout",
   { timeout: 30_000 },
   async () => {
     const router = await silentRouter(1);
-    const reporter = startReporter({
-      routerUrl: router.url,
-      token: "region-token",
-      region: "test-region",
-      nodeId: "shutdown-1",
-      intervalMs: INTERVAL_MS,
-      report: () => REPORT,
-    });
+    const reporter = reporterTo(router.url, "shutdown-1");
     let stopped: Promise<void> | undefined;
     try {
       await router.received(1); // the registration, answered with the node's secret
@@ -111,14 +109,7 @@ test(
   { timeout: 30_000 },
   async () => {
     const router = await silentRouter(0);
-    const reporter = startReporter({
-      routerUrl: router.url,
-      token: "region-token",
-      region: "test-region",
-      nodeId: "crash-1",
-      intervalMs: INTERVAL_MS,
-      report: () => REPORT,
-    });
+    const reporter = reporterTo(router.url, "crash-1");
     let stopped: Promise<void> | undefined;
     try {
       await router.received(1);
